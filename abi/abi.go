@@ -1,0 +1,103 @@
+// Package abi is gatehost's wire contract with gate modules: the message
+// types exchanged as JSON, the enumerations they use, the names of the
+// exports a module provides and of the host functions it may import, and the
+// version constants that gate loading.
+//
+// The language-neutral specification is SPEC.md in this directory; the JSON
+// Schemas of the messages are embedded (see Schemas). This package has no
+// dependency outside the standard library so that gate authors, the host and
+// tools can share it freely.
+package abi
+
+// MajorVersion is the ABI major version this package describes. A module
+// reports its major from the gate_abi_version export; the host refuses to
+// load a module whose major differs. Within a major, changes are additive:
+// new optional fields only, never a renamed field or a changed meaning.
+const MajorVersion = 1
+
+// MinorVersion counts additive revisions within MajorVersion. It is carried in
+// requests so a gate can tell which optional fields the host may send.
+const MinorVersion = 0
+
+// Names of the functions a gate module exports. All are required, as is the
+// exported linear memory named ExportMemory.
+const (
+	// ExportABIVersion is gate_abi_version() -> i32: the module's ABI major.
+	ExportABIVersion = "gate_abi_version"
+	// ExportAlloc is gate_alloc(size i32) -> i32: a guest-owned buffer of
+	// size bytes into which the host writes a request. 0 means failure.
+	ExportAlloc = "gate_alloc"
+	// ExportDescribe is gate_describe() -> i64: the packed location of the
+	// module's Descriptor JSON (see Pack).
+	ExportDescribe = "gate_describe"
+	// ExportEvaluate is gate_evaluate(ptr i32, len i32) -> i64: evaluates the
+	// Request JSON at [ptr, ptr+len) and returns the packed location of the
+	// Response JSON.
+	ExportEvaluate = "gate_evaluate"
+	// ExportMemory is the module's exported linear memory.
+	ExportMemory = "memory"
+	// ExportInitialize is the optional WASI reactor initializer. The host
+	// calls it once per instance, before any other export.
+	ExportInitialize = "_initialize"
+)
+
+// ImportModule is the module name of gatehost's host functions. It carries the
+// major version so that a v2 host can offer both sets side by side.
+const ImportModule = "gatehost_v1"
+
+// Names of the host functions in ImportModule.
+const (
+	// ImportLog is log(level i32, ptr i32, len i32): writes a UTF-8 message
+	// to the host's log. Levels follow log/slog: -4 debug, 0 info, 4 warn,
+	// 8 error. Always granted.
+	ImportLog = "log"
+	// ImportCall is call(op_ptr i32, op_len i32, req_ptr i32, req_len i32) -> i32:
+	// invokes a capability operation (for example "catalog.get") with a JSON
+	// request. A result >= 0 is the byte length of the JSON answer now
+	// pending; a negative result is a Status.
+	ImportCall = "call"
+	// ImportResult is result(ptr i32, len i32) -> i32: copies the pending
+	// answer of the last call into [ptr, ptr+len), which must be exactly its
+	// length, and clears it. Returns the number of bytes copied or a Status.
+	ImportResult = "result"
+)
+
+// WASIModule is the only import module allowed besides ImportModule.
+const WASIModule = "wasi_snapshot_preview1"
+
+// WASIFunctions is the WASI subset a module may import: what the standard Go
+// runtime and common toolchains need to start. The host gives these no files,
+// no environment, no arguments and no network; stdout and stderr are captured
+// into bounded buffers.
+var WASIFunctions = []string{
+	"args_get", "args_sizes_get", "environ_get", "environ_sizes_get",
+	"clock_res_get", "clock_time_get", "fd_write", "fd_close", "fd_fdstat_get",
+	"fd_seek", "fd_prestat_get", "fd_prestat_dir_name", "poll_oneoff",
+	"proc_exit", "random_get", "sched_yield",
+}
+
+// Status is a negative return value of the call and result host functions.
+type Status int32
+
+const (
+	// StatusFault: a pointer and length passed by the guest fall outside its
+	// memory, or the operation name is not UTF-8.
+	StatusFault Status = -1
+	// StatusNoResult: result was called with no answer pending.
+	StatusNoResult Status = -2
+	// StatusLength: result was called with a length other than the pending
+	// answer's.
+	StatusLength Status = -3
+	// StatusTooLarge: the request to the host exceeds MaxHostRequestBytes.
+	StatusTooLarge Status = -4
+)
+
+// MaxHostRequestBytes caps one request a guest passes to call.
+const MaxHostRequestBytes = 1 << 20
+
+// Pack packs a guest memory location as gate_evaluate and gate_describe return
+// it: ptr in the high 32 bits, length in the low 32 bits.
+func Pack(ptr, length uint32) uint64 { return uint64(ptr)<<32 | uint64(length) }
+
+// Unpack is the inverse of Pack.
+func Unpack(v uint64) (ptr, length uint32) { return uint32(v >> 32), uint32(v) }

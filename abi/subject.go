@@ -1,0 +1,148 @@
+package abi
+
+import "encoding/json"
+
+// Proposal is the native shape of a SubjectProposal: a whole plan of actions,
+// checked before its first dispatch. Only Actions is required.
+type Proposal struct {
+	ID      string         `json:"id,omitempty"`
+	Source  string         `json:"source,omitempty"`
+	Actions []Action       `json:"actions"`
+	Context map[string]any `json:"context,omitempty"`
+}
+
+// Action types.
+const (
+	ActionToolCall   = "tool_call"
+	ActionStateWrite = "state_write"
+	ActionStateRead  = "state_read"
+	ActionAssertion  = "assertion"
+)
+
+// Action is one step of a Proposal.
+type Action struct {
+	ID string `json:"id,omitempty"`
+	// Type is tool_call, state_write, state_read or assertion; empty means
+	// tool_call.
+	Type string `json:"type,omitempty"`
+	// Tool is the tool's wire name or catalog id; required for tool_call.
+	Tool string `json:"tool,omitempty"`
+	// Parameters are the call's arguments; absent means {}.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// ParseError is set by the host when the agent's arguments could not
+	// be decoded (for example an OpenAI arguments string that is not JSON).
+	// Parameters is then absent, and the action must not be dispatched.
+	ParseError string `json:"parse_error,omitempty"`
+
+	Preconditions     []Precondition  `json:"preconditions,omitempty"`
+	ExpectedEffects   map[string]any  `json:"expected_effects,omitempty"`
+	StateDependencies []string        `json:"state_dependencies,omitempty"`
+	DependsOn         []int           `json:"depends_on,omitempty"`
+	Idempotent        *bool           `json:"idempotent,omitempty"`
+	MaxRetries        *int            `json:"max_retries,omitempty"`
+	FailureBehavior   string          `json:"failure_behavior,omitempty"`
+	TimeoutMS         *int64          `json:"timeout_ms,omitempty"`
+	Reversibility     string          `json:"reversibility,omitempty"`
+	Metadata          json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Precondition is a state predicate an action expects to hold before it runs.
+// Operator is one of eq (default), neq, exists, not_exists, contains, gt, lt,
+// gte, lte.
+type Precondition struct {
+	Key         string `json:"key"`
+	Operator    string `json:"operator,omitempty"`
+	Value       any    `json:"value,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Tool is a catalog record as the catalog capability returns it.
+type Tool struct {
+	// ID is the canonical id, namespace:name.
+	ID string `json:"id"`
+	// Name is the wire name agents call the tool by.
+	Name        string   `json:"name"`
+	Aliases     []string `json:"aliases,omitempty"`
+	Description string   `json:"description,omitempty"`
+	// InputSchema is the JSON Schema of the tool's parameters.
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// SchemaDigest is the lowercase hex SHA-256 of the canonical encoding of
+	// InputSchema (see SPEC.md, "Schema digest").
+	SchemaDigest string `json:"schema_digest"`
+	// Provenance says where the record came from, such as
+	// "mcp_config{github}".
+	Provenance string `json:"provenance,omitempty"`
+	// Source names the server, extension or plugin that serves the tool.
+	Source string `json:"source,omitempty"`
+	// Effect is read_only, idempotent_write or non_idempotent.
+	Effect string `json:"effect,omitempty"`
+}
+
+// Capability operations of the catalog capability.
+const (
+	// OpCatalogGet: request {"name": string}, answer {"found": bool,
+	// "tool"?: Tool}. name is matched exactly (case-sensitive) against ids,
+	// wire names and aliases.
+	OpCatalogGet = "catalog.get"
+	// OpCatalogList: request {}, answer {"generation": uint64,
+	// "tools": [{"id","name","aliases"?}]}.
+	OpCatalogList = "catalog.list"
+)
+
+// CapabilityOf returns the capability an operation belongs to: the part of op
+// before its first dot.
+func CapabilityOf(op string) string {
+	for i := 0; i < len(op); i++ {
+		if op[i] == '.' {
+			return op[:i]
+		}
+	}
+	return op
+}
+
+// CatalogGetRequest and CatalogGetAnswer are the messages of OpCatalogGet.
+type CatalogGetRequest struct {
+	Name string `json:"name"`
+}
+
+type CatalogGetAnswer struct {
+	Found bool  `json:"found"`
+	Tool  *Tool `json:"tool,omitempty"`
+}
+
+// CatalogListAnswer is the answer of OpCatalogList.
+type CatalogListAnswer struct {
+	Generation uint64      `json:"generation"`
+	Tools      []ToolEntry `json:"tools"`
+}
+
+// ToolEntry is the short form of a Tool.
+type ToolEntry struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases,omitempty"`
+}
+
+// CallError is the answer of a capability call that failed:
+// {"error": {"code": ..., "message": ...}}. Every answer of call is either the
+// operation's answer wrapped as {"result": ...} or a CallError.
+type CallError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error codes of a CallError.
+const (
+	ErrCodeCapabilityDenied = "capability_denied"
+	ErrCodeUnknownOperation = "unknown_operation"
+	ErrCodeBadRequest       = "bad_request"
+	ErrCodeUnavailable      = "unavailable"
+)
+
+// CallAnswer is the envelope of every answer of call.
+type CallAnswer struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *CallError      `json:"error,omitempty"`
+}
+
+func (e *CallError) Error() string { return e.Code + ": " + e.Message }
