@@ -1,0 +1,213 @@
+// Package catalog is the host's tool catalog: the registered tools with
+// their canonical ids, wire names, aliases, input schemas, schema digests,
+// provenance and effect classes.
+//
+// A Store publishes immutable Snapshots. Every successful Store.Update
+// publishes a new snapshot whose generation is exactly one more than the
+// previous one; a pipeline run pins one snapshot so every gate sees the same
+// catalog while it changes. Load and Parse import the tool formats agents
+// already use (MCP, OpenAI, Anthropic) and a native format.
+//
+// Errors are *Error values that wrap one of the Err* sentinels, so callers
+// can branch with errors.Is and read the file, position and tool with
+// errors.As.
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// Effect is a tool's side-effect class.
+type Effect string
+
+const (
+	// EffectReadOnly: the tool does not modify its environment.
+	EffectReadOnly Effect = "read_only"
+	// EffectIdempotentWrite: the tool writes, and repeating a call with the
+	// same arguments has no further effect.
+	EffectIdempotentWrite Effect = "idempotent_write"
+	// EffectNonIdempotent: the tool writes and repeats may compound. It is
+	// the default whenever nothing better is known.
+	EffectNonIdempotent Effect = "non_idempotent"
+)
+
+func (e Effect) valid() bool {
+	return e == EffectReadOnly || e == EffectIdempotentWrite || e == EffectNonIdempotent
+}
+
+// Provenance values without an identifier. The other forms are
+// "mcp_config{<server>}", "extension_manifest{<id>}" and
+// "plugin_config{<id>}", where the identifier is a non-empty string of
+// [a-z0-9_.-].
+const (
+	ProvenanceBuiltin    = "builtin_runtime"
+	ProvenanceUnverified = "unverified"
+)
+
+// Tool is one catalog record.
+//
+// Store (through Builder.Add and Builder.Replace) normalises a Tool before
+// it is published: an empty InputSchema becomes {"type":"object"}, the
+// schema is stored compacted (key order kept), SchemaDigest is computed, an
+// empty Effect becomes EffectNonIdempotent and an empty Provenance becomes
+// ProvenanceUnverified. Both defaults are the least trusted choice.
+type Tool struct {
+	// ID is the canonical id "namespace:name" (see MakeID).
+	ID string
+	// Name is the wire name agents call the tool by: non-empty, valid
+	// UTF-8, at most MaxNameBytes bytes.
+	Name string
+	// Aliases are further wire names of the tool, with the same rules as
+	// Name. A name, alias or id resolves to at most one tool.
+	Aliases []string
+	// Description is free text for people and models.
+	Description string
+	// InputSchema is the JSON Schema of the tool's arguments; it must be a
+	// JSON object.
+	InputSchema json.RawMessage
+	// SchemaDigest is the lowercase hex SHA-256 of CanonicalJSON(InputSchema).
+	// It is computed by the store; a non-empty value that differs from the
+	// computed one is an error (ErrInvalidTool), which lets a catalog file
+	// pin its schemas.
+	SchemaDigest string
+	// Provenance says where the record came from: ProvenanceBuiltin,
+	// ProvenanceUnverified, or one of the bracketed forms documented with
+	// them.
+	Provenance string
+	// Source names the server, extension or plugin that serves the tool.
+	Source string
+	// Effect is the side-effect class. For imported MCP tools it comes
+	// from the server's annotations, which are hints: trust it no more
+	// than Provenance.
+	Effect Effect
+}
+
+// ABI returns the record in its wire form. The result shares no memory with t.
+func (t Tool) ABI() abi.Tool {
+	return abi.Tool{
+		ID:           t.ID,
+		Name:         t.Name,
+		Aliases:      cloneStrings(t.Aliases),
+		Description:  t.Description,
+		InputSchema:  cloneBytes(t.InputSchema),
+		SchemaDigest: t.SchemaDigest,
+		Provenance:   t.Provenance,
+		Source:       t.Source,
+		Effect:       string(t.Effect),
+	}
+}
+
+// clone returns a deep copy, so that a snapshot's records cannot be changed
+// through a value handed to a caller.
+func (t Tool) clone() Tool {
+	t.Aliases = cloneStrings(t.Aliases)
+	t.InputSchema = cloneBytes(t.InputSchema)
+	return t
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Sentinel errors. Every error of this package wraps exactly one of them,
+// except Load's I/O errors, which wrap the os error (fs.ErrNotExist, ...).
+var (
+	// ErrInvalidJSON: input is not strict JSON (see CanonicalJSON).
+	ErrInvalidJSON = errors.New("invalid JSON")
+	// ErrInvalidID: a tool id, namespace or server name is malformed.
+	ErrInvalidID = errors.New("invalid tool id")
+	// ErrInvalidName: a wire name or alias is empty, too long or not UTF-8.
+	ErrInvalidName = errors.New("invalid tool name")
+	// ErrInvalidSchema: an input schema is not a JSON object.
+	ErrInvalidSchema = errors.New("invalid input schema")
+	// ErrInvalidTool: any other malformed record field (effect,
+	// provenance, digest mismatch, a repeated alias, a wrongly typed field).
+	ErrInvalidTool = errors.New("invalid tool record")
+	// ErrDuplicateID: a tool with this id is already in the catalog.
+	ErrDuplicateID = errors.New("duplicate tool id")
+	// ErrNameTaken: an id, wire name or alias already resolves to another
+	// tool.
+	ErrNameTaken = errors.New("name already taken")
+	// ErrNotFound: Remove or Replace named a tool that is not there.
+	ErrNotFound = errors.New("tool not found")
+	// ErrGenerationOverflow: the generation counter is at its maximum.
+	ErrGenerationOverflow = errors.New("generation overflow")
+	// ErrFormat: the input is no supported catalog format, or not the
+	// format that was asked for.
+	ErrFormat = errors.New("unsupported or mismatched format")
+	// ErrTooLarge: a file exceeds MaxFileBytes.
+	ErrTooLarge = errors.New("file too large")
+)
+
+// Error is the error type of this package. Err wraps one of the sentinels
+// with the reason.
+type Error struct {
+	// File is the file being imported; empty outside Load.
+	File string
+	// Index is the tool's position in its file's tool list, or -1 when the
+	// error is not about one list entry.
+	Index int
+	// Tool is the tool's id or wire name (cut to 128 bytes), or empty when
+	// the error is not about one tool.
+	Tool string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("catalog: ")
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	}
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "tools[%d]: ", e.Index)
+	}
+	if e.Tool != "" {
+		fmt.Fprintf(&b, "tool %q: ", e.Tool)
+	}
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// toolErr builds an *Error about one tool outside any file.
+func toolErr(tool string, sentinel error, format string, args ...any) *Error {
+	return &Error{Index: -1, Tool: cut(tool), Err: wrap(sentinel, format, args...)}
+}
+
+// wrap returns "sentinel: reason", wrapping sentinel.
+func wrap(sentinel error, format string, args ...any) error {
+	if format == "" {
+		return sentinel
+	}
+	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+}
+
+// cut shortens a name echoed in an error to 128 bytes, so a hostile name
+// cannot flood logs.
+func cut(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
