@@ -1,0 +1,86 @@
+// Package eventlog is gatehost's append-only, hash-chained event log: one JSON
+// record per line in a file, each record carrying the SHA-256 of the record
+// before it, written with fsync before an append returns.
+//
+// Only the host appends (see Log.Append); anyone can check a log with Verify,
+// which never modifies the file and may run while a writer is active.
+//
+// # File format
+//
+// The log at path is a sequence of lines, each the canonical encoding of a
+// Record followed by "\n". A line is at most MaxRecordBytes bytes, newline
+// excluded. Records are numbered by seq from 1 with no gaps. The first
+// record's prev is GenesisPrev (64 zeros) rather than "", so that every prev
+// and hash is a 64-character lowercase hex string; every later record's prev
+// is the hash of the record before it.
+//
+// # Canonical encoding and hash
+//
+// The canonical encoding of a record is a JSON object without insignificant
+// whitespace whose members appear in exactly this order:
+//
+//	seq, time, prev, hash, kind, run_id, pipeline, stage, plugin,
+//	module_sha256, config_digest, abi_version, verdict, reason, request_id, data
+//
+// seq, time, prev, hash, kind, run_id, pipeline and verdict are always
+// present; the others are omitted when empty ("" or 0). Values are encoded as:
+//
+//   - seq and abi_version: decimal integers, no leading zeros or sign for seq.
+//   - time: a string in RFC 3339 in UTC with a "Z" suffix and fractional
+//     seconds only as needed, trailing zeros removed (Go's time.RFC3339Nano),
+//     for example "2025-01-02T03:04:05.06Z".
+//   - strings: valid UTF-8, with '"' and '\' escaped by a backslash, bytes
+//     below 0x20 escaped as \u00XX with lowercase hex, every other character
+//     (including '<', '>', '&', U+2028 and U+2029) written as is.
+//   - data: any JSON value, compacted (insignificant whitespace removed,
+//     everything else, including key order and string escapes, kept as given).
+//
+// kind must not be empty. hash is the lowercase hex SHA-256 of the canonical
+// encoding with the hash member (`,"hash":"…"`) removed, so the hash input
+// starts `{"seq":1,"time":"…","prev":"000…000","kind":`.
+//
+// Verify requires every line to be byte-for-byte the canonical encoding of
+// the record it decodes to. That makes the hashed bytes and the stored bytes
+// one and the same, so another implementation can verify a log by
+// re-encoding and never has to guess how a line was parsed (duplicate keys,
+// alternative escapes, unknown fields are all rejected).
+//
+// # Head checkpoint
+//
+// A hash chain alone cannot reveal that its last records were cut off. So
+// after each append (or group of concurrent appends committed together) the
+// log writes <path>.head, holding {"seq":N,"hash":"…"} for the last record,
+// by writing a temporary file, fsyncing it, renaming it over the old one and
+// fsyncing the directory. The
+// log is always fsynced before the head, so after a crash the log may be
+// ahead of its head (that is fine and Open catches the head up) but never
+// behind it. A log shorter than its head, or whose record N has a different
+// hash, has been truncated or rewritten. A non-empty log without a head is
+// refused as well, since deleting the head would otherwise hide a truncation.
+// Open writes the head of a new, empty log as seq 0 with hash GenesisPrev.
+//
+// Verify reads the head before the log, so a concurrent append can only make
+// the log longer than the head it read.
+//
+// # Torn tail
+//
+// A crash during an append can leave a partial last line. When the final
+// line of the file lacks its newline, or is not syntactically valid JSON,
+// it is a torn tail: Verify reports it (Report.TornTail) and checks the
+// chain up to the last complete record; Open truncates it away, fsyncs and
+// logs a warning (see Log.Repaired). Only the final line is treated this way.
+// A bad line anywhere else, or a final line that is valid JSON but fails any
+// check, is a *ChainError: Open refuses such a log so that a damaged or
+// tampered log is never silently appended to. Dropping a torn tail never
+// drops a record at or below the head; if it would, the log is refused.
+//
+// # What this detects
+//
+// Editing, deleting, inserting or reordering records, and truncating the log
+// behind its head, are all detected. An attacker who can write the files can,
+// however, rewrite the log and its head consistently (recomputing every hash
+// from the point of change). Only a hash kept outside the attacker's reach
+// catches that: record Log.Last's hash elsewhere (another system, a signed
+// receipt) and pass it as VerifyOptions.Anchor, which requires a record with
+// that hash to be on the chain.
+package eventlog

@@ -1,0 +1,330 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Options configures Open. The zero value gives the defaults.
+type Options struct {
+	// NoSync skips every fsync. A crash may then lose acknowledged records;
+	// it exists for benchmarks and tests only.
+	NoSync bool
+	// Logger receives the report of a torn-tail repair. Default slog.Default().
+	Logger *slog.Logger
+}
+
+var (
+	// ErrClosed is returned by Append after Close.
+	ErrClosed = errors.New("eventlog: log closed")
+	// ErrBroken is returned, wrapping the original cause, by every Append
+	// after a failed write, fsync or head update (see Log.Append).
+	ErrBroken = errors.New("eventlog: log unusable after a failed append; reopen it")
+	// ErrLocked is returned by Open when another Log holds the file.
+	ErrLocked = errors.New("eventlog: log is locked by another writer")
+)
+
+// file is what Log needs of its *os.File; tests substitute failing ones.
+type file interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// Log is an open event log. Its methods are safe for concurrent use.
+//
+// Concurrent appends are committed in groups: while one goroutine writes,
+// fsyncs and checkpoints a batch, others queue their encoded records, and the
+// next of them commits all queued records at once. The fsyncs and the head
+// update are then paid once per group rather than once per call.
+type Log struct {
+	path     string
+	headPath string
+	opts     Options
+	logger   *slog.Logger
+	repaired int64
+
+	mu   sync.Mutex
+	cond sync.Cond // broadcast when a commit finishes
+	f    file      // written only by the committing goroutine
+	dir  *os.File
+	// seq and hash are the chain's tail including queued records;
+	// durableSeq and durableHash, the tail that is written, fsynced and
+	// checkpointed.
+	seq, durableSeq   uint64
+	hash, durableHash string
+	queue, spare      []byte // encoded lines awaiting commit; a buffer to swap in
+	committing        bool
+	err               error // sticky: set by the first failed commit
+	closed            bool
+}
+
+// Open opens the log at path, creating it and its directories if needed.
+// It verifies the whole chain and the head file first and refuses, with a
+// *ChainError, a log that fails; a torn tail is truncated away (see the
+// package doc and Repaired). Only one Log may hold a file at a time.
+func Open(path string, opts Options) (*Log, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	dirPath := filepath.Dir(path)
+	if err := os.MkdirAll(dirPath, 0o750); err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	l, err := open(path, f, dirPath, opts, logger)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Logger) (*Log, error) {
+	if err := lockFile(f); err != nil {
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("eventlog: lock %s: %w", path, err)
+	}
+	hp := headPath(path)
+	head, haveHead, err := readHead(hp)
+	if err != nil {
+		return nil, withPath(err, path)
+	}
+	var headHash string
+	res, err := scan(f, func(r *Record) {
+		if r.Seq == head.Seq {
+			headHash = r.Hash
+		}
+	})
+	if err == nil {
+		err = checkHead(res, head, haveHead, headHash)
+	}
+	if err != nil {
+		return nil, withPath(err, path)
+	}
+	dir, err := os.Open(dirPath)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	l := &Log{
+		path: path, headPath: hp, opts: opts, logger: logger, f: f, dir: dir,
+		seq: res.records, hash: res.lastHash, durableSeq: res.records, durableHash: res.lastHash,
+	}
+	l.cond.L = &l.mu
+	fail := func(err error) (*Log, error) {
+		dir.Close()
+		return nil, fmt.Errorf("eventlog: open %s: %w", path, err)
+	}
+	if res.torn {
+		if err := f.Truncate(res.goodEnd); err != nil {
+			return fail(err)
+		}
+		if err := l.sync(f); err != nil {
+			return fail(err)
+		}
+		l.repaired = res.tornBytes
+		logger.Warn("eventlog: truncated torn tail left by an interrupted append",
+			"path", path, "bytes_dropped", res.tornBytes, "last_seq", res.records)
+	}
+	// Persist the log's directory entry if Open just created the file.
+	if err := l.syncDir(); err != nil {
+		return fail(err)
+	}
+	if !haveHead || head.Seq != l.seq {
+		if haveHead {
+			logger.Info("eventlog: head checkpoint behind log, catching up",
+				"path", path, "head_seq", head.Seq, "last_seq", l.seq)
+		}
+		if err := l.writeHead(l.seq, l.hash); err != nil {
+			return fail(err)
+		}
+	}
+	return l, nil
+}
+
+// Repaired reports how many bytes of torn tail Open truncated; 0 if none.
+func (l *Log) Repaired() (bytesDropped int64) { return l.repaired }
+
+// Last returns the seq and hash of the last durable record: the hash the
+// next record's prev will hold. For an empty log it returns 0 and GenesisPrev.
+// Keeping this hash outside the log's reach makes it an anchor for Verify.
+func (l *Log) Last() (seq uint64, hash string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durableSeq, l.durableHash
+}
+
+// Append completes recs (seq, prev, hash and a zero time; times are stored
+// in UTC), writes them, fsyncs, updates the head, and returns the completed
+// records. The records of one call are contiguous and go out in one write.
+// A record that cannot be encoded, or exceeds MaxRecordBytes, fails the call
+// before anything is written.
+//
+// After a failed write, fsync or head update, the Log refuses every further
+// append with ErrBroken. Its state on disk is then unknown: a short write may
+// have left a partial line that the next record would be glued to, and after
+// a failed fsync the kernel may have dropped the dirty pages and cleared the
+// error, so a retried fsync can report success for data that is gone. Open
+// the log again to re-scan it and repair any torn tail. An error from Append
+// therefore means the records may or may not be in the log, as after a crash.
+func (l *Log) Append(recs ...Record) ([]Record, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if l.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBroken, l.err)
+	}
+
+	// Encode straight onto the queue, chaining from the queued tail; on a
+	// bad record, cut the queue back so nothing of this call is written.
+	now := time.Now()
+	seq, prev := l.seq, l.hash
+	out := make([]Record, len(recs))
+	mark := len(l.queue)
+	for i, r := range recs {
+		seq++
+		r.Seq, r.Prev, r.Hash = seq, prev, ""
+		if r.Time.IsZero() {
+			r.Time = now
+		}
+		r.Time = r.Time.UTC()
+		start := len(l.queue)
+		var err error
+		l.queue, r.Hash, err = appendLine(l.queue, &r)
+		if err == nil && len(l.queue)-start > MaxRecordBytes {
+			err = fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, len(l.queue)-start)
+		}
+		if err != nil {
+			l.queue = l.queue[:mark]
+			return nil, fmt.Errorf("eventlog: record %d of %d: %w", i+1, len(recs), err)
+		}
+		l.queue = append(l.queue, '\n')
+		prev = r.Hash
+		out[i] = r
+	}
+	l.seq, l.hash = seq, prev
+
+	for l.durableSeq < seq {
+		switch {
+		case l.err != nil:
+			return nil, l.err
+		case l.committing:
+			l.cond.Wait()
+		default:
+			l.commit()
+		}
+	}
+	return out, nil
+}
+
+// commit writes, fsyncs and checkpoints everything queued. It is called with
+// l.mu held and releases it during I/O; l.committing keeps it to one at a time.
+func (l *Log) commit() {
+	batch, seq, hash := l.queue, l.seq, l.hash
+	l.queue, l.spare = l.spare[:0], nil
+	l.committing = true
+	l.mu.Unlock()
+
+	op, err := "write", error(nil)
+	if _, err = l.f.Write(batch); err == nil {
+		op, err = "fsync", l.sync(l.f)
+	}
+	if err == nil {
+		op, err = "head update", l.writeHead(seq, hash)
+	}
+
+	l.mu.Lock()
+	l.committing = false
+	if err != nil {
+		l.err = fmt.Errorf("eventlog: %s %s: %w", op, l.path, err)
+		l.logger.Error("eventlog: append failed; refusing further appends until reopened",
+			"path", l.path, "op", op, "err", err)
+	} else {
+		l.durableSeq, l.durableHash = seq, hash
+	}
+	if cap(batch) <= 1<<20 { // keep a modest buffer; let a huge one go
+		l.spare = batch[:0]
+	}
+	l.cond.Broadcast()
+}
+
+func (l *Log) sync(f interface{ Sync() error }) error {
+	if l.opts.NoSync {
+		return nil
+	}
+	return f.Sync()
+}
+
+func (l *Log) syncDir() error {
+	if l.opts.NoSync {
+		return nil
+	}
+	return syncDir(l.dir)
+}
+
+// writeHead replaces the head file with the current (seq, hash) atomically:
+// a crash leaves either the old head or the new one, both valid because the
+// log was fsynced first.
+func (l *Log) writeHead(seq uint64, hash string) error {
+	tmp := l.headPath + ".tmp"
+	b := make([]byte, 0, 96)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"hash":"`...)
+	b = append(b, hash...)
+	b = append(b, "\"}\n"...)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = l.sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, l.headPath)
+	}
+	if err == nil {
+		err = l.syncDir()
+	}
+	return err
+}
+
+// Close waits for queued appends to finish, then closes the log and releases
+// its lock. Further appends return ErrClosed. Closing twice is harmless.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	for l.committing || (len(l.queue) > 0 && l.err == nil) {
+		l.cond.Wait()
+	}
+	err := l.f.Close()
+	if derr := l.dir.Close(); err == nil {
+		err = derr
+	}
+	return err
+}
