@@ -1,0 +1,385 @@
+// Package subject turns the shapes agents emit into the native abi.Proposal.
+//
+// It is the host's edge for untrusted input. ParseProposal accepts the native
+// {"actions": [...]} form and three agent formats, detects which one it was
+// given, validates it and returns one normalized proposal. The formats are
+// described on the Format constants.
+//
+// Rules shared by all formats:
+//
+//   - The input is one JSON value of at most MaxSubjectBytes bytes of UTF-8,
+//     with no list longer than MaxActions.
+//   - Something wrong with the envelope (the message, the list, a call's
+//     name or id) is an *Error: the whole input is refused.
+//   - Something wrong with one call's arguments is not an error. The action
+//     keeps its tool and id, Parameters is absent and ParseError says why,
+//     so that a gate can report it against that action (and block it).
+//   - Parameters keep the agent's bytes; only OpenAI's arguments string is
+//     decoded (and trimmed of surrounding white space). In the agent formats
+//     a call without arguments gets {}.
+//   - An element that might be a call but is not understood is an error,
+//     never skipped: a skipped call would escape every gate.
+//   - Object keys are matched exactly. A key that equals one this package
+//     reads only under case folding ("Tool" for "tool") is an error, because
+//     Go's encoding/json would take it for the field while other decoders
+//     would not; the gates and the executor must see the same call.
+//   - An agent format with no tool calls is an error wrapping
+//     ErrNoToolCalls; a native proposal with no actions is valid.
+//
+// ParseProposal never panics, whatever the input.
+package subject
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// MaxSubjectBytes caps the size of the input to ParseProposal.
+const MaxSubjectBytes = 4 << 20
+
+// MaxActions caps the length of each list ParseProposal reads: actions,
+// requests, choices, tool calls, output items and content blocks. Within
+// MaxSubjectBytes a list of tiny elements would otherwise decode to gigabytes
+// of structs, long before any gate could apply its own limit.
+const MaxActions = 1000
+
+// Format names a shape of proposal.
+type Format string
+
+const (
+	// FormatAuto asks ParseProposal to detect the format from the content.
+	FormatAuto Format = ""
+
+	// FormatNative is abi.Proposal as JSON: {"actions": [...], ...}. It is
+	// validated against abi.SchemaProposal; fields the schema does not name
+	// are allowed and dropped. Zero actions is a valid proposal.
+	FormatNative Format = "native"
+
+	// FormatMCP is a JSON array of MCP JSON-RPC requests, or one request:
+	// {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+	// "params": {"name": ..., "arguments": {...}}}. Every element must be a
+	// tools/call request; its id (a string or an integer, required) becomes
+	// the action id as a string, and absent or null arguments become {}.
+	FormatMCP Format = "mcp"
+
+	// FormatOpenAI is one of:
+	//   - an assistant message {"role": "assistant", "tool_calls": [{"id",
+	//     "type": "function", "function": {"name", "arguments"}}]};
+	//   - a chat completion {"choices": [{"message": {...}}]}, of which only
+	//     the first choice is read;
+	//   - a Responses API output, {"output": [...]} or the bare list, whose
+	//     {"type": "function_call", "call_id", "name", "arguments"} items
+	//     become actions and "message" and "reasoning" items are skipped;
+	//   - a bare tool_calls list.
+	//
+	// arguments is a JSON string holding a JSON object. Absent or null
+	// arguments and an empty string become {}; anything else that is not an
+	// object sets the action's ParseError. The legacy message-level
+	// function_call is refused.
+	FormatOpenAI Format = "openai"
+
+	// FormatAnthropic is an assistant message {"role": "assistant",
+	// "content": [...]} or its bare content list. Each {"type": "tool_use",
+	// "id", "name", "input": {...}} block becomes an action; "text",
+	// "thinking" and "redacted_thinking" blocks are skipped; any other block
+	// type is an error. An input that is not an object sets ParseError.
+	FormatAnthropic Format = "anthropic"
+)
+
+// ErrTooLarge is wrapped by the *Error for an input over MaxSubjectBytes or
+// with a list over MaxActions.
+var ErrTooLarge = errors.New("subject: input too large")
+
+// ErrNoToolCalls is wrapped by the *Error for an agent message that holds no
+// tool call, such as a text-only answer. Callers may treat it as "nothing to
+// check" rather than as malformed input.
+var ErrNoToolCalls = errors.New("subject: no tool calls found")
+
+// Error is the error ParseProposal returns for input it refuses.
+type Error struct {
+	// Format is the format being parsed; FormatAuto if none was determined.
+	Format Format
+	// Index is the position of the offending call in its list (actions,
+	// JSON-RPC requests, tool_calls, output items or content blocks), or -1
+	// when the error is not about one call.
+	Index int
+	// Field is a JSON Pointer (RFC 6901) into the input to the offending
+	// value; "" means the whole input.
+	Field string
+	// Reason says what is wrong, for people. It names members and types, not
+	// the values of arguments, which may be secret.
+	Reason string
+	// Err is the underlying error, if any: ErrTooLarge, ErrNoToolCalls or an
+	// encoding/json error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("subject")
+	if e.Format != FormatAuto {
+		b.WriteString(" " + string(e.Format))
+	}
+	if e.Index >= 0 {
+		b.WriteString(" [" + strconv.Itoa(e.Index) + "]")
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ParseProposal parses data in format f, or in the detected format if f is
+// FormatAuto, and returns the proposal and the format used.
+//
+// Detection looks at marker members: "actions" (native), "jsonrpc" or
+// "method" (MCP), "tool_calls", "choices" or an "output" list (OpenAI), a
+// "content" list (Anthropic), and for a list the same markers or the "type"
+// of its elements. Markers of two formats are an error rather than a guess,
+// since the parser of one would ignore what the other calls a tool call. A
+// forced format that detection says the content is not is an error too.
+//
+// Every error is an *Error, and the returned Format is then its Format.
+func ParseProposal(data []byte, f Format) (abi.Proposal, Format, error) {
+	p, err := parse(data, &f)
+	if err != nil {
+		return abi.Proposal{}, f, err
+	}
+	return p, f, nil
+}
+
+func parse(data []byte, f *Format) (abi.Proposal, error) {
+	whole := loc{format: *f, index: -1}
+	switch *f {
+	case FormatAuto, FormatNative, FormatMCP, FormatOpenAI, FormatAnthropic:
+	default:
+		return abi.Proposal{}, whole.errorf(nil, "unknown format %s", quote(string(*f)))
+	}
+	if len(data) > MaxSubjectBytes {
+		return abi.Proposal{}, whole.errorf(ErrTooLarge, "input is %d bytes, over the limit of %d", len(data), MaxSubjectBytes)
+	}
+	// Invalid UTF-8 would be silently replaced in decoded strings but kept
+	// in raw parameters, so gates and tools could read different text.
+	if !utf8.Valid(data) {
+		return abi.Proposal{}, whole.errorf(nil, "input is not valid UTF-8")
+	}
+	in, err := decodeInput(data, whole)
+	if err != nil {
+		return abi.Proposal{}, err
+	}
+
+	detected, derr := detect(in)
+	switch {
+	case *f == FormatAuto && derr != nil:
+		return abi.Proposal{}, derr
+	case *f == FormatAuto:
+		*f = detected
+	case derr == nil && detected != *f:
+		return abi.Proposal{}, whole.errorf(nil, "input looks like %s, not %s", detected, *f)
+	}
+
+	l := loc{format: *f, index: -1}
+	switch *f {
+	case FormatNative:
+		return parseNative(data, in, l)
+	case FormatMCP:
+		return parseMCP(in, l)
+	case FormatOpenAI:
+		return parseOpenAI(in, l)
+	}
+	return parseAnthropic(in, l)
+}
+
+// input is the decoded top level: an object or an array of (maybe) objects,
+// with values still raw so that parameters keep their bytes.
+type input struct {
+	obj   object            // set if the input is an object
+	arr   []json.RawMessage // set if the input is an array
+	elems []object          // elems[i] is arr[i] as an object, nil if it is not one
+}
+
+func decodeInput(data []byte, l loc) (*input, error) {
+	in := &input{}
+	var err error
+	switch kindOf(data) {
+	case '{':
+		err = json.Unmarshal(data, &in.obj)
+	case '[':
+		if in.arr, err = decodeList(data, l, "input"); err != nil {
+			return nil, err
+		}
+		in.elems = objects(in.arr)
+	case 0:
+		return nil, l.errorf(nil, "input is empty")
+	default:
+		// Run the decoder anyway so that invalid JSON is reported as such.
+		var v json.RawMessage
+		if err = json.Unmarshal(data, &v); err == nil {
+			return nil, l.errorf(nil, "input is a JSON %s, want an object or an array", kindName(data))
+		}
+	}
+	if err != nil {
+		return nil, l.errorf(err, "invalid JSON: %s", jsonErrText(err))
+	}
+	return in, nil
+}
+
+// detect names the format of in from marker keys. Markers of more than one
+// format are an error rather than a guess: whatever the parser ignored could
+// be a call that no gate would see.
+func detect(in *input) (Format, error) {
+	l := loc{index: -1}
+	var found []Format
+	add := func(f Format) {
+		for _, g := range found {
+			if g == f {
+				return
+			}
+		}
+		found = append(found, f)
+	}
+	if in.obj != nil {
+		o := in.obj
+		if o.has("actions") {
+			add(FormatNative)
+		}
+		if o.has("jsonrpc") || o.has("method") {
+			add(FormatMCP)
+		}
+		openai := o.has("tool_calls") || o.has("function_call") || o.has("choices") || kindOf(o["output"]) == '['
+		content := kindOf(o["content"]) == '['
+		if openai {
+			add(FormatOpenAI)
+		}
+		if content && (!openai || hasToolUse(o["content"])) {
+			add(FormatAnthropic)
+		}
+		// {"role": ..., "content": "text"} is a text-only message in both
+		// agent formats.
+		if len(found) == 0 && o.has("role") {
+			return "", l.noCalls()
+		}
+	} else {
+		if len(in.arr) == 0 {
+			return "", l.errorf(ErrNoToolCalls, "empty list: no tool calls found")
+		}
+		for _, e := range in.elems {
+			if f := elemFormat(e); f != FormatAuto {
+				add(f)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", l.errorf(nil, "unrecognized format: not a native proposal, MCP tools/call request, OpenAI or Anthropic message")
+	case 1:
+		return found[0], nil
+	}
+	names := make([]string, len(found))
+	for i, f := range found {
+		names[i] = string(f)
+	}
+	return "", l.errorf(nil, "ambiguous format: input has markers of %s", strings.Join(names, " and "))
+}
+
+// elemFormat names the format an element of a top-level list belongs to.
+func elemFormat(e object) Format {
+	if e == nil {
+		return FormatAuto
+	}
+	if e.has("jsonrpc") || e.has("method") {
+		return FormatMCP
+	}
+	var typ string
+	if json.Unmarshal(e["type"], &typ) != nil {
+		return FormatAuto
+	}
+	switch typ {
+	case "tool_use", "text", "thinking", "redacted_thinking":
+		return FormatAnthropic
+	case "function_call", "function", "message", "reasoning":
+		return FormatOpenAI
+	}
+	return FormatAuto
+}
+
+func hasToolUse(content json.RawMessage) bool {
+	if countElems(content, MaxActions) > MaxActions {
+		return true // unread, so it may hold one
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	// Errors leave blocks as decoded so far; detection is best effort.
+	_ = json.Unmarshal(content, &blocks)
+	for _, b := range blocks {
+		if b.Type == "tool_use" {
+			return true
+		}
+	}
+	return false
+}
+
+// loc is where in the input a parser is: it builds *Error values.
+type loc struct {
+	format Format
+	index  int
+	ptr    string
+}
+
+// at descends into an object member.
+func (l loc) at(key string) loc {
+	l.ptr += "/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+	return l
+}
+
+// elem descends into an array element that is not a call.
+func (l loc) elem(i int) loc {
+	l.ptr += "/" + strconv.Itoa(i)
+	return l
+}
+
+// call descends into the array element that is call i.
+func (l loc) call(i int) loc {
+	l = l.elem(i)
+	l.index = i
+	return l
+}
+
+func (l loc) errorf(err error, format string, args ...any) *Error {
+	return &Error{Format: l.format, Index: l.index, Field: l.ptr, Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// noCalls is the error for an agent message without tool calls.
+func (l loc) noCalls() *Error {
+	return l.errorf(ErrNoToolCalls, "no tool calls found")
+}
+
+// jsonErrText is an encoding/json error without its "json: " prefix, with
+// the offset of a syntax error.
+func jsonErrText(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		msg += " at offset " + strconv.FormatInt(se.Offset, 10)
+	}
+	return msg
+}
+
+// emptyObject is the parameters of a call without arguments. Each action
+// gets its own copy so that no caller can alias another's parameters.
+func emptyObject() json.RawMessage { return json.RawMessage("{}") }
+
+// trimSpace trims JSON white space.
+func trimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }
