@@ -1,0 +1,156 @@
+// Package abischema compiles the ABI's embedded JSON Schemas once and
+// validates messages against them.
+package abischema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+var (
+	once     sync.Once
+	compiled map[string]*jsonschema.Schema
+	initErr  error
+)
+
+func load() {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	names := []string{abi.SchemaRequest, abi.SchemaResponse, abi.SchemaDescriptor, abi.SchemaProposal}
+	for _, n := range names {
+		b, err := fs.ReadFile(abi.Schemas, n)
+		if err != nil {
+			initErr = err
+			return
+		}
+		if err := c.AddResource(n, bytes.NewReader(b)); err != nil {
+			initErr = fmt.Errorf("abischema: %s: %w", n, err)
+			return
+		}
+	}
+	compiled = make(map[string]*jsonschema.Schema, len(names))
+	for _, n := range names {
+		s, err := c.Compile(n)
+		if err != nil {
+			initErr = fmt.Errorf("abischema: compile %s: %w", n, err)
+			return
+		}
+		compiled[n] = s
+	}
+}
+
+// Validate checks the JSON document doc against the named schema (one of the
+// abi.Schema* names).
+func Validate(name string, doc []byte) error {
+	once.Do(load)
+	if initErr != nil {
+		return initErr
+	}
+	s, ok := compiled[name]
+	if !ok {
+		return fmt.Errorf("abischema: unknown schema %q", name)
+	}
+	v, err := Decode(doc)
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
+// Decode decodes JSON the way the validator expects: numbers as json.Number,
+// one value, nothing after it.
+func Decode(doc []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if d.More() {
+		return nil, fmt.Errorf("not JSON: trailing data after the value")
+	}
+	return v, nil
+}
+
+// CompileConfigSchema compiles a gate's config schema (draft 2020-12 unless
+// the schema's $schema says otherwise). References to remote documents are
+// refused: a gate's schema must be self-contained.
+func CompileConfigSchema(schema []byte) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("remote reference %q not allowed", u)
+	}
+	if err := c.AddResource("config.schema.json", bytes.NewReader(schema)); err != nil {
+		return nil, err
+	}
+	return c.Compile("config.schema.json")
+}
+
+// CheckMemberNames refuses a JSON document that the schema and encoding/json
+// could read differently. The schema matches member names exactly;
+// encoding/json matches struct fields case-insensitively. So in the top-level
+// object and in each element of its "findings" array (the objects decoded
+// into structs), a member name must not differ only in case from an ABI name
+// or from another member. Without this, {"verdict":"rejected",…,
+// "Verdict":"accepted"} would validate as a rejection and decode as an
+// acceptance.
+func CheckMemberNames(doc []byte) error {
+	v, err := Decode(doc)
+	if err != nil {
+		return err
+	}
+	top, ok := v.(map[string]any)
+	if !ok {
+		return nil // the schema refuses it
+	}
+	if err := checkObject(top, ""); err != nil {
+		return err
+	}
+	if fs, ok := top["findings"].([]any); ok {
+		for i, f := range fs {
+			if m, ok := f.(map[string]any); ok {
+				if err := checkObject(m, fmt.Sprintf("/findings/%d", i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkObject(m map[string]any, path string) error {
+	seen := make(map[string]string, len(m))
+	for k := range m {
+		l := strings.ToLower(k)
+		if other, dup := seen[l]; dup {
+			return fmt.Errorf("member names %q and %q in %q differ only in case", other, k, path+"/")
+		}
+		seen[l] = k
+		if l != k && abiNames[l] {
+			return fmt.Errorf("member name %q in %q must be %q", k, path+"/", l)
+		}
+	}
+	return nil
+}
+
+// abiNames are the member names of the ABI's messages that encoding/json
+// decodes into struct fields.
+var abiNames = map[string]bool{
+	"verdict": true, "basis": true, "reason": true, "findings": true, "evidence": true,
+	"code": true, "severity": true, "tier": true, "message": true, "action_index": true,
+	"action_id": true, "path": true, "keyword": true, "suggestion": true, "details": true,
+	"abi_version": true, "name": true, "version": true, "description": true,
+	"subject_kinds": true, "capabilities": true, "config_schema": true,
+}

@@ -1,0 +1,131 @@
+// Package gatetest runs a gate natively, in go test, through the same JSON
+// encoding a module uses: the request is encoded, handed to the SDK's
+// handler, and the response is checked against the ABI's response schema
+// before it is decoded. Host is an in-memory capability host.
+package gatetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/sdk"
+)
+
+// Evaluate runs g on req with host h and returns the decoded response. It
+// fills ABIVersion, RunID, Stage and Context.Now when they are zero. The
+// error is non-nil when the response is not JSON or fails the ABI schema,
+// which the real host would count as an abi_violation.
+func Evaluate(ctx context.Context, g sdk.Gate, req abi.Request, h sdk.Host) (abi.Response, error) {
+	if req.ABIVersion == 0 {
+		req.ABIVersion = abi.MajorVersion
+	}
+	if req.RunID == "" {
+		req.RunID = "gatetest"
+	}
+	if req.Stage == "" {
+		req.Stage = g.Descriptor.Name
+	}
+	if req.Context.Now == "" {
+		req.Context.Now = "2026-01-01T00:00:00Z"
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return abi.Response{}, fmt.Errorf("gatetest: encode request: %w", err)
+	}
+	out := sdk.Handle(ctx, &g, h, body)
+	if err := abischema.Validate(abi.SchemaResponse, out); err != nil {
+		return abi.Response{}, fmt.Errorf("gatetest: response violates the ABI: %w", err)
+	}
+	var resp abi.Response
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return abi.Response{}, fmt.Errorf("gatetest: decode response: %w", err)
+	}
+	return resp, nil
+}
+
+// Host is an in-memory sdk.Host: a catalog of tools and a set of granted
+// capabilities. The zero value grants nothing and has an empty catalog. It
+// is safe for concurrent use.
+type Host struct {
+	// Tools is the catalog the catalog capability answers from.
+	Tools []abi.Tool
+	// Generation is reported by catalog.list.
+	Generation uint64
+	// Granted lists granted capabilities, such as "catalog".
+	Granted []string
+
+	mu   sync.Mutex
+	logs []string
+}
+
+// NewHost returns a Host with the given tools and the catalog capability
+// granted.
+func NewHost(tools ...abi.Tool) *Host {
+	return &Host{Tools: tools, Granted: []string{"catalog"}}
+}
+
+// Logs returns the messages the gate logged.
+func (h *Host) Logs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.logs)
+}
+
+// Log implements sdk.Host.
+func (h *Host) Log(level sdk.Level, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logs = append(h.logs, msg)
+}
+
+// Call implements sdk.Host with the semantics of the real host's catalog
+// capability. It returns the answer envelope decoded by sdk.DecodeAnswer.
+func (h *Host) Call(op string, request []byte) ([]byte, error) {
+	return sdk.DecodeAnswer(h.answer(op, request))
+}
+
+func (h *Host) answer(op string, request []byte) []byte {
+	if !slices.Contains(h.Granted, abi.CapabilityOf(op)) {
+		return callError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to this stage", abi.CapabilityOf(op)))
+	}
+	switch op {
+	case abi.OpCatalogGet:
+		var req abi.CatalogGetRequest
+		if err := json.Unmarshal(request, &req); err != nil {
+			return callError(abi.ErrCodeBadRequest, err.Error())
+		}
+		for i := range h.Tools {
+			t := &h.Tools[i]
+			if t.ID == req.Name || t.Name == req.Name || slices.Contains(t.Aliases, req.Name) {
+				return result(abi.CatalogGetAnswer{Found: true, Tool: t})
+			}
+		}
+		return result(abi.CatalogGetAnswer{Found: false})
+	case abi.OpCatalogList:
+		a := abi.CatalogListAnswer{Generation: h.Generation, Tools: []abi.ToolEntry{}}
+		for _, t := range h.Tools {
+			a.Tools = append(a.Tools, abi.ToolEntry{ID: t.ID, Name: t.Name, Aliases: t.Aliases})
+		}
+		return result(a)
+	}
+	return callError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
+}
+
+func result(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return callError(abi.ErrCodeUnavailable, err.Error())
+	}
+	out, _ := json.Marshal(abi.CallAnswer{Result: b})
+	return out
+}
+
+func callError(code, msg string) []byte {
+	out, _ := json.Marshal(abi.CallAnswer{Error: &abi.CallError{Code: code, Message: msg}})
+	return out
+}

@@ -1,0 +1,148 @@
+// Package sdk is the guest side of the gatehost ABI for gates written in
+// standard Go. A gate author writes one EvaluateFunc and a descriptor,
+// registers them, and builds the package with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o gate.wasm ./path/to/main
+//
+// The SDK provides the exports of abi/SPEC.md (gate_abi_version, gate_alloc,
+// gate_describe, gate_evaluate), owns the memory handoff, turns a returned
+// error or a recovered panic into a well-formed inconclusive Response, and
+// wraps the host functions in typed calls (Host, CatalogGet, CatalogList).
+//
+// A minimal gate:
+//
+//	package main
+//
+//	import "github.com/gatehost/gatehost/sdk"
+//
+//	func init() { sdk.Register(myGate) }
+//	func main() {}
+//
+// The same Gate runs natively in go test through sdk/gatetest, over the same
+// JSON encoding.
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// Gate is a gate: what it is and how it evaluates.
+type Gate struct {
+	// Descriptor is returned by gate_describe. ABIVersion is filled in by
+	// the SDK when zero.
+	Descriptor abi.Descriptor
+	// Evaluate decides about one subject. A returned error, or a panic,
+	// becomes an inconclusive Response with reason ReasonGateError or
+	// ReasonGatePanic; it is never an acceptance.
+	Evaluate EvaluateFunc
+}
+
+// EvaluateFunc evaluates one request.
+type EvaluateFunc func(ctx context.Context, req Request) (abi.Response, error)
+
+// Request is the decoded request envelope plus the host it came from.
+type Request struct {
+	abi.Request
+	// Host answers capability calls for this request. Calls are only
+	// valid while Evaluate runs.
+	Host Host
+}
+
+// Proposal decodes the subject of a proposal request.
+func (r Request) Proposal() (abi.Proposal, error) {
+	if r.SubjectKind != abi.SubjectProposal {
+		return abi.Proposal{}, fmt.Errorf("sdk: subject kind is %q, not %q", r.SubjectKind, abi.SubjectProposal)
+	}
+	var p abi.Proposal
+	if err := json.Unmarshal(r.Subject, &p); err != nil {
+		return abi.Proposal{}, fmt.Errorf("sdk: decode proposal: %w", err)
+	}
+	return p, nil
+}
+
+// Reason codes the SDK puts on the inconclusive responses it makes.
+const (
+	ReasonGateError        = "gate_error"
+	ReasonGatePanic        = "gate_panic"
+	ReasonBadRequest       = "bad_request"
+	ReasonUnsupportedABI   = "unsupported_abi"
+	ReasonNotRegistered    = "gate_not_registered"
+	ReasonResponseEncoding = "response_encoding"
+)
+
+// maxErrorText caps error text copied into evidence so a failing gate cannot
+// flood the response.
+const maxErrorText = 1024
+
+// Handle runs g on one request given as JSON and returns the response as JSON.
+// It never panics and always returns a well-formed response. gate_evaluate
+// calls it in the guest; sdk/gatetest calls it natively.
+func Handle(ctx context.Context, g *Gate, h Host, request []byte) []byte {
+	resp := evaluate(ctx, g, h, request)
+	out, err := json.Marshal(resp)
+	if err != nil {
+		out, _ = json.Marshal(Inconclusive(ReasonResponseEncoding, err))
+	}
+	return out
+}
+
+func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Response) {
+	if g == nil || g.Evaluate == nil {
+		return Inconclusive(ReasonNotRegistered, errors.New("no gate registered"))
+	}
+	var req abi.Request
+	if err := json.Unmarshal(request, &req); err != nil {
+		return Inconclusive(ReasonBadRequest, err)
+	}
+	if req.ABIVersion != abi.MajorVersion {
+		return Inconclusive(ReasonUnsupportedABI, fmt.Errorf("request ABI major %d, gate speaks %d", req.ABIVersion, abi.MajorVersion))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			resp = Inconclusive(ReasonGatePanic, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
+		}
+	}()
+	resp, err := g.Evaluate(ctx, Request{Request: req, Host: h})
+	if err != nil {
+		return Inconclusive(ReasonGateError, err)
+	}
+	return resp
+}
+
+// Inconclusive returns an inconclusive response with a snake_case reason and,
+// when err is non-nil, its text (cut to 1 KiB) as evidence.
+func Inconclusive(reason string, err error) abi.Response {
+	r := abi.Response{Verdict: abi.Inconclusive, Reason: reason}
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > maxErrorText {
+			msg = msg[:maxErrorText] + "…"
+		}
+		r.Evidence = map[string]any{"error": msg}
+	}
+	return r
+}
+
+// DescriptorJSON returns the JSON gate_describe serves for g.
+func DescriptorJSON(g *Gate) ([]byte, error) {
+	if g == nil {
+		return nil, errors.New("sdk: no gate registered")
+	}
+	d := g.Descriptor
+	if d.ABIVersion == 0 {
+		d.ABIVersion = abi.MajorVersion
+	}
+	return json.Marshal(d)
+}
+
+var registered *Gate
+
+// Register makes g the gate this module serves. Call it from an init
+// function of the main package; a later call replaces an earlier one.
+func Register(g Gate) { registered = &g }
