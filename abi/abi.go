@@ -65,15 +65,25 @@ const (
 // WASIModule is the only import module allowed besides ImportModule.
 const WASIModule = "wasi_snapshot_preview1"
 
-// WASIFunctions is the WASI subset a module may import: what the standard Go
-// runtime and common toolchains need to start. The host gives these no files,
-// no environment, no arguments and no network; stdout and stderr are captured
-// into bounded buffers.
+// WASIFunctions is the WASI preview1 subset a module may import: everything
+// but sockets and proc_raise. Standard toolchains import the file functions
+// whenever a program links an os package, so refusing them would refuse most
+// gates; instead the host gives the guest no preopened directories, no
+// environment, no arguments and no sockets, so every path_open fails and
+// there is nothing to read. stdout and stderr are captured into bounded
+// buffers; stdin is empty.
 var WASIFunctions = []string{
 	"args_get", "args_sizes_get", "environ_get", "environ_sizes_get",
-	"clock_res_get", "clock_time_get", "fd_write", "fd_close", "fd_fdstat_get",
-	"fd_seek", "fd_prestat_get", "fd_prestat_dir_name", "poll_oneoff",
-	"proc_exit", "random_get", "sched_yield",
+	"clock_res_get", "clock_time_get",
+	"fd_advise", "fd_allocate", "fd_close", "fd_datasync", "fd_fdstat_get",
+	"fd_fdstat_set_flags", "fd_fdstat_set_rights", "fd_filestat_get",
+	"fd_filestat_set_size", "fd_filestat_set_times", "fd_pread",
+	"fd_prestat_dir_name", "fd_prestat_get", "fd_pwrite", "fd_read",
+	"fd_readdir", "fd_renumber", "fd_seek", "fd_sync", "fd_tell", "fd_write",
+	"path_create_directory", "path_filestat_get", "path_filestat_set_times",
+	"path_link", "path_open", "path_readlink", "path_remove_directory",
+	"path_rename", "path_symlink", "path_unlink_file",
+	"poll_oneoff", "proc_exit", "random_get", "sched_yield",
 }
 
 // Status is a negative return value of the call and result host functions.
@@ -101,3 +111,30 @@ func Pack(ptr, length uint32) uint64 { return uint64(ptr)<<32 | uint64(length) }
 
 // Unpack is the inverse of Pack.
 func Unpack(v uint64) (ptr, length uint32) { return uint32(v >> 32), uint32(v) }
+
+// Reason codes the host puts on a stage that did not produce a valid answer.
+// They are stable: callers and dashboards branch on them.
+const (
+	// ReasonPluginTrap: the guest trapped, panicked or exited.
+	ReasonPluginTrap = "plugin_trap"
+	// ReasonPluginTimeout: the stage deadline passed.
+	ReasonPluginTimeout = "plugin_timeout"
+	// ReasonPluginOutOfMemory: the guest hit the stage's memory cap.
+	ReasonPluginOutOfMemory = "plugin_out_of_memory"
+	// ReasonABIViolation: the answer was not JSON, failed the response
+	// schema, had an unknown verdict, lay outside memory or exceeded the
+	// size cap.
+	ReasonABIViolation = "abi_violation"
+	// ReasonCapabilityDenied: the guest called a capability that was not
+	// granted to the stage (the guest gets an error; this reason appears
+	// in evidence, and on the stage when the guest then fails).
+	ReasonCapabilityDenied = "capability_denied"
+	// ReasonLoadError: the pipeline refused to start (load time only).
+	ReasonLoadError = "load_error"
+	// ReasonPluginQuarantined: the plugin failed too often recently and
+	// was not called.
+	ReasonPluginQuarantined = "plugin_quarantined"
+	// ReasonHostError: the host itself could not run the stage, for
+	// example it could not create an instance.
+	ReasonHostError = "host_error"
+)
