@@ -1,0 +1,79 @@
+package host
+
+import "github.com/gatehost/gatehost/abi"
+
+// Decision is the outcome of one pipeline run.
+type Decision struct {
+	// Verdict combines the enforcing stages' verdicts (see Combine).
+	Verdict  abi.Verdict `json:"verdict"`
+	RunID    string      `json:"run_id"`
+	Pipeline string      `json:"pipeline"`
+	// RequestID is the caller's id for the run, if given.
+	RequestID string `json:"request_id,omitempty"`
+	// CatalogGeneration is the generation of the catalog snapshot every
+	// stage of the run saw.
+	CatalogGeneration uint64 `json:"catalog_generation"`
+	// Stages are all stages of the pipeline, in order.
+	Stages []StageResult `json:"stages"`
+	// Findings are every stage's findings, in stage order.
+	Findings []Finding `json:"findings"`
+}
+
+// StageResult is what one stage answered.
+type StageResult struct {
+	Name   string `json:"name"`
+	Plugin string `json:"plugin"`
+	Mode   Mode   `json:"mode"`
+	// Verdict is empty only when the stage was skipped.
+	Verdict abi.Verdict `json:"verdict,omitempty"`
+	// Skipped: an earlier enforcing stage rejected and the pipeline stops
+	// on reject.
+	Skipped bool `json:"skipped,omitempty"`
+	// Reason is the snake_case code of an inconclusive verdict: one of
+	// abi.Reason* when the host decided it, or the gate's own.
+	Reason   string         `json:"reason,omitempty"`
+	Basis    string         `json:"basis,omitempty"`
+	Findings []abi.Finding  `json:"findings"`
+	Evidence map[string]any `json:"evidence,omitempty"`
+	// DurationMicros is the stage's wall time, waiting for an instance
+	// included.
+	DurationMicros int64 `json:"duration_us"`
+}
+
+// Finding is a stage's finding, with the stage it came from.
+type Finding struct {
+	abi.Finding
+	Stage string `json:"stage"`
+}
+
+// Combine is the fail-closed verdict of a run:
+//   - any enforcing stage that rejected → rejected;
+//   - otherwise any enforcing stage that is inconclusive → inconclusive;
+//   - otherwise accepted, if at least one enforcing stage accepted;
+//   - otherwise (no enforcing stage ran) → inconclusive.
+//
+// Advisory and skipped stages never decide. An unknown verdict string counts
+// as inconclusive.
+func Combine(stages []StageResult) abi.Verdict {
+	var rejected, inconclusive, accepted bool
+	for _, s := range stages {
+		if s.Mode != Enforce || s.Skipped {
+			continue
+		}
+		switch s.Verdict {
+		case abi.Rejected:
+			rejected = true
+		case abi.Accepted:
+			accepted = true
+		default:
+			inconclusive = true
+		}
+	}
+	switch {
+	case rejected:
+		return abi.Rejected
+	case inconclusive || !accepted:
+		return abi.Inconclusive
+	}
+	return abi.Accepted
+}

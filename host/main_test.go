@@ -1,0 +1,97 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/testwasm"
+)
+
+// Modules built once for the whole test binary (DESIGN §7: compiling per test
+// case does not fit CI's time).
+var (
+	staticVerifyWasm string
+	flakyWasm        string
+	probeWasm        string
+	repoRoot         string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if repoRoot, err = testwasm.Root(); err == nil {
+		if staticVerifyWasm, err = testwasm.Go("plugins/static-verify/wasm"); err == nil {
+			if flakyWasm, err = testwasm.Go("internal/testguests/flaky"); err == nil {
+				probeWasm, err = testwasm.Go("internal/testguests/probe")
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func githubCatalog(t testing.TB) *catalog.Store {
+	t.Helper()
+	tools, err := catalog.Load(filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"), catalog.ImportOptions{Format: catalog.FormatMCP, Server: "github"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := catalog.NewStore(tools...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func readFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// stage returns a one-stage pipeline config.
+func onePipeline(plugin string, caps ...string) map[string]host.PipelineConfig {
+	return map[string]host.PipelineConfig{"p": {
+		Subject: "proposal",
+		Stages:  []host.StageConfig{{Plugin: plugin, Capabilities: caps}},
+	}}
+}
+
+// testTimeout replaces the 1s default stage deadline: under -race on a busy
+// 2-core machine a fresh instance alone can take longer. Timeouts are tested
+// with explicit deadlines.
+const testTimeout = 60 * time.Second
+
+// newHost creates a host for a test, with the shared compilation cache and
+// testTimeout on every stage that sets no deadline.
+func newHost(t testing.TB, cfg host.Config) *host.Host {
+	t.Helper()
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = testwasm.CacheDir()
+	}
+	for name, p := range cfg.Pipelines {
+		for i := range p.Stages {
+			if p.Stages[i].Timeout == 0 {
+				p.Stages[i].Timeout = testTimeout
+			}
+		}
+		cfg.Pipelines[name] = p
+	}
+	h, err := host.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h
+}

@@ -1,0 +1,187 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/engine"
+)
+
+// Kinds of LoadError, for errors.Is. A load error refuses the whole host:
+// a pipeline never starts with a stage it cannot run.
+var (
+	ErrCompile         = engine.ErrCompile
+	ErrMissingExport   = engine.ErrMissingExport
+	ErrExportType      = engine.ErrExportType
+	ErrForbiddenImport = engine.ErrForbiddenImport
+	ErrABIVersion      = engine.ErrABIVersion
+	ErrInstantiate     = engine.ErrInstantiate
+	ErrDescriptor      = engine.ErrDescriptor
+	ErrSHA256Mismatch  = errors.New("module sha256 does not match its pin")
+	ErrReadModule      = errors.New("module cannot be read")
+	ErrStageConfig     = errors.New("stage config rejected by the plugin's config schema")
+)
+
+// LoadError is a plugin the host refuses to load (reason code load_error).
+type LoadError struct {
+	Plugin string
+	// Stage is set when the fault is in how a stage uses the plugin.
+	Stage string
+	Err   error
+}
+
+func (e *LoadError) Error() string {
+	where := "plugin " + e.Plugin
+	if e.Stage != "" {
+		where = "stage " + e.Stage + " (" + where + ")"
+	}
+	return abi.ReasonLoadError + ": " + where + ": " + e.Err.Error()
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// maxDescriptorBytes caps gate_describe's answer.
+const maxDescriptorBytes = 1 << 20
+
+// plugin is a loaded module variant: one plugin compiled for one memory
+// limit, with its descriptor and its pool of instances.
+type plugin struct {
+	name       string
+	sha256     string
+	descriptor abi.Descriptor
+	config     *jsonschema.Schema // nil: the gate takes no config
+	module     *engine.Module
+	pool       *pool
+}
+
+func readModule(name string, pc PluginConfig) ([]byte, string, error) {
+	wasm := pc.Module
+	if pc.Path != "" {
+		if pc.Module != nil {
+			return nil, "", cfgErr("plugins."+name, "set path or module, not both")
+		}
+		b, err := os.ReadFile(pc.Path)
+		if err != nil {
+			return nil, "", &LoadError{Plugin: name, Err: fmt.Errorf("%w: %w", ErrReadModule, err)}
+		}
+		wasm = b
+	}
+	if len(wasm) == 0 {
+		return nil, "", cfgErr("plugins."+name+".path", "no module given")
+	}
+	sum := sha256.Sum256(wasm)
+	got := hex.EncodeToString(sum[:])
+	if pc.SHA256 != "" {
+		want := strings.ToLower(pc.SHA256)
+		if len(want) != 64 || strings.Trim(want, "0123456789abcdef") != "" {
+			return nil, "", cfgErr("plugins."+name+".sha256", "must be 64 hex digits")
+		}
+		if want != got {
+			return nil, "", &LoadError{Plugin: name, Err: fmt.Errorf("%w: pinned %s, module is %s", ErrSHA256Mismatch, want, got)}
+		}
+	}
+	return wasm, got, nil
+}
+
+// load compiles wasm on e, instantiates one probe instance, checks its ABI
+// major and descriptor, and returns the plugin with the probe in its pool.
+func load(ctx context.Context, e *engine.Engine, name string, wasm []byte, sum string, poolSize int, timeout time.Duration) (*plugin, error) {
+	fail := func(err error) error { return &LoadError{Plugin: name, Err: err} }
+	// Compilation runs no guest code, so only instantiation and describe
+	// are bounded: a slow machine must not fail a good module.
+	mod, err := e.Compile(ctx, wasm)
+	if err != nil {
+		return nil, fail(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	probe, err := mod.Instantiate(ctx)
+	if err != nil {
+		_ = mod.Close(ctx)
+		return nil, fail(&engine.LoadError{Kind: ErrInstantiate, Err: err})
+	}
+	p := &plugin{name: name, sha256: sum, module: mod}
+	if err := p.describe(ctx, probe); err != nil {
+		_ = probe.Close(ctx)
+		_ = mod.Close(ctx)
+		return nil, fail(err)
+	}
+	p.pool = newPool(mod, poolSize)
+	p.pool.adopt(probe)
+	return p, nil
+}
+
+func (p *plugin) describe(ctx context.Context, inst *engine.Instance) error {
+	v, err := inst.ABIVersion(ctx)
+	if err != nil {
+		return &engine.LoadError{Kind: ErrABIVersion, Detail: abi.ExportABIVersion + " failed", Err: err}
+	}
+	if v != abi.MajorVersion {
+		return &engine.LoadError{Kind: ErrABIVersion, Detail: fmt.Sprintf("module speaks %d, host speaks %d", v, abi.MajorVersion)}
+	}
+	raw, err := inst.Describe(ctx, maxDescriptorBytes)
+	if err != nil {
+		return &engine.LoadError{Kind: ErrDescriptor, Detail: abi.ExportDescribe + " failed", Err: err}
+	}
+	if err := abischema.Validate(abi.SchemaDescriptor, raw); err != nil {
+		return &engine.LoadError{Kind: ErrDescriptor, Err: err}
+	}
+	if err := abischema.CheckMemberNames(raw); err != nil {
+		return &engine.LoadError{Kind: ErrDescriptor, Err: err}
+	}
+	if err := json.Unmarshal(raw, &p.descriptor); err != nil {
+		return &engine.LoadError{Kind: ErrDescriptor, Err: err}
+	}
+	if p.descriptor.ABIVersion != abi.MajorVersion {
+		return &engine.LoadError{Kind: ErrABIVersion, Detail: fmt.Sprintf("descriptor says %d, host speaks %d", p.descriptor.ABIVersion, abi.MajorVersion)}
+	}
+	if len(p.descriptor.ConfigSchema) > 0 {
+		s, err := abischema.CompileConfigSchema(p.descriptor.ConfigSchema)
+		if err != nil {
+			return &engine.LoadError{Kind: ErrDescriptor, Detail: "config_schema does not compile", Err: err}
+		}
+		p.config = s
+	}
+	return nil
+}
+
+// validateConfig checks a stage config against the plugin's schema and
+// returns it compacted; nil when the stage has none.
+func (p *plugin) validateConfig(raw json.RawMessage) (json.RawMessage, error) {
+	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
+		raw = nil
+	}
+	if p.config == nil {
+		if raw != nil && string(raw) != "{}" {
+			return nil, fmt.Errorf("%w: plugin %s takes no config", ErrStageConfig, p.name)
+		}
+		return nil, nil
+	}
+	doc := raw
+	if doc == nil {
+		doc = json.RawMessage(`{}`)
+	}
+	v, err := abischema.Decode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
+	}
+	if err := p.config.Validate(v); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
+	}
+	return out, nil
+}

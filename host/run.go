@@ -1,0 +1,321 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/engine"
+)
+
+// Errors of Check, for errors.Is.
+var (
+	// ErrClosed: the host has been closed.
+	ErrClosed = errors.New("host closed")
+	// ErrUnknownPipeline: no pipeline has the given name.
+	ErrUnknownPipeline = errors.New("unknown pipeline")
+	// ErrBadSubject: the subject is not a valid subject of the pipeline's
+	// kind. The error is a *SubjectError.
+	ErrBadSubject = errors.New("invalid subject")
+	// ErrEventLog: the decision could not be recorded. The Decision
+	// returned with it is inconclusive whatever the stages said: an
+	// unaudited acceptance is not an acceptance.
+	ErrEventLog = errors.New("event log append failed")
+)
+
+// SubjectError is a subject refused at the edge.
+type SubjectError struct {
+	Kind   abi.SubjectKind
+	Reason string
+	Err    error
+}
+
+func (e *SubjectError) Error() string {
+	s := fmt.Sprintf("invalid %s subject: %s", e.Kind, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *SubjectError) Unwrap() []error { return []error{ErrBadSubject, e.Err} }
+
+// RunOptions are per-run inputs. The zero value is valid.
+type RunOptions struct {
+	// Session is the agent session the subject belongs to.
+	Session string
+	// RequestID is the caller's id, recorded in the Decision and the log.
+	RequestID string
+}
+
+// Check runs the named pipeline on subject, the native JSON of the
+// pipeline's subject kind (for proposals see abi.Proposal; host/subject
+// converts agents' formats), and returns the Decision.
+//
+// A stage that traps, times out, runs out of memory or answers outside the
+// ABI is inconclusive with a reason code; that is a Decision, not an error.
+// Check returns an error only for an unknown pipeline (ErrUnknownPipeline),
+// a bad subject (ErrBadSubject, before any stage runs), or a failed event
+// log append (ErrEventLog, with the inconclusive Decision).
+func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, opts RunOptions) (*Decision, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	p, ok := h.pipelines[pipelineName]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPipeline, pipelineName)
+	}
+	if err := validateSubject(p.cfg.Subject, subject); err != nil {
+		return nil, err
+	}
+	subject = compact(subject)
+	snap := h.catalog.Snapshot() // pinned for the whole run
+	now := h.cfg.Now().UTC()
+	d := &Decision{
+		RunID:             newRunID(now),
+		Pipeline:          p.name,
+		RequestID:         opts.RequestID,
+		CatalogGeneration: snap.Generation(),
+		Stages:            make([]StageResult, 0, len(p.stages)),
+		Findings:          []Finding{},
+	}
+	stopped := false
+	for _, s := range p.stages {
+		if stopped {
+			d.Stages = append(d.Stages, StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Skipped: true, Findings: []abi.Finding{}})
+			continue
+		}
+		r := h.runStage(ctx, p, s, d.RunID, subject, snap, now, opts)
+		d.Stages = append(d.Stages, r)
+		for _, f := range r.Findings {
+			d.Findings = append(d.Findings, Finding{Finding: f, Stage: r.Name})
+		}
+		if p.cfg.StopOnReject && r.Mode == Enforce && r.Verdict == abi.Rejected {
+			stopped = true
+		}
+	}
+	d.Verdict = Combine(d.Stages)
+	if err := h.record(p, d); err != nil {
+		d.Verdict = abi.Inconclusive
+		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
+		return d, fmt.Errorf("%w: %w", ErrEventLog, err)
+	}
+	return d, nil
+}
+
+func validateSubject(kind abi.SubjectKind, subject []byte) error {
+	if len(subject) > MaxSubjectBytes {
+		return &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), MaxSubjectBytes)}
+	}
+	v, err := abischema.Decode(subject)
+	if err != nil {
+		return &SubjectError{Kind: kind, Reason: "not JSON", Err: err}
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return &SubjectError{Kind: kind, Reason: "not a JSON object"}
+	}
+	if kind == abi.SubjectProposal {
+		if err := abischema.Validate(abi.SchemaProposal, subject); err != nil {
+			return &SubjectError{Kind: kind, Reason: "does not match the proposal schema", Err: err}
+		}
+	}
+	return nil
+}
+
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
+func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string, subject []byte, snap *catalog.Snapshot, now time.Time, opts RunOptions) (r StageResult) {
+	start := time.Now()
+	r = StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Findings: []abi.Finding{}}
+	defer func() { r.DurationMicros = time.Since(start).Microseconds() }()
+	req, err := json.Marshal(abi.Request{
+		ABIVersion:   abi.MajorVersion,
+		MinorVersion: abi.MinorVersion,
+		RunID:        runID,
+		Pipeline:     p.name,
+		Stage:        s.cfg.Name,
+		SubjectKind:  p.cfg.Subject,
+		Subject:      subject,
+		Config:       s.config,
+		Context: abi.Context{
+			CatalogGeneration: snap.Generation(),
+			Session:           opts.Session,
+			Now:               now.Format(time.RFC3339Nano),
+			Capabilities:      s.cfg.Capabilities,
+		},
+	})
+	if err != nil {
+		return failStage(r, abi.ReasonHostError, err, nil)
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	inst, err := s.plugin.pool.get(sctx)
+	if err != nil {
+		return failStage(r, faultReason(err), err, nil)
+	}
+	state := &callState{snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID}
+	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
+	if err != nil {
+		stdout, stderr := inst.Output()
+		s.plugin.pool.put(inst, false)
+		ev := map[string]any{}
+		if stdout != "" {
+			ev["stdout"] = stdout
+		}
+		if stderr != "" {
+			ev["stderr"] = stderr
+		}
+		if d := state.deniedOps(); len(d) > 0 {
+			ev["capability_denied"] = d
+		}
+		return failStage(r, faultReason(err), err, ev)
+	}
+	resp, err := decodeResponse(out)
+	if err != nil {
+		s.plugin.pool.put(inst, false)
+		return failStage(r, abi.ReasonABIViolation, err, nil)
+	}
+	// An inconclusive answer may come from a recovered panic, after which
+	// the guest's state cannot be trusted: start afresh.
+	s.plugin.pool.put(inst, resp.Verdict != abi.Inconclusive)
+	r.Verdict, r.Reason, r.Basis, r.Evidence = resp.Verdict, resp.Reason, resp.Basis, resp.Evidence
+	if resp.Findings != nil {
+		r.Findings = resp.Findings
+	}
+	if d := state.deniedOps(); len(d) > 0 {
+		if r.Evidence == nil {
+			r.Evidence = map[string]any{}
+		}
+		r.Evidence["capability_denied"] = d
+		if r.Verdict == abi.Inconclusive && r.Reason == "" {
+			r.Reason = abi.ReasonCapabilityDenied
+		}
+	}
+	if r.Verdict == abi.Inconclusive && r.Reason == "" {
+		r.Reason = "unspecified"
+	}
+	return r
+}
+
+// decodeResponse checks a gate's answer against the ABI's response schema,
+// which also enforces that acceptance carries evidence and no blocking
+// finding, and that a rejection carries a blocking finding.
+func decodeResponse(out []byte) (abi.Response, error) {
+	if err := abischema.Validate(abi.SchemaResponse, out); err != nil {
+		return abi.Response{}, err
+	}
+	// The schema matches member names exactly and encoding/json does not:
+	// without this check {"verdict":"rejected",…,"Verdict":"accepted"}
+	// would pass as a rejection and decode as an acceptance.
+	if err := abischema.CheckMemberNames(out); err != nil {
+		return abi.Response{}, err
+	}
+	var resp abi.Response
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return abi.Response{}, err
+	}
+	if !resp.Verdict.Valid() { // the schema already says so; belt and braces
+		return abi.Response{}, fmt.Errorf("unknown verdict %q", resp.Verdict)
+	}
+	return resp, nil
+}
+
+func faultReason(err error) string {
+	var f *engine.Fault
+	if errors.As(err, &f) {
+		return f.Reason
+	}
+	return abi.ReasonHostError
+}
+
+func reasonFromContext(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return engine.ReasonCanceled
+	}
+	return abi.ReasonPluginTimeout
+}
+
+// maxErrorEvidence caps error text recorded as evidence.
+const maxErrorEvidence = 2048
+
+func failStage(r StageResult, reason string, err error, ev map[string]any) StageResult {
+	r.Verdict, r.Reason = abi.Inconclusive, reason
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	msg := err.Error()
+	if len(msg) > maxErrorEvidence {
+		msg = msg[:maxErrorEvidence] + "…"
+	}
+	ev["error"] = msg
+	r.Evidence = ev
+	return r
+}
+
+// record appends one record per stage and one for the decision, in one
+// write and one fsync.
+func (h *Host) record(p *pipeline, d *Decision) error {
+	if h.log == nil {
+		return nil
+	}
+	recs := make([]eventlog.Record, 0, len(d.Stages)+1)
+	for i, r := range d.Stages {
+		s := p.stages[i]
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, eventlog.Record{
+			Kind: "stage", RunID: d.RunID, Pipeline: d.Pipeline, Stage: r.Name, Plugin: r.Plugin,
+			ModuleSHA256: s.plugin.sha256, ConfigDigest: s.configDigest, ABIVersion: abi.MajorVersion,
+			Verdict: string(r.Verdict), Reason: r.Reason, RequestID: d.RequestID, Data: data,
+		})
+	}
+	data, err := json.Marshal(struct {
+		CatalogGeneration uint64    `json:"catalog_generation"`
+		Findings          []Finding `json:"findings"`
+	}{d.CatalogGeneration, d.Findings})
+	if err != nil {
+		return err
+	}
+	recs = append(recs, eventlog.Record{
+		Kind: "decision", RunID: d.RunID, Pipeline: d.Pipeline, ABIVersion: abi.MajorVersion,
+		Verdict: string(d.Verdict), RequestID: d.RequestID, Data: data,
+	})
+	_, err = h.log.Append(recs...)
+	return err
+}
+
+// newRunID returns a 128-bit id, hex: 48 bits of milliseconds (so ids sort by
+// time, as UUIDv7's do) and 80 random bits.
+func newRunID(now time.Time) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return hex.EncodeToString(b[:])
+}
+
+func digest(b []byte) string {
+	if b == nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

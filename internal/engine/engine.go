@@ -1,0 +1,245 @@
+// Package engine is gatehost's single seam onto the WebAssembly runtime
+// (wazero). Everything that knows wazero lives here, so the engine can be
+// replaced, or upgraded, without touching the host's logic.
+//
+// An Engine compiles modules and checks them against the ABI; a Module makes
+// Instances; an Instance serves calls from one goroutine at a time.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// PageSize is the WebAssembly page size in bytes.
+const PageSize = 65536
+
+// Options configures an Engine.
+type Options struct {
+	// CacheDir is the on-disk compilation cache; "" disables it.
+	CacheDir string
+	// MemoryLimitPages caps every memory of every instance, in 64 KiB pages.
+	MemoryLimitPages uint32
+	// Calls serves the gatehost_v1 host functions.
+	Calls CallHandler
+	// Logger receives guest log messages and engine diagnostics.
+	Logger *slog.Logger
+}
+
+// CallHandler answers capability calls from guests. The state argument is
+// the value passed to Instance.Evaluate for the call in progress, or nil
+// during initialization and describe, when every capability is denied.
+type CallHandler interface {
+	Call(ctx context.Context, state any, op string, request []byte) []byte
+	Log(ctx context.Context, state any, level int32, msg string)
+}
+
+// Engine owns one wazero runtime. It is safe for concurrent use.
+type Engine struct {
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+	opts  Options
+}
+
+// New creates an Engine: a runtime whose calls stop when their context is
+// done, with the WASI subset and the gatehost_v1 host functions installed.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MemoryLimitPages == 0 || opts.MemoryLimitPages > 65536 {
+		return nil, fmt.Errorf("engine: memory limit %d pages out of range 1..65536", opts.MemoryLimitPages)
+	}
+	cfg := wazero.NewRuntimeConfig().
+		// Without this a looping guest cannot be stopped at all; see
+		// docs/RATIONALE.md for its cost.
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(opts.MemoryLimitPages)
+	e := &Engine{opts: opts}
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("engine: compilation cache %s: %w", opts.CacheDir, err)
+		}
+		e.cache = c
+		cfg = cfg.WithCompilationCache(c)
+	}
+	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("engine: instantiate WASI: %w", err)
+	}
+	if err := e.instantiateHostModule(ctx); err != nil {
+		_ = e.Close(ctx)
+		return nil, fmt.Errorf("engine: instantiate %s: %w", abi.ImportModule, err)
+	}
+	return e, nil
+}
+
+// Close releases the runtime and every module and instance it made.
+func (e *Engine) Close(ctx context.Context) error {
+	err := e.rt.Close(ctx)
+	if e.cache != nil {
+		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	return err
+}
+
+// LoadError is a module the engine refuses, with the reason.
+type LoadError struct {
+	// Kind is one of the Err* sentinels, for errors.Is.
+	Kind error
+	// Detail says what exactly was wrong.
+	Detail string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *LoadError) Error() string {
+	s := e.Kind.Error()
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *LoadError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// Kinds of LoadError.
+var (
+	ErrCompile         = errors.New("module does not compile")
+	ErrMissingExport   = errors.New("module lacks a required export")
+	ErrExportType      = errors.New("module export has the wrong signature")
+	ErrForbiddenImport = errors.New("module imports outside the allowed set")
+	ErrABIVersion      = errors.New("module ABI major not supported")
+	ErrInstantiate     = errors.New("module does not instantiate")
+	ErrDescriptor      = errors.New("module descriptor invalid")
+)
+
+var allowedWASI = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range abi.WASIFunctions {
+		m[f] = true
+	}
+	return m
+}()
+
+var allowedHost = map[string]bool{abi.ImportLog: true, abi.ImportCall: true, abi.ImportResult: true}
+
+type signature struct{ params, results []api.ValueType }
+
+var requiredExports = map[string]signature{
+	abi.ExportABIVersion: {nil, []api.ValueType{api.ValueTypeI32}},
+	abi.ExportAlloc:      {[]api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
+	abi.ExportDescribe:   {nil, []api.ValueType{api.ValueTypeI64}},
+	abi.ExportEvaluate:   {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
+}
+
+// Module is a compiled, checked gate module.
+type Module struct {
+	e          *Engine
+	cm         wazero.CompiledModule
+	initialize bool
+	MinPages   uint32
+}
+
+// Compile compiles wasm and checks its imports and exports against the ABI.
+// It does not run any guest code.
+func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	cm, err := e.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, &LoadError{Kind: ErrCompile, Err: err}
+	}
+	m := &Module{e: e, cm: cm}
+	if err := m.check(); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Module) check() error {
+	for _, f := range m.cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch {
+		case mod == abi.ImportModule && allowedHost[name]:
+		case mod == abi.WASIModule && allowedWASI[name]:
+		default:
+			return &LoadError{Kind: ErrForbiddenImport, Detail: fmt.Sprintf("function %s.%s", mod, name)}
+		}
+	}
+	for _, mem := range m.cm.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		return &LoadError{Kind: ErrForbiddenImport, Detail: fmt.Sprintf("memory %s.%s", mod, name)}
+	}
+	exports := m.cm.ExportedFunctions()
+	names := make([]string, 0, len(requiredExports))
+	for n := range requiredExports {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		want := requiredExports[n]
+		f, ok := exports[n]
+		if !ok {
+			return &LoadError{Kind: ErrMissingExport, Detail: n}
+		}
+		if !slices.Equal(f.ParamTypes(), want.params) || !slices.Equal(f.ResultTypes(), want.results) {
+			return &LoadError{Kind: ErrExportType, Detail: fmt.Sprintf("%s has %s, want %s", n,
+				sigString(f.ParamTypes(), f.ResultTypes()), sigString(want.params, want.results))}
+		}
+	}
+	if init, ok := exports[abi.ExportInitialize]; ok {
+		if len(init.ParamTypes()) != 0 || len(init.ResultTypes()) != 0 {
+			return &LoadError{Kind: ErrExportType, Detail: abi.ExportInitialize + " must take and return nothing"}
+		}
+		m.initialize = true
+	}
+	mem, ok := m.cm.ExportedMemories()[abi.ExportMemory]
+	if !ok {
+		return &LoadError{Kind: ErrMissingExport, Detail: "memory " + abi.ExportMemory}
+	}
+	m.MinPages = mem.Min()
+	if m.MinPages > m.e.opts.MemoryLimitPages {
+		return &LoadError{Kind: ErrInstantiate, Detail: fmt.Sprintf("module needs %d pages of memory, limit is %d", m.MinPages, m.e.opts.MemoryLimitPages)}
+	}
+	return nil
+}
+
+func sigString(params, results []api.ValueType) string {
+	s := "("
+	for i, p := range params {
+		if i > 0 {
+			s += ","
+		}
+		s += api.ValueTypeName(p)
+	}
+	s += ")->("
+	for i, r := range results {
+		if i > 0 {
+			s += ","
+		}
+		s += api.ValueTypeName(r)
+	}
+	return s + ")"
+}
+
+// Close releases the compiled module.
+func (m *Module) Close(ctx context.Context) error { return m.cm.Close(ctx) }

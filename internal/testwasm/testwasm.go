@@ -1,0 +1,114 @@
+// Package testwasm builds gate modules for tests: Go guests through the go
+// build cache, WAT sources through wat2wasm. Each module is built once per
+// test binary.
+package testwasm
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string][]byte{}
+	dir   string
+)
+
+// Root returns the repository root: the nearest directory above the working
+// directory that holds go.mod.
+func Root() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("testwasm: no go.mod above the working directory")
+		}
+		d = parent
+	}
+}
+
+// CacheDir is a wazero compilation cache shared by every test binary of a
+// machine, so each module is compiled by wazero once, not once per test.
+func CacheDir() string { return filepath.Join(os.TempDir(), "gatehost-test-wazero-cache") }
+
+func outDir() (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	d, err := os.MkdirTemp("", "gatehost-testwasm-")
+	if err != nil {
+		return "", err
+	}
+	dir = d
+	return d, nil
+}
+
+// Go builds the Go guest package pkg (a path relative to the repository
+// root, such as "plugins/static-verify/wasm") with GOOS=wasip1 GOARCH=wasm
+// -buildmode=c-shared and returns the module's path.
+func Go(pkg string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	key := "go:" + pkg
+	if p, ok := built[key]; ok {
+		return string(p), nil
+	}
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	out, err := outDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(out, strings.ReplaceAll(pkg, "/", "_")+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", path, "./"+pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testwasm: go build %s: %w\n%s", pkg, err, b)
+	}
+	built[key] = []byte(path)
+	return path, nil
+}
+
+// WAT assembles the WAT file src (relative to the repository root) with
+// wat2wasm and returns the module's bytes. It fails when wat2wasm is not
+// installed (Debian package wabt).
+func WAT(src string) ([]byte, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	key := "wat:" + src
+	if b, ok := built[key]; ok {
+		return b, nil
+	}
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	out, err := outDir()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(out, strings.ReplaceAll(src, "/", "_")+".wasm")
+	cmd := exec.Command("wat2wasm", "-o", path, filepath.Join(root, src))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("testwasm: wat2wasm %s: %w\n%s", src, err, b)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	built[key] = b
+	return b, nil
+}

@@ -1,0 +1,9 @@
+;; no-abi-version: no gate_abi_version export, so no ABI major.
+;; Expected: load_error (ErrMissingExport).
+(module
+  (memory (export "memory") 1)
+  (data (i32.const 16) "{\"abi_version\":1,\"name\":\"hostile\",\"version\":\"0.0.1\",\"subject_kinds\":[\"proposal\"]}")
+  (func (export "gate_alloc") (param i32) (result i32) (i32.const 4096))
+  ;; 16 << 32 | 81: the descriptor above
+  (func (export "gate_describe") (result i64) (i64.const 68719476817))
+  (func (export "gate_evaluate") (param i32 i32) (result i64) (unreachable)))
