@@ -1,0 +1,198 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/subject"
+)
+
+const (
+	abiMajor = abi.MajorVersion
+	abiMinor = abi.MinorVersion
+)
+
+func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
+	pipelineName := fs.String("pipeline", "", "pipeline to run (default: the only one configured)")
+	output := fs.String("output", "text", "output: text or json")
+	format := fs.String("format", "", "subject format: native, mcp, openai or anthropic (default: detect)")
+	session := fs.String("session", "", "agent session the subject belongs to")
+	requestID := fs.String("request-id", "", "caller's id for the run, recorded in the event log")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gatehost check [flags] SUBJECT|-")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	logger, err := newLogger(stderr, *logLevel, *output == "json")
+	if err != nil {
+		return fail(stderr, err)
+	}
+	data, err := readSubject(fs.Arg(0), stdin)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	cfg.host.Logger = logger
+	h, err := host.New(ctx, cfg.host)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+
+	info, err := pickPipeline(h.Pipelines(), *pipelineName)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	native := data
+	if info.Subject == abi.SubjectProposal {
+		p, _, err := subject.ParseProposal(data, subject.Format(*format))
+		if err != nil {
+			return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
+		}
+		if native, err = json.Marshal(p); err != nil {
+			return fail(stderr, err)
+		}
+	} else if *format != "" && *format != string(subject.FormatNative) {
+		return fail(stderr, fmt.Errorf("%w: --format %s applies to proposals only", errUsage, *format))
+	}
+	d, err := h.Check(ctx, info.Name, native, host.RunOptions{Session: *session, RequestID: *requestID})
+	if d == nil {
+		return fail(stderr, err)
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if e := enc.Encode(d); e != nil {
+			return fail(stderr, e)
+		}
+	} else {
+		printDecision(stdout, d)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gatehost:", err)
+	}
+	switch d.Verdict {
+	case abi.Accepted:
+		return exitAccepted
+	case abi.Rejected:
+		return exitRejected
+	}
+	return exitInconclusive
+}
+
+func readSubject(arg string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader = stdin
+	if arg != "-" {
+		f, err := os.Open(arg)
+		if err != nil {
+			return nil, fmt.Errorf("subject: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, host.MaxSubjectBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("subject %s: %w", arg, err)
+	}
+	if len(b) > host.MaxSubjectBytes {
+		return nil, fmt.Errorf("subject %s: larger than %d bytes", arg, host.MaxSubjectBytes)
+	}
+	return b, nil
+}
+
+func pickPipeline(all []host.PipelineInfo, name string) (host.PipelineInfo, error) {
+	if name == "" {
+		if len(all) == 1 {
+			return all[0], nil
+		}
+		names := make([]string, len(all))
+		for i, p := range all {
+			names[i] = p.Name
+		}
+		return host.PipelineInfo{}, fmt.Errorf("%w: --pipeline is required: %d pipelines configured (%s)", errUsage, len(all), strings.Join(names, ", "))
+	}
+	for _, p := range all {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return host.PipelineInfo{}, fmt.Errorf("%w: no pipeline named %q", errUsage, name)
+}
+
+func printDecision(w io.Writer, d *host.Decision) {
+	fmt.Fprintf(w, "%s  pipeline=%s  run=%s  catalog_generation=%d\n",
+		strings.ToUpper(string(d.Verdict)), d.Pipeline, d.RunID, d.CatalogGeneration)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STAGE\tPLUGIN\tMODE\tVERDICT\tREASON\tTIME")
+	for _, s := range d.Stages {
+		verdict := string(s.Verdict)
+		if s.Skipped {
+			verdict = "skipped"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1fms\n", s.Name, s.Plugin, s.Mode, verdict, dash(s.Reason), float64(s.DurationMicros)/1000)
+	}
+	tw.Flush()
+	if len(d.Findings) == 0 {
+		fmt.Fprintln(w, "  no findings")
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SEVERITY\tCODE\tACTION\tPATH\tMESSAGE")
+	for _, f := range d.Findings {
+		action := "-"
+		if f.ActionIndex != nil {
+			action = fmt.Sprintf("#%d", *f.ActionIndex)
+			if f.ActionID != "" {
+				action += " " + f.ActionID
+			}
+		}
+		msg := f.Message
+		if f.Suggestion != "" && !strings.Contains(msg, f.Suggestion) {
+			msg += fmt.Sprintf(" (did you mean %q?)", f.Suggestion)
+		}
+		path := "-"
+		if f.Path != "" || f.Keyword != "" {
+			path = cmp.Or(f.Path, "(root)")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Severity, f.Code, action, path, msg)
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

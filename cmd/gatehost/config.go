@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+)
+
+// defaultConfigFile is read when --config is not given.
+const defaultConfigFile = "gatehost.yaml"
+
+// fileConfig is the config file's shape (README "Configuration"). Every key
+// is known: an unknown key is an error naming it.
+type fileConfig struct {
+	Catalog struct {
+		Sources []sourceConfig `mapstructure:"sources"`
+	} `mapstructure:"catalog"`
+	EventLog struct {
+		Path string `mapstructure:"path"`
+	} `mapstructure:"event_log"`
+	CacheDir         string                    `mapstructure:"cache_dir"`
+	MaxResponseBytes byteSize                  `mapstructure:"max_response_bytes"`
+	PoolSize         int                       `mapstructure:"pool_size"`
+	Plugins          map[string]pluginConfig   `mapstructure:"plugins"`
+	Pipelines        map[string]pipelineConfig `mapstructure:"pipelines"`
+}
+
+type sourceConfig struct {
+	Format string `mapstructure:"format"`
+	Path   string `mapstructure:"path"`
+	Server string `mapstructure:"server"`
+}
+
+type pluginConfig struct {
+	Path   string `mapstructure:"path"`
+	SHA256 string `mapstructure:"sha256"`
+}
+
+type pipelineConfig struct {
+	Subject      string        `mapstructure:"subject"`
+	StopOnReject bool          `mapstructure:"stop_on_reject"`
+	Stages       []stageConfig `mapstructure:"stages"`
+}
+
+type stageConfig struct {
+	Name         string         `mapstructure:"name"`
+	Plugin       string         `mapstructure:"plugin"`
+	Mode         string         `mapstructure:"mode"`
+	Timeout      time.Duration  `mapstructure:"timeout"`
+	MemoryLimit  byteSize       `mapstructure:"memory_limit"`
+	Capabilities []string       `mapstructure:"capabilities"`
+	Config       map[string]any `mapstructure:"config"`
+}
+
+// byteSize is a size in bytes, written as an integer or with a unit:
+// 64MiB, 512KiB, 1GiB, 10MB, 100kB.
+type byteSize uint64
+
+var sizeUnits = []struct {
+	suffix string
+	mult   uint64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1},
+}
+
+func parseSize(s string) (byteSize, error) {
+	s = strings.TrimSpace(s)
+	mult := uint64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size (use bytes or a unit such as 64MiB)", s)
+	}
+	if n > (1<<63)/mult {
+		return 0, fmt.Errorf("size %d×%d overflows", n, mult)
+	}
+	return byteSize(n * mult), nil
+}
+
+func sizeHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeFor[byteSize]() {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case string:
+		return parseSize(v)
+	case int:
+		if v < 0 {
+			return nil, fmt.Errorf("size %d is negative", v)
+		}
+		return byteSize(v), nil
+	}
+	return data, nil
+}
+
+// envKeys are the keys a GATEHOST_* variable may override, such as
+// GATEHOST_EVENT_LOG_PATH for event_log.path.
+var envKeys = []string{"event_log.path", "cache_dir", "max_response_bytes", "pool_size"}
+
+// loaded is a config file turned into what the host needs.
+type loaded struct {
+	file    string
+	host    host.Config
+	logPath string
+}
+
+// loadConfig reads the config file (explicit, or gatehost.yaml in the
+// working directory) with GATEHOST_* overrides. Relative paths in it are
+// relative to the file's directory.
+func loadConfig(path string) (*loaded, error) {
+	if path == "" {
+		path = defaultConfigFile
+	}
+	v := viper.New()
+	v.SetConfigFile(path)
+	v.SetEnvPrefix("GATEHOST")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	for _, k := range envKeys {
+		if err := v.BindEnv(k); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.ReadInConfig(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	var fc fileConfig
+	hook := viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
+		mapstructure.StringToTimeDurationHookFunc(), sizeHook))
+	if err := v.UnmarshalExact(&fc, hook); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	base := filepath.Dir(path)
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	l := &loaded{file: path, logPath: rel(fc.EventLog.Path)}
+	cfg := host.Config{
+		EventLogPath:     l.logPath,
+		CacheDir:         fc.CacheDir,
+		MaxResponseBytes: int(fc.MaxResponseBytes),
+		PoolSize:         fc.PoolSize,
+		Plugins:          map[string]host.PluginConfig{},
+		Pipelines:        map[string]host.PipelineConfig{},
+	}
+	if cfg.CacheDir != "" && cfg.CacheDir != host.CacheOff {
+		cfg.CacheDir = rel(cfg.CacheDir)
+	}
+	for name, p := range fc.Plugins {
+		if p.Path == "" {
+			return nil, fmt.Errorf("config %s: plugins.%s.path: required", path, name)
+		}
+		cfg.Plugins[name] = host.PluginConfig{Path: rel(p.Path), SHA256: p.SHA256}
+	}
+	for name, p := range fc.Pipelines {
+		pc := host.PipelineConfig{Subject: abi.SubjectKind(p.Subject), StopOnReject: p.StopOnReject}
+		for i, s := range p.Stages {
+			var raw json.RawMessage
+			if s.Config != nil {
+				b, err := json.Marshal(s.Config)
+				if err != nil {
+					return nil, fmt.Errorf("config %s: pipelines.%s.stages[%d].config: %w", path, name, i, err)
+				}
+				raw = b
+			}
+			pc.Stages = append(pc.Stages, host.StageConfig{
+				Name: s.Name, Plugin: s.Plugin, Mode: host.Mode(s.Mode), Timeout: s.Timeout,
+				MemoryLimit: uint64(s.MemoryLimit), Capabilities: s.Capabilities, Config: raw,
+			})
+		}
+		cfg.Pipelines[name] = pc
+	}
+	store, err := loadCatalog(fc.Catalog.Sources, rel)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.Catalog = store
+	l.host = cfg
+	return l, nil
+}
+
+func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Store, error) {
+	var tools []catalog.Tool
+	for i, s := range sources {
+		if s.Path == "" {
+			return nil, fmt.Errorf("catalog.sources[%d].path: required", i)
+		}
+		ts, err := catalog.Load(rel(s.Path), catalog.ImportOptions{Format: s.Format, Server: s.Server})
+		if err != nil {
+			return nil, fmt.Errorf("catalog.sources[%d]: %w", i, err)
+		}
+		tools = append(tools, ts...)
+	}
+	return catalog.NewStore(tools...)
+}
+
+// errUsage marks errors that exit with code 2 because of how gatehost was
+// called.
+var errUsage = errors.New("usage")
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

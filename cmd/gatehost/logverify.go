@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/host/eventlog"
+)
+
+func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("log verify", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
+	output := fs.String("output", "text", "output: text or json")
+	anchor := fs.String("anchor", "", "hash of a record known good from outside the log; the chain must contain it")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		return fail(stderr, fmt.Errorf("%w: log verify takes no arguments", errUsage))
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if cfg.logPath == "" {
+		return fail(stderr, fmt.Errorf("config %s: event_log.path is not set", cfg.file))
+	}
+	rep, verr := eventlog.Verify(cfg.logPath, eventlog.VerifyOptions{Anchor: *anchor})
+	if *output == "json" {
+		out := map[string]any{"path": cfg.logPath, "ok": verr == nil, "report": rep}
+		if verr != nil {
+			out["error"] = verr.Error()
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	} else if verr == nil {
+		fmt.Fprintf(stdout, "ok: %s: %d records, chain holds, last seq %d hash %s\n", cfg.logPath, rep.Records, rep.LastSeq, rep.LastHash)
+	} else {
+		fmt.Fprintf(stdout, "FAILED: %s: %v\n", cfg.logPath, verr)
+	}
+	if verr != nil {
+		var ce *eventlog.ChainError
+		if !errors.As(verr, &ce) {
+			return exitUsage // the log could not be read at all
+		}
+		return 1
+	}
+	return 0
+}

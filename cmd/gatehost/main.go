@@ -1,0 +1,95 @@
+// Command gatehost runs gates — sandboxed WebAssembly checks an AI agent's
+// planned actions must pass — from the command line.
+//
+//	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
+//	gatehost log verify [--config F] [--output text|json]
+//	gatehost version
+//
+// Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
+// config or input error. Of log verify: 0 the chain holds, 1 it does not,
+// 2 a usage or config error.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitAccepted     = 0
+	exitRejected     = 1
+	exitUsage        = 2
+	exitInconclusive = 3
+)
+
+const usage = `gatehost runs gates: sandboxed WebAssembly checks an AI agent's actions must pass.
+
+Usage:
+  gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
+  gatehost log verify [flags]        verify the event log's hash chain
+  gatehost version                   print the version and ABI
+
+Run 'gatehost COMMAND --help' for a command's flags.
+Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
+`
+
+// version is set at link time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "check":
+		return cmdCheck(ctx, args[1:], stdin, stdout, stderr)
+	case "log":
+		if len(args) < 2 || args[1] != "verify" {
+			fmt.Fprintln(stderr, "gatehost log: want 'gatehost log verify'")
+			return exitUsage
+		}
+		return cmdLogVerify(ctx, args[2:], stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gatehost: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+// newLogger logs to stderr, as text for people or JSON for programs.
+func newLogger(w io.Writer, level string, json bool) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: %w", errUsage, level, err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if json {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// fail reports err and returns exit code 2: every error before a decision is
+// a usage, config or input error.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, "gatehost:", err)
+	return exitUsage
+}
