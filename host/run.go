@@ -114,6 +114,19 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	return d, nil
 }
 
+// CheckProposal runs the named pipeline, which must check proposals, on p.
+// It is Check with the proposal encoded; see Check for errors.
+func (h *Host) CheckProposal(ctx context.Context, pipelineName string, p abi.Proposal, opts RunOptions) (*Decision, error) {
+	if pl, ok := h.pipelines[pipelineName]; ok && pl.cfg.Subject != abi.SubjectProposal {
+		return nil, &SubjectError{Kind: abi.SubjectProposal, Reason: fmt.Sprintf("pipeline %s checks %s subjects", pipelineName, pl.cfg.Subject)}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, &SubjectError{Kind: abi.SubjectProposal, Reason: "cannot encode", Err: err}
+	}
+	return h.Check(ctx, pipelineName, b, opts)
+}
+
 func validateSubject(kind abi.SubjectKind, subject []byte) error {
 	if len(subject) > MaxSubjectBytes {
 		return &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), MaxSubjectBytes)}

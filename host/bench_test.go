@@ -1,0 +1,53 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	staticverify "github.com/gatehost/gatehost/plugins/static-verify"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+// BenchmarkStaticVerify10Actions checks the same 10-action proposal against
+// the 117-tool GitHub catalog natively (the gate's Go code through the SDK's
+// JSON path) and through the host (wasm, deadline enforced, no event log).
+// Compare the two: the ratio is the cost of the sandbox.
+func BenchmarkStaticVerify10Actions(b *testing.B) {
+	subj := readFile(b, "testdata/static-verify/bench-10-actions.json")
+	store := githubCatalog(b)
+	ctx := context.Background()
+
+	b.Run("native", func(b *testing.B) {
+		var tools []abi.Tool
+		for _, t := range store.Snapshot().List() {
+			tools = append(tools, t.ABI())
+		}
+		h := gatetest.NewHost(tools...)
+		req := abi.Request{SubjectKind: abi.SubjectProposal, Subject: json.RawMessage(subj)}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := gatetest.Evaluate(ctx, staticverify.Gate, req, h)
+			if err != nil || resp.Verdict != abi.Accepted {
+				b.Fatal(err, resp.Verdict)
+			}
+		}
+	})
+	b.Run("wasm", func(b *testing.B) {
+		h := newHost(b, host.Config{
+			Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
+			Catalog:   store,
+			Pipelines: onePipeline("sv", "catalog"),
+			PoolSize:  1,
+		})
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := h.Check(ctx, "p", subj, host.RunOptions{})
+			if err != nil || d.Verdict != abi.Accepted {
+				b.Fatal(err, d.Verdict, d.Stages[0].Reason)
+			}
+		}
+	})
+}
