@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/internal/testwasm"
+)
+
+var (
+	repoRoot string
+	svWasm   string
+	trapWasm []byte
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if repoRoot, err = testwasm.Root(); err == nil {
+		if svWasm, err = testwasm.Go("plugins/static-verify/wasm"); err == nil {
+			trapWasm, err = testwasm.WAT("testdata/hostile/trap.wat")
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// writeConfig writes a config file into a temp dir whose plugin and catalog
+// paths are absolute, so relative-path resolution is tested separately.
+func writeConfig(t *testing.T, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	trap := filepath.Join(dir, "trap.wasm")
+	require.NoError(t, os.WriteFile(trap, trapWasm, 0o644))
+	cfg := fmt.Sprintf(`
+catalog:
+  sources:
+    - format: mcp
+      path: %s
+      server: github
+event_log:
+  path: events.jsonl
+cache_dir: %s
+plugins:
+  static-verify:
+    path: %s
+  trap:
+    path: trap.wasm
+pipelines:
+  admission:
+    subject: proposal
+    stages:
+      - plugin: static-verify
+        timeout: 60s
+        capabilities: [catalog]
+        config: { max_actions: 100 }
+  broken:
+    subject: proposal
+    stages:
+      - plugin: trap
+        timeout: 60s
+%s`, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"), testwasm.CacheDir(), svWasm, extra)
+	path := filepath.Join(dir, "gatehost.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
+	return path
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func proposal(name string) string { return filepath.Join(repoRoot, "testdata/proposals", name) }
+
+func TestCheckExitCodes(t *testing.T) {
+	cfg := writeConfig(t, "")
+	tests := []struct {
+		name     string
+		args     []string
+		want     int
+		contains string
+	}{
+		{"accepted", []string{"--pipeline", "admission", proposal("read-then-write.json")}, exitAccepted, "ACCEPTED"},
+		{"rejected", []string{"--pipeline", "admission", proposal("bad-args-and-unknown-tool.json")}, exitRejected, "unknown_tool"},
+		{"advisory", []string{"--pipeline", "admission", "--format", "openai", proposal("openai-repeated-calls.json")}, exitAccepted, "repeated_call"},
+		{"trap is inconclusive", []string{"--pipeline", "broken", proposal("read-then-write.json")}, exitInconclusive, "plugin_trap"},
+		{"no pipeline chosen", []string{proposal("read-then-write.json")}, exitUsage, ""},
+		{"unknown pipeline", []string{"--pipeline", "nope", proposal("read-then-write.json")}, exitUsage, ""},
+		{"missing subject", []string{"--pipeline", "admission", "/nonexistent.json"}, exitUsage, ""},
+		{"bad format", []string{"--pipeline", "admission", "--format", "anthropic", proposal("read-then-write.json")}, exitUsage, ""},
+		{"bad output", []string{"--pipeline", "admission", "--output", "xml", proposal("read-then-write.json")}, exitUsage, ""},
+		{"no args", []string{}, exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(append([]string{"check", "--config", cfg}, tt.args...)...)
+			assert.Equal(t, tt.want, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Contains(t, out, tt.contains)
+		})
+	}
+	code, out, errOut := runCLI("log", "verify", "--config", cfg)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "chain holds")
+}
+
+func TestCheckJSONOutput(t *testing.T) {
+	cfg := writeConfig(t, "")
+	code, out, _ := runCLI("check", "--config", cfg, "--pipeline", "admission", "--output", "json", proposal("bad-args-and-unknown-tool.json"))
+	require.Equal(t, exitRejected, code)
+	var d struct {
+		Verdict           string  `json:"verdict"`
+		RunID             string  `json:"run_id"`
+		Pipeline          string  `json:"pipeline"`
+		CatalogGeneration *uint64 `json:"catalog_generation"`
+		Stages            []struct {
+			Name, Plugin, Mode, Verdict string
+			Findings                    []json.RawMessage
+		} `json:"stages"`
+		Findings []struct {
+			Code, Severity, Tier, Message, Stage, Path string
+			ActionIndex                                *int `json:"action_index"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, "rejected", d.Verdict)
+	assert.Len(t, d.RunID, 32)
+	assert.NotNil(t, d.CatalogGeneration)
+	require.Len(t, d.Stages, 1)
+	assert.Equal(t, "enforce", d.Stages[0].Mode)
+	codes := map[string]int{}
+	for _, f := range d.Findings {
+		codes[f.Code]++
+		assert.Equal(t, "static-verify", f.Stage)
+		assert.Equal(t, "blocking", f.Severity)
+		require.NotNil(t, f.ActionIndex)
+	}
+	assert.Equal(t, map[string]int{"schema_violation": 2, "unknown_tool": 1}, codes)
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, extra, want string
+	}{
+		{"unknown top-level key", "colour: blue\n", "colour"},
+		{"unknown stage key", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        retries: 3\n", "retries"},
+		{"bad memory limit", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        memory_limit: lots\n", "lots"},
+		{"bad mode", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        mode: maybe\n", "mode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeConfig(t, tt.extra)
+			code, _, errOut := runCLI("check", "--config", cfg, "--pipeline", "admission", proposal("read-then-write.json"))
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, errOut, tt.want)
+		})
+	}
+}
+
+func TestEnvOverride(t *testing.T) {
+	cfg := writeConfig(t, "")
+	other := filepath.Join(t.TempDir(), "other.jsonl")
+	t.Setenv("GATEHOST_EVENT_LOG_PATH", other)
+	code, _, errOut := runCLI("check", "--config", cfg, "--pipeline", "admission", proposal("read-then-write.json"))
+	require.Equal(t, exitAccepted, code, errOut)
+	_, err := os.Stat(other)
+	assert.NoError(t, err, "the event log should be at the overridden path")
+}
+
+func TestLogVerifyDetectsTampering(t *testing.T) {
+	cfg := writeConfig(t, "")
+	code, _, _ := runCLI("check", "--config", cfg, "--pipeline", "admission", proposal("read-then-write.json"))
+	require.Equal(t, exitAccepted, code)
+	logPath := filepath.Join(filepath.Dir(cfg), "events.jsonl")
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	tampered := strings.Replace(string(b), `"verdict":"accepted"`, `"verdict":"rejected"`, 1)
+	require.NotEqual(t, string(b), tampered)
+	require.NoError(t, os.WriteFile(logPath, []byte(tampered), 0o644))
+	code, out, _ := runCLI("log", "verify", "--config", cfg)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "FAILED")
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want byteSize
+		ok   bool
+	}{
+		{"64MiB", 64 << 20, true}, {"512KiB", 512 << 10, true}, {"1GiB", 1 << 30, true},
+		{"10MB", 10_000_000, true}, {"100", 100, true}, {"1 MiB", 1 << 20, true},
+		{"lots", 0, false}, {"-1MiB", 0, false}, {"99999999999999999999GiB", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := parseSize(tt.in)
+		if tt.ok {
+			assert.NoError(t, err, tt.in)
+			assert.Equal(t, tt.want, got, tt.in)
+		} else {
+			assert.Error(t, err, tt.in)
+		}
+	}
+}
