@@ -176,7 +176,7 @@ func (p *plugin) validateConfig(raw json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
 	}
-	if err := p.config.Validate(v); err != nil {
+	if err := abischema.SafeValidate(p.config, v); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
 	}
 	out, err := json.Marshal(v)

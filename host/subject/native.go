@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehost/gatehost/internal/abischema"
 	"io"
 	"reflect"
 	"strconv"
@@ -84,7 +85,10 @@ func parseNative(data []byte, in *input, l loc) (abi.Proposal, error) {
 	if err := decodeNumbers(data, &doc); err != nil {
 		return abi.Proposal{}, l.errorf(err, "invalid JSON: %s", jsonErrText(err))
 	}
-	if err := sch.Validate(doc); err != nil {
+	if err := abischema.CheckNumbers(doc); err != nil {
+		return abi.Proposal{}, l.errorf(err, "%v", err)
+	}
+	if err := abischema.SafeValidate(sch, doc); err != nil {
 		return abi.Proposal{}, schemaError(err, l)
 	}
 	if err := checkNativeFold(doc, l); err != nil {

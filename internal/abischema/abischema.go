@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -64,6 +65,18 @@ func Validate(name string, doc []byte) error {
 	if err != nil {
 		return err
 	}
+	return SafeValidate(s, v)
+}
+
+// SafeValidate runs s.Validate(v) and turns a panic of the validator into an
+// error: the documents it checks come from agents and gates, and no input may
+// take the host down.
+func SafeValidate(s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("schema validator failed: %v", p)
+		}
+	}()
 	return s.Validate(v)
 }
 
@@ -79,7 +92,46 @@ func Decode(doc []byte) (any, error) {
 	if d.More() {
 		return nil, fmt.Errorf("not JSON: trailing data after the value")
 	}
+	if err := checkNumbers(v, ""); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// maxNumberLen caps a number literal's length. The validator turns numbers
+// into big rationals: a literal like 1e9999999 costs it seconds or makes it
+// panic (santhosh-tekuri/jsonschema/v5 dereferences a nil *big.Rat), so
+// numbers are bounded here, before any schema sees them.
+const maxNumberLen = 64
+
+// CheckNumbers refuses a decoded document (numbers as json.Number) holding a
+// number literal that is too long or outside the range of an IEEE-754
+// double. Call it before validating such a document against any schema.
+func CheckNumbers(v any) error { return checkNumbers(v, "") }
+
+func checkNumbers(v any, path string) error {
+	switch t := v.(type) {
+	case json.Number:
+		if len(t) > maxNumberLen {
+			return fmt.Errorf("number at %q has %d characters, more than %d", path, len(t), maxNumberLen)
+		}
+		if _, err := strconv.ParseFloat(string(t), 64); err != nil {
+			return fmt.Errorf("number %s at %q is out of range", t, path)
+		}
+	case map[string]any:
+		for k, c := range t {
+			if err := checkNumbers(c, path+"/"+k); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, c := range t {
+			if err := checkNumbers(c, path+"/"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // CompileConfigSchema compiles a gate's config schema (draft 2020-12 unless

@@ -1,6 +1,7 @@
 package abischema
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +62,16 @@ func FuzzCheckMemberNames(f *testing.F) {
 		_ = CheckMemberNames(doc)
 		_ = Validate(abi.SchemaResponse, doc)
 	})
+}
+
+func TestHugeNumbersRefused(t *testing.T) {
+	for _, doc := range []string{
+		`{"verdict":"rejected","findings":[{"code":"x","severity":"blocking","message":"m","action_index":1e9999999}]}`,
+		`{"verdict":"inconclusive","evidence":{"n":1e400}}`,
+		`{"verdict":"inconclusive","evidence":{"n":` + strings.Repeat("1", 100) + `}}`,
+	} {
+		assert.Error(t, Validate(abi.SchemaResponse, []byte(doc)))
+	}
+	assert.Error(t, Validate(abi.SchemaProposal, []byte(`{"actions":[{"depends_on":[1e9999999]}]}`)))
+	assert.NoError(t, Validate(abi.SchemaProposal, []byte(`{"actions":[{"depends_on":[]}],"context":{"n":1.5e300}}`)))
 }
