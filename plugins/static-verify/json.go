@@ -1,0 +1,223 @@
+package staticverify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// strictUnmarshal decodes one JSON value into out, refusing unknown fields
+// and trailing data.
+func strictUnmarshal(raw []byte, out any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(out); err != nil {
+		return err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the value")
+	}
+	return nil
+}
+
+// decodeParams decodes an action's parameters the way the schema validator
+// wants them: numbers as json.Number, so that integer checks and big values
+// are exact. Absent parameters mean {}.
+func decodeParams(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return map[string]any{}, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the value")
+	}
+	return v, nil
+}
+
+// jsonTypeName names the JSON type of a decoded value.
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64, json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "unknown"
+}
+
+// canonical appends an encoding of v in which object keys are sorted, so two
+// parameter objects that differ only in key order or spacing encode the same.
+// It only needs to be injective, not to be standard JSON.
+func canonical(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case json.Number:
+		b.WriteString(canonicalNumber(string(v)))
+	case float64:
+		b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	case string:
+		b.WriteString(strconv.Quote(v))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonical(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			canonical(b, v[k])
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString("?")
+	}
+}
+
+// jsonEqual compares two decoded JSON values, JSON-typed: 1 ≠ "1".
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	case float64:
+		bf, ok := b.(float64)
+		return ok && a == bf
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) {
+			return false
+		}
+		for i := range a {
+			if !jsonEqual(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := bm[k]
+			if !ok || !jsonEqual(av, bv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// canonicalNumber spells 1, 1.0 and 1e0 alike. A literal with at most 15
+// digits round-trips through float64 exactly, so those are normalised; longer
+// ones are kept as written (two spellings of one long number then count as
+// different, which only weakens the advisory loop check). No arbitrary
+// precision arithmetic: an exponent like 1e999999999 must stay cheap.
+func canonicalNumber(lit string) string {
+	digits, nonzero := 0, false
+	for i := 0; i < len(lit) && lit[i] != 'e' && lit[i] != 'E'; i++ {
+		if lit[i] >= '0' && lit[i] <= '9' {
+			digits++
+			nonzero = nonzero || lit[i] != '0'
+		}
+	}
+	if digits <= 15 {
+		// f == 0 from a nonzero literal is an underflow: keep the literal.
+		if f, err := strconv.ParseFloat(lit, 64); err == nil && !math.IsInf(f, 0) && (f != 0 || !nonzero) {
+			return strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return lit
+}
+
+// maxNumberLen bounds a number literal. The schema validator converts
+// numbers to exact rationals, whose cost grows with the literal's digits and
+// exponent; no tool needs a 100-digit number.
+const maxNumberLen = 100
+
+// numberInRange reports whether a number literal is one the validator can
+// check cheaply and a tool can receive: at most maxNumberLen bytes, and
+// within IEEE 754 double range without underflowing to zero, as I-JSON
+// (RFC 7493 §2.2) asks of interoperable numbers.
+func numberInRange(lit string) bool {
+	if len(lit) > maxNumberLen {
+		return false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	if f == 0 {
+		for i := 0; i < len(lit) && lit[i] != 'e' && lit[i] != 'E'; i++ {
+			if lit[i] >= '1' && lit[i] <= '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// badNumbers calls fn with the JSON Pointer of every number in v that is
+// not numberInRange, in a fixed order.
+func badNumbers(v any, path string, fn func(path string)) {
+	switch v := v.(type) {
+	case json.Number:
+		if !numberInRange(string(v)) {
+			fn(path)
+		}
+	case []any:
+		for i, e := range v {
+			badNumbers(e, path+"/"+strconv.Itoa(i), fn)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			badNumbers(v[k], path+"/"+escapePointerToken(k), fn)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+package staticverify
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// schemaCacheMax bounds the compiled-schema cache. A catalog is pinned per
+// run, but a long-lived instance sees many runs; the bound keeps memory flat
+// if the catalog churns.
+const schemaCacheMax = 512
+
+// schemaCache holds compiled input schemas by digest. Compiling dominates the
+// cost of a first check (meta-schema validation, regexes), and an instance
+// is reused across requests, so it is done once per digest. The mutex is for
+// native use; in the guest there is one thread.
+var schemaCache = struct {
+	sync.Mutex
+	m map[string]*jsonschema.Schema
+}{m: map[string]*jsonschema.Schema{}}
+
+// compiledSchema returns t's compiled input schema, or nil when the tool
+// registers none (any object is then accepted).
+func compiledSchema(t *abi.Tool) (*jsonschema.Schema, error) {
+	raw := bytes.TrimSpace(t.InputSchema)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	key := schemaKey(t.SchemaDigest, raw)
+	schemaCache.Lock()
+	s, ok := schemaCache.m[key]
+	schemaCache.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compileSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	schemaCache.Lock()
+	if len(schemaCache.m) >= schemaCacheMax {
+		for k := range schemaCache.m { // evict one; which does not matter
+			delete(schemaCache.m, k)
+			break
+		}
+	}
+	schemaCache.m[key] = s
+	schemaCache.Unlock()
+	return s, nil
+}
+
+// schemaKey is the cache key: the catalog's digest when it looks like one
+// (the host computes it over the canonical schema), else the schema bytes
+// themselves, so a missing or malformed digest can never make two different
+// schemas share an entry.
+func schemaKey(digest string, raw []byte) string {
+	if len(digest) == 64 && isLowerHex(digest) {
+		return digest
+	}
+	return "raw:" + string(raw)
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020 // MCP tools' schemas rarely name a draft
+	c.AssertFormat = true          // "every keyword": format is checked too
+	// A tool's schema must be self-contained: fetching a remote $ref would
+	// give the guest a network and make the verdict depend on it.
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("remote reference %q not allowed", u)
+	}
+	// Each compile has its own compiler, so one fixed base URL will do; it
+	// only anchors relative references, which LoadURL then refuses.
+	const u = "https://schemas.gatehost.invalid/tool.json"
+	if err := c.AddResource(u, bytes.NewReader(raw)); err != nil {
+		return nil, err
+	}
+	return c.Compile(u)
+}
+
+// violation is one leaf error of schema validation.
+type violation struct {
+	path    string // JSON Pointer into the parameters; "" is the root
+	keyword string
+	message string
+}
+
+// validate checks params against s and returns the leaf violations in a
+// fixed order. An error means the validator itself failed (an infinite $ref
+// loop, say), not that the parameters are invalid.
+func validate(s *jsonschema.Schema, params any) ([]violation, error) {
+	err := s.Validate(params)
+	if err == nil {
+		return nil, nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil, err
+	}
+	var out []violation
+	collect(ve, &out)
+	slices.SortFunc(out, func(a, b violation) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.keyword, b.keyword); c != 0 {
+			return c
+		}
+		return strings.Compare(a.message, b.message)
+	})
+	return slices.Compact(out), nil
+}
+
+// collect appends the leaves of ve. The alternatives of anyOf and oneOf, and
+// the per-item misses under minContains, are reported as one violation of the combinator: each branch's
+// own errors are not each something the caller must fix.
+func collect(ve *jsonschema.ValidationError, out *[]violation) {
+	kw := keywordOf(ve.KeywordLocation)
+	switch {
+	case len(ve.Causes) == 0, kw == "anyOf", kw == "oneOf", kw == "minContains":
+		*out = append(*out, violation{
+			path:    instancePointer(ve.InstanceLocation),
+			keyword: kw,
+			message: leafMessage(kw, ve.Message),
+		})
+		return
+	}
+	for _, c := range ve.Causes {
+		collect(c, out)
+	}
+}
+
+// Schema keywords whose next location segment is a user-chosen name or an
+// array index rather than a keyword.
+var (
+	namedChildren = map[string]bool{
+		"properties": true, "patternProperties": true, "$defs": true, "definitions": true,
+		"dependentSchemas": true, "dependentRequired": true, "dependencies": true,
+	}
+	indexedChildren = map[string]bool{
+		"allOf": true, "anyOf": true, "oneOf": true, "prefixItems": true,
+	}
+)
+
+// keywordOf returns the keyword a keyword location ends in. It walks the
+// location from the root because a property may be named like a keyword:
+// in /properties/type/enum, "type" is a name and "enum" the keyword. When
+// the location ends on a subschema (a false schema failed) the keyword is
+// the applicator that holds it, such as "properties" or "items".
+func keywordOf(loc string) string {
+	segs := strings.Split(strings.TrimPrefix(loc, "/"), "/")
+	kw := ""
+	for i := 0; i < len(segs); i++ {
+		s := segs[i]
+		if s == "" {
+			continue
+		}
+		kw = s
+		switch {
+		case namedChildren[s]:
+			i++ // skip the name
+			if (s == "dependentRequired" || s == "dependencies") && i+1 < len(segs) && isIndex(segs[i+1]) {
+				i++ // and the index into the list of required names
+			}
+		case indexedChildren[s], s == "items" && i+1 < len(segs) && isIndex(segs[i+1]):
+			i++ // skip the index
+		}
+	}
+	return kw
+}
+
+func isIndex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// instancePointer turns the validator's instance location, whose tokens are
+// JSON-Pointer-escaped and then URL-path-escaped, into a plain RFC 6901
+// pointer.
+func instancePointer(loc string) string {
+	if loc == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, tok := range strings.Split(strings.TrimPrefix(loc, "/"), "/") {
+		if u, err := url.PathUnescape(tok); err == nil {
+			tok = u
+		}
+		b.WriteByte('/')
+		b.WriteString(escapePointerToken(unescapePointerToken(tok)))
+	}
+	return b.String()
+}
+
+// escapePointerToken escapes one reference token (RFC 6901 §3): "~" first,
+// then "/".
+func escapePointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// unescapePointerToken is the inverse: "~1" first, then "~0" (RFC 6901 §4).
+func unescapePointerToken(s string) string {
+	if !strings.Contains(s, "~") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+// leafMessage rewrites the validator's message where it would echo the
+// offending input value (findings never echo tool input) or where its
+// wording depends on map order.
+func leafMessage(kw, msg string) string {
+	switch kw {
+	case "format":
+		// "<value> is not valid 'email'"
+		if i := strings.LastIndex(msg, " is not valid "); i >= 0 {
+			return "value is not a valid " + msg[i+len(" is not valid "):]
+		}
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+		// "must be >= 1 but found 0"
+		if i := strings.Index(msg, " but found "); i >= 0 {
+			return "value " + msg[:i]
+		}
+	case "multipleOf":
+		// "<value> not multipleOf 2"
+		if i := strings.Index(msg, " not multipleOf "); i >= 0 {
+			return "value is not a multiple of " + msg[i+len(" not multipleOf "):]
+		}
+	case "additionalProperties":
+		// "additionalProperties 'b', 'a' not allowed": the names come from
+		// map iteration, so sort them for a stable message.
+		const pre, post = "additionalProperties ", " not allowed"
+		if strings.HasPrefix(msg, pre) && strings.HasSuffix(msg, post) {
+			names := strings.Split(msg[len(pre):len(msg)-len(post)], ", ")
+			slices.Sort(names)
+			return "properties not allowed: " + strings.Join(names, ", ")
+		}
+	case "anyOf":
+		return "value matches none of the anyOf alternatives"
+	case "oneOf":
+		if msg == "oneOf failed" {
+			return "value matches none of the oneOf alternatives"
+		}
+	case "minContains":
+		// "valid must be >= 1, but got 0": counts, not values.
+		return "too few items match the contains schema: " + msg
+	case "const", "enum":
+		return msg
+	}
+	if msg == "not allowed" {
+		return "value not allowed here (false schema under " + kw + ")"
+	}
+	return msg
+}

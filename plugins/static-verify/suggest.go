@@ -1,0 +1,80 @@
+package staticverify
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// maxSuggestRunes bounds the names the suggester compares, so a huge bogus
+// tool name costs no quadratic work.
+const maxSuggestRunes = 128
+
+// suggest returns the wire name of the catalog tool closest to name, or ""
+// when none is reasonably close. Names are compared case-folded (a case slip
+// is the likeliest typo), against each tool's wire name, id and aliases;
+// ties go to the smaller exact-case distance, then the smaller wire name.
+// "Reasonably close" is at most a third of the name's length, and at least
+// one edit.
+func suggest(name string, tools []abi.ToolEntry) string {
+	n := utf8.RuneCountInString(name)
+	if n == 0 || n > maxSuggestRunes {
+		return ""
+	}
+	limit := max(1, n/3)
+	lname := strings.ToLower(name)
+	best, bestFold, bestExact := "", limit+1, 0
+	consider := func(cand, wire string) {
+		m := utf8.RuneCountInString(cand)
+		if m > maxSuggestRunes || m-n > limit || n-m > limit {
+			return // the length difference alone exceeds the limit
+		}
+		fold := editDistance(lname, strings.ToLower(cand))
+		if fold > limit || fold > bestFold {
+			return
+		}
+		exact := editDistance(name, cand)
+		if fold < bestFold || exact < bestExact || (exact == bestExact && wire < best) {
+			best, bestFold, bestExact = wire, fold, exact
+		}
+	}
+	for _, t := range tools {
+		if t.Name == "" {
+			continue
+		}
+		consider(t.Name, t.Name)
+		if t.ID != "" {
+			consider(t.ID, t.Name)
+		}
+		for _, a := range t.Aliases {
+			consider(a, t.Name)
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) < len(rb) {
+		ra, rb = rb, ra
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
