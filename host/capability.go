@@ -3,8 +3,10 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -12,26 +14,46 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 )
 
-// CapabilityCatalog lets a stage read the run's pinned catalog snapshot
-// (operations catalog.get and catalog.list).
-const CapabilityCatalog = "catalog"
+// A capability is a family of host operations ("catalog.get", …) that an
+// operator grants to a stage. Each lives in its own cap_*.go file and
+// registers itself in init with registerCapability.
+type capability interface {
+	// call serves op (whose capability part is this capability's name)
+	// for the evaluation described by rc. It returns the operation's
+	// result, encoded as JSON by the caller, or an error: a *abi.CallError
+	// is answered as is; any other error as "unavailable" with its text.
+	call(ctx context.Context, rc *runContext, op string, request []byte) (any, error)
+}
 
-// knownCapabilities are the capabilities this host can grant.
-var knownCapabilities = []string{CapabilityCatalog}
+var capabilities = map[string]capability{}
 
-// callState is what host functions know about the guest call in progress.
-type callState struct {
+func registerCapability(name string, c capability) {
+	if _, dup := capabilities[name]; dup {
+		panic("host: capability registered twice: " + name)
+	}
+	capabilities[name] = c
+}
+
+// knownCapabilities lists the capabilities this host can grant, sorted.
+func knownCapabilities() []string { return slices.Sorted(maps.Keys(capabilities)) }
+
+// runContext is what host functions know about the guest call in progress:
+// the host, the run and the stage.
+type runContext struct {
+	host     *Host
 	snap     *catalog.Snapshot
 	granted  []string
 	pipeline string
 	stage    string
 	runID    string
+	session  string
+	subject  abi.SubjectKind
 
 	mu     sync.Mutex
 	denied []string // operations refused as not granted, for evidence
 }
 
-func (s *callState) deny(op string) {
+func (s *runContext) deny(op string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.denied) < 16 && !slices.Contains(s.denied, op) {
@@ -39,10 +61,21 @@ func (s *callState) deny(op string) {
 	}
 }
 
-func (s *callState) deniedOps() []string {
+func (s *runContext) deniedOps() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.denied)
+}
+
+// badRequest is the error a capability returns for a request it cannot
+// decode.
+func badRequest(op string, err error) error {
+	return &abi.CallError{Code: abi.ErrCodeBadRequest, Message: op + ": " + err.Error()}
+}
+
+// unknownOperation is the error for an operation a capability lacks.
+func unknownOperation(op string) error {
+	return &abi.CallError{Code: abi.ErrCodeUnknownOperation, Message: fmt.Sprintf("unknown operation %q", op)}
 }
 
 // calls implements engine.CallHandler for a Host.
@@ -50,38 +83,35 @@ type calls struct{ logger *slog.Logger }
 
 func (c calls) Log(ctx context.Context, state any, level int32, msg string) {
 	attrs := []slog.Attr{}
-	if s, ok := state.(*callState); ok {
+	if s, ok := state.(*runContext); ok {
 		attrs = append(attrs, slog.String("pipeline", s.pipeline), slog.String("stage", s.stage), slog.String("run_id", s.runID))
 	}
 	c.logger.LogAttrs(ctx, slog.Level(level), "gate: "+msg, attrs...)
 }
 
 func (c calls) Call(ctx context.Context, state any, op string, request []byte) []byte {
-	s, ok := state.(*callState)
+	s, ok := state.(*runContext)
 	if !ok {
 		return callError(abi.ErrCodeCapabilityDenied, "no capability is granted outside an evaluation")
 	}
-	capName := abi.CapabilityOf(op)
-	if !slices.Contains(s.granted, capName) {
+	name := abi.CapabilityOf(op)
+	if !slices.Contains(s.granted, name) {
 		s.deny(op)
-		return callError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to stage %q", capName, s.stage))
+		return callError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to stage %q", name, s.stage))
 	}
-	switch op {
-	case abi.OpCatalogGet:
-		var req abi.CatalogGetRequest
-		if err := json.Unmarshal(request, &req); err != nil {
-			return callError(abi.ErrCodeBadRequest, "catalog.get: "+err.Error())
-		}
-		t, found := s.snap.Get(req.Name)
-		if !found {
-			return callResult(abi.CatalogGetAnswer{Found: false})
-		}
-		at := t.ABI()
-		return callResult(abi.CatalogGetAnswer{Found: true, Tool: &at})
-	case abi.OpCatalogList:
-		return callResult(abi.CatalogListAnswer{Generation: s.snap.Generation(), Tools: s.snap.Entries()})
+	capab, ok := capabilities[name]
+	if !ok { // granted names are checked at load; unreachable
+		return callError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown capability %q", name))
 	}
-	return callError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
+	res, err := capab.call(ctx, s, op, request)
+	if err != nil {
+		var ce *abi.CallError
+		if errors.As(err, &ce) {
+			return callError(ce.Code, ce.Message)
+		}
+		return callError(abi.ErrCodeUnavailable, err.Error())
+	}
+	return callResult(res)
 }
 
 func callResult(v any) []byte {

@@ -168,8 +168,8 @@ func (h *Host) build(ctx context.Context) error {
 				return cfgErr(sf+".plugin", "no plugin named %q", sc.Plugin)
 			}
 			for _, c := range sc.Capabilities {
-				if !slices.Contains(knownCapabilities, c) {
-					return cfgErr(sf+".capabilities", "unknown capability %q (known: %v)", c, knownCapabilities)
+				if !slices.Contains(knownCapabilities(), c) {
+					return cfgErr(sf+".capabilities", "unknown capability %q (known: %v)", c, knownCapabilities())
 				}
 			}
 			if _, ok := modules[sc.Plugin]; !ok {

@@ -20,6 +20,7 @@ var (
 	flakyWasm        string
 	probeWasm        string
 	repoRoot         string
+	cacheDir         = testwasm.CacheDir()
 )
 
 func TestMain(m *testing.M) {

@@ -183,7 +183,7 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
 	}
-	state := &callState{snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID}
+	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject}
 	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
 	if err != nil {
 		stdout, stderr := inst.Output()

@@ -1,0 +1,35 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// CapabilityCatalog lets a stage read the run's pinned catalog snapshot
+// (operations catalog.get and catalog.list; abi/SPEC.md §7.7).
+const CapabilityCatalog = "catalog"
+
+func init() { registerCapability(CapabilityCatalog, catalogCapability{}) }
+
+type catalogCapability struct{}
+
+func (catalogCapability) call(_ context.Context, rc *runContext, op string, request []byte) (any, error) {
+	switch op {
+	case abi.OpCatalogGet:
+		var req abi.CatalogGetRequest
+		if err := json.Unmarshal(request, &req); err != nil {
+			return nil, badRequest(op, err)
+		}
+		t, found := rc.snap.Get(req.Name)
+		if !found {
+			return abi.CatalogGetAnswer{Found: false}, nil
+		}
+		at := t.ABI()
+		return abi.CatalogGetAnswer{Found: true, Tool: &at}, nil
+	case abi.OpCatalogList:
+		return abi.CatalogListAnswer{Generation: rc.snap.Generation(), Tools: rc.snap.Entries()}, nil
+	}
+	return nil, unknownOperation(op)
+}
