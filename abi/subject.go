@@ -146,3 +146,19 @@ type CallAnswer struct {
 }
 
 func (e *CallError) Error() string { return e.Code + ": " + e.Message }
+
+// ToolCall is the native shape of a SubjectToolCall: one tool call, checked
+// right before it executes. The session it belongs to is in the request's
+// Context.Session.
+type ToolCall struct {
+	// ID is the agent's id for the call, if any.
+	ID string `json:"id,omitempty"`
+	// Tool is the name the agent called the tool by: a wire name, an
+	// alias or a catalog id, exactly as sent (never normalized).
+	Tool string `json:"tool"`
+	// Parameters are the call's arguments; absent means {}.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// ParseError is set by the host when the agent's arguments could not
+	// be decoded; Parameters is then absent and the call must not run.
+	ParseError string `json:"parse_error,omitempty"`
+}

@@ -138,9 +138,10 @@ func validateSubject(kind abi.SubjectKind, subject []byte) error {
 	if _, ok := v.(map[string]any); !ok {
 		return &SubjectError{Kind: kind, Reason: "not a JSON object"}
 	}
-	if kind == abi.SubjectProposal {
-		if err := abischema.Validate(abi.SchemaProposal, subject); err != nil {
-			return &SubjectError{Kind: kind, Reason: "does not match the proposal schema", Err: err}
+	schema := map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall}[kind]
+	if schema != "" {
+		if err := abischema.Validate(schema, subject); err != nil {
+			return &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
 		}
 	}
 	return nil
