@@ -16,6 +16,8 @@ const (
 	DefaultMemoryLimit      = 64 << 20 // bytes
 	DefaultMaxResponseBytes = 1 << 20
 	DefaultLoadTimeout      = 30 * time.Second
+	// MaxResponseBytesLimit is the largest MaxResponseBytes accepted.
+	MaxResponseBytesLimit = 64 << 20
 	// MaxSubjectBytes caps the subject of one run.
 	MaxSubjectBytes = 4 << 20
 )
@@ -39,8 +41,8 @@ type Config struct {
 	// CacheDir is the wazero compilation cache: "" means
 	// os.UserCacheDir()/gatehost/wazero, CacheOff disables it.
 	CacheDir string
-	// MaxResponseBytes caps one gate answer; default 1 MiB. A larger answer
-	// is an abi_violation.
+	// MaxResponseBytes caps one gate answer; default 1 MiB, at most
+	// MaxResponseBytesLimit. A larger answer is an abi_violation.
 	MaxResponseBytes int
 	// PoolSize caps the live instances of each plugin module; default
 	// GOMAXPROCS. A run waits for a free instance within its stage deadline.
@@ -98,7 +100,7 @@ type StageConfig struct {
 	// Mode defaults to Enforce.
 	Mode Mode
 	// Timeout is the stage deadline, covering waiting for an instance and
-	// the call; default 1s.
+	// the call; default 1s, at least 1ms.
 	Timeout time.Duration
 	// MemoryLimit caps the instance's linear memory in bytes, rounded up
 	// to 64 KiB pages; default 64 MiB, at most 4 GiB.

@@ -92,8 +92,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		h.cfg.Now = time.Now
 	}
 	switch {
-	case h.cfg.MaxResponseBytes < 0:
-		return nil, cfgErr("max_response_bytes", "must be positive")
+	case h.cfg.MaxResponseBytes < 0 || h.cfg.MaxResponseBytes > MaxResponseBytesLimit:
+		return nil, cfgErr("max_response_bytes", "must be between 1 and %d", MaxResponseBytesLimit)
 	case h.cfg.PoolSize < 0:
 		return nil, cfgErr("pool_size", "must be positive")
 	case h.cfg.LoadTimeout < 0:
@@ -156,8 +156,8 @@ func (h *Host) build(ctx context.Context) error {
 				return cfgErr(sf+".name", "duplicate stage name %q", sc.Name)
 			case sc.Mode != Enforce && sc.Mode != Advisory:
 				return cfgErr(sf+".mode", "%q is not enforce or advisory", sc.Mode)
-			case sc.Timeout < 0:
-				return cfgErr(sf+".timeout", "must be positive")
+			case sc.Timeout < time.Millisecond:
+				return cfgErr(sf+".timeout", "%v is less than 1ms (write a unit, such as 500ms or 2s)", sc.Timeout)
 			case sc.MemoryLimit > 1<<32:
 				return cfgErr(sf+".memory_limit", "at most 4GiB")
 			}

@@ -156,7 +156,10 @@ func TestCheckErrors(t *testing.T) {
 	ctx := context.Background()
 	_, err := h.Check(ctx, "nope", []byte(okProposal), host.RunOptions{})
 	assert.ErrorIs(t, err, host.ErrUnknownPipeline)
-	for _, subj := range []string{``, `[]`, `{"actions":{}}`, `{"actions":[{"type":"launch"}]}`, `{"actions":[]} trailing`, `{"id":1,"actions":[]}`} {
+	for _, subj := range []string{``, `[]`, `{"actions":{}}`, `{"actions":[{"type":"launch"}]}`, `{"actions":[]} trailing`,
+		`{"id":1,"actions":[]}`, `{"actions":[]}}`, `{"actions":[{"tool":"delete_repository","TOOL":"get_me"}]}`,
+		`{"actions":[{"tool":"delete_file","tool":"get_me"}]}`, `{"actions":[{"tool":"x"}],"actions":[]}`,
+		"{\"actions\":[{\"tool\":\"\xff\"}]}"} {
 		_, err := h.Check(ctx, "p", []byte(subj), host.RunOptions{})
 		var se *host.SubjectError
 		assert.ErrorAs(t, err, &se, "subject %q", subj)

@@ -137,7 +137,7 @@ func (p *plugin) describe(ctx context.Context, inst *engine.Instance) error {
 	if err := abischema.Validate(abi.SchemaDescriptor, raw); err != nil {
 		return &engine.LoadError{Kind: ErrDescriptor, Err: err}
 	}
-	if err := abischema.CheckMemberNames(raw); err != nil {
+	if err := abischema.CheckNames(raw, abischema.DescriptorStructs); err != nil {
 		return &engine.LoadError{Kind: ErrDescriptor, Err: err}
 	}
 	if err := json.Unmarshal(raw, &p.descriptor); err != nil {

@@ -106,7 +106,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 		}
 	}
 	d.Verdict = Combine(d.Stages)
-	if err := h.record(p, d); err != nil {
+	if err := h.record(p, d, subject, opts); err != nil {
 		d.Verdict = abi.Inconclusive
 		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
 		return d, fmt.Errorf("%w: %w", ErrEventLog, err)
@@ -127,6 +127,11 @@ func (h *Host) CheckProposal(ctx context.Context, pipelineName string, p abi.Pro
 	return h.Check(ctx, pipelineName, b, opts)
 }
 
+var (
+	subjectSchemas = map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall}
+	subjectStructs = map[abi.SubjectKind]abischema.Structs{abi.SubjectProposal: abischema.ProposalStructs, abi.SubjectToolCall: abischema.ToolCallStructs}
+)
+
 func validateSubject(kind abi.SubjectKind, subject []byte) error {
 	if len(subject) > MaxSubjectBytes {
 		return &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), MaxSubjectBytes)}
@@ -138,7 +143,12 @@ func validateSubject(kind abi.SubjectKind, subject []byte) error {
 	if _, ok := v.(map[string]any); !ok {
 		return &SubjectError{Kind: kind, Reason: "not a JSON object"}
 	}
-	schema := map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall}[kind]
+	// Every reader of the subject (schema, gates, the executor) must see
+	// the same members: no duplicate or case-variant names.
+	if err := abischema.CheckNames(subject, subjectStructs[kind]); err != nil {
+		return &SubjectError{Kind: kind, Reason: "ambiguous member names", Err: err}
+	}
+	schema := subjectSchemas[kind]
 	if schema != "" {
 		if err := abischema.Validate(schema, subject); err != nil {
 			return &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
@@ -213,6 +223,8 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if resp.Findings != nil {
 		r.Findings = resp.Findings
 	}
+	// capability_denied is the host's evidence; a gate cannot forge it.
+	delete(r.Evidence, "capability_denied")
 	if d := state.deniedOps(); len(d) > 0 {
 		if r.Evidence == nil {
 			r.Evidence = map[string]any{}
@@ -238,7 +250,7 @@ func decodeResponse(out []byte) (abi.Response, error) {
 	// The schema matches member names exactly and encoding/json does not:
 	// without this check {"verdict":"rejected",…,"Verdict":"accepted"}
 	// would pass as a rejection and decode as an acceptance.
-	if err := abischema.CheckMemberNames(out); err != nil {
+	if err := abischema.CheckNames(out, abischema.ResponseStructs); err != nil {
 		return abi.Response{}, err
 	}
 	var resp abi.Response
@@ -284,8 +296,8 @@ func failStage(r StageResult, reason string, err error, ev map[string]any) Stage
 }
 
 // record appends one record per stage and one for the decision, in one
-// write and one fsync.
-func (h *Host) record(p *pipeline, d *Decision) error {
+// write and one fsync. subject is the compacted subject the stages saw.
+func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions) error {
 	if h.log == nil {
 		return nil
 	}
@@ -302,10 +314,14 @@ func (h *Host) record(p *pipeline, d *Decision) error {
 			Verdict: string(r.Verdict), Reason: r.Reason, RequestID: d.RequestID, Data: data,
 		})
 	}
+	// The decision record names what was decided on: the subject's digest
+	// and the session, so an audit can match it to the agent's action.
 	data, err := json.Marshal(struct {
 		CatalogGeneration uint64    `json:"catalog_generation"`
+		SubjectSHA256     string    `json:"subject_sha256"`
+		Session           string    `json:"session,omitempty"`
 		Findings          []Finding `json:"findings"`
-	}{d.CatalogGeneration, d.Findings})
+	}{d.CatalogGeneration, digest(subject), opts.Session, d.Findings})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ failed=0
 check() { # want_exit file [flags…]
   local want=$1 file=$2
   shift 2
-  echo "\$ gatehost check $* $file"
+  echo "\$ gatehost check${*:+ $*} $file"
   "$bin" check "$@" "$file"
   local got=$?
   if [ "$got" -ne "$want" ]; then
@@ -23,7 +23,7 @@ check() { # want_exit file [flags…]
 
 check 0 testdata/proposals/read-then-write.json
 check 1 testdata/proposals/bad-args-and-unknown-tool.json
-check 0 testdata/proposals/openai-repeated-calls.json --format openai
+check 0 testdata/proposals/openai-repeated-calls.json
 check 0 testdata/proposals/anthropic-tool-use.json
 check 1 testdata/proposals/openai-bad-arguments.json
 

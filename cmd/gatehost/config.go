@@ -148,6 +148,11 @@ func loadConfig(path string) (*loaded, error) {
 	if err := v.UnmarshalExact(&fc, hook); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	// The CLI never decides unaudited: an acceptance nobody can verify
+	// later is not one (embedders may choose otherwise).
+	if strings.TrimSpace(fc.EventLog.Path) == "" {
+		return nil, fmt.Errorf("config %s: event_log.path: required", path)
+	}
 	base := filepath.Dir(path)
 	rel := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
@@ -184,8 +189,10 @@ func loadConfig(path string) (*loaded, error) {
 				}
 				raw = b
 			}
+			// Viper lower-cases map keys, so plugin names are matched
+			// case-insensitively: lower-case the references too.
 			pc.Stages = append(pc.Stages, host.StageConfig{
-				Name: s.Name, Plugin: s.Plugin, Mode: host.Mode(s.Mode), Timeout: s.Timeout,
+				Name: s.Name, Plugin: strings.ToLower(s.Plugin), Mode: host.Mode(s.Mode), Timeout: s.Timeout,
 				MemoryLimit: uint64(s.MemoryLimit), Capabilities: s.Capabilities, Config: raw,
 			})
 		}

@@ -39,7 +39,10 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	rep, verr := eventlog.Verify(cfg.logPath, eventlog.VerifyOptions{Anchor: *anchor})
 	if *output == "json" {
-		out := map[string]any{"path": cfg.logPath, "ok": verr == nil, "report": rep}
+		out := map[string]any{
+			"path": cfg.logPath, "ok": verr == nil, "records": rep.Records,
+			"last_seq": rep.LastSeq, "last_hash": rep.LastHash, "torn_tail_bytes": rep.TornBytes,
+		}
 		if verr != nil {
 			out["error"] = verr.Error()
 		}
@@ -48,6 +51,9 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 		_ = enc.Encode(out)
 	} else if verr == nil {
 		fmt.Fprintf(stdout, "ok: %s: %d records, chain holds, last seq %d hash %s\n", cfg.logPath, rep.Records, rep.LastSeq, rep.LastHash)
+		if rep.TornTail {
+			fmt.Fprintf(stdout, "note: %d bytes after the last record are a torn write (a crash mid-append); they will be dropped when the log is next opened\n", rep.TornBytes)
+		}
 	} else {
 		fmt.Fprintf(stdout, "FAILED: %s: %v\n", cfg.logPath, verr)
 	}

@@ -157,6 +157,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown stage key", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        retries: 3\n", "retries"},
 		{"bad memory limit", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        memory_limit: lots\n", "lots"},
 		{"bad mode", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        mode: maybe\n", "mode"},
+		{"timeout without unit", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        timeout: 5\n", "timeout"},
+		{"no event log", "event_log:\n  path: \"\"\n", "event_log"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +168,13 @@ func TestConfigErrors(t *testing.T) {
 			assert.Contains(t, errOut, tt.want)
 		})
 	}
+}
+
+func TestPluginNamesCaseInsensitive(t *testing.T) {
+	cfg := writeConfig(t, "  upper:\n    subject: proposal\n    stages:\n      - plugin: TRAP\n        timeout: 60s\n")
+	code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", "upper", proposal("read-then-write.json"))
+	assert.Equal(t, exitInconclusive, code, errOut)
+	assert.Contains(t, out, "plugin_trap")
 }
 
 func TestEnvOverride(t *testing.T) {

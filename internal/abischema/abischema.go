@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -89,7 +88,8 @@ func Decode(doc []byte) (any, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
-	if d.More() {
+	// More() reports false at a stray '}' or ']', so look at the bytes.
+	if rest := bytes.TrimLeft(doc[d.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, fmt.Errorf("not JSON: trailing data after the value")
 	}
 	if err := checkNumbers(v, ""); err != nil {
@@ -148,61 +148,4 @@ func CompileConfigSchema(schema []byte) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	return c.Compile("config.schema.json")
-}
-
-// CheckMemberNames refuses a JSON document that the schema and encoding/json
-// could read differently. The schema matches member names exactly;
-// encoding/json matches struct fields case-insensitively. So in the top-level
-// object and in each element of its "findings" array (the objects decoded
-// into structs), a member name must not differ only in case from an ABI name
-// or from another member. Without this, {"verdict":"rejected",…,
-// "Verdict":"accepted"} would validate as a rejection and decode as an
-// acceptance.
-func CheckMemberNames(doc []byte) error {
-	v, err := Decode(doc)
-	if err != nil {
-		return err
-	}
-	top, ok := v.(map[string]any)
-	if !ok {
-		return nil // the schema refuses it
-	}
-	if err := checkObject(top, ""); err != nil {
-		return err
-	}
-	if fs, ok := top["findings"].([]any); ok {
-		for i, f := range fs {
-			if m, ok := f.(map[string]any); ok {
-				if err := checkObject(m, fmt.Sprintf("/findings/%d", i)); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func checkObject(m map[string]any, path string) error {
-	seen := make(map[string]string, len(m))
-	for k := range m {
-		l := strings.ToLower(k)
-		if other, dup := seen[l]; dup {
-			return fmt.Errorf("member names %q and %q in %q differ only in case", other, k, path+"/")
-		}
-		seen[l] = k
-		if l != k && abiNames[l] {
-			return fmt.Errorf("member name %q in %q must be %q", k, path+"/", l)
-		}
-	}
-	return nil
-}
-
-// abiNames are the member names of the ABI's messages that encoding/json
-// decodes into struct fields.
-var abiNames = map[string]bool{
-	"verdict": true, "basis": true, "reason": true, "findings": true, "evidence": true,
-	"code": true, "severity": true, "tier": true, "message": true, "action_index": true,
-	"action_id": true, "path": true, "keyword": true, "suggestion": true, "details": true,
-	"abi_version": true, "name": true, "version": true, "description": true,
-	"subject_kinds": true, "capabilities": true, "config_schema": true,
 }

@@ -9,21 +9,27 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-func TestCheckMemberNames(t *testing.T) {
+func TestCheckNames(t *testing.T) {
 	tests := []struct {
 		doc string
 		ok  bool
 	}{
-		{`{"verdict":"accepted","evidence":{"Anything":1,"anything":2}}`, true},
+		{`{"verdict":"accepted","evidence":{"Anything":1,"anything":2}}`, false},
 		{`{"verdict":"rejected","findings":[],"Verdict":"accepted"}`, false},
 		{`{"verdict":"accepted","evidence":{"a":1},"Findings":[]}`, false},
 		{`{"verdict":"rejected","findings":[{"code":"x","Severity":"advisory"}]}`, false},
 		{`{"verdict":"rejected","findings":[{"code":"x","severity":"blocking","message":"m","details":{"Code":1}}]}`, true},
 		{`{"verdict":"accepted","evidence":{"a":1},"Extra":1,"extra":2}`, false},
 		{`[1,2]`, true},
+		{`{"verdict":"inconclusive","evidence":{"a":1},"verdict":"accepted"}`, false},
+		{`{"verdict":"accepted","evidence":{"a":1},"findings":[{"code":"x","severity":"advisory","message":"m","ſeverity":"blocking"}]}`, false},
+		{`{"verdict":"accepted","evidence":{"a":1},"findingſ":[]}`, false},
+		{`{"verdict":"accepted","evidence":{"K":1,"k":2}}`, false},
+		{`{"verdict":"accepted","evidence":{"a":{"b":1,"b":2}}}`, false},
+		{"{\"verdict\":\"accepted\",\"evidence\":{\"a\":\"\xff\"}}", false},
 	}
 	for _, tt := range tests {
-		err := CheckMemberNames([]byte(tt.doc))
+		err := CheckNames([]byte(tt.doc), ResponseStructs)
 		assert.Equal(t, tt.ok, err == nil, "%s: %v", tt.doc, err)
 	}
 }
@@ -55,11 +61,45 @@ func TestResponseSchema(t *testing.T) {
 	}
 }
 
-func FuzzCheckMemberNames(f *testing.F) {
+func TestCheckNamesSubjects(t *testing.T) {
+	tests := []struct {
+		doc     string
+		structs Structs
+		ok      bool
+	}{
+		{`{"actions":[{"tool":"delete_repository","TOOL":"get_me"}]}`, ProposalStructs, false},
+		{`{"actions":[{"TOOL":"get_me"}]}`, ProposalStructs, false},
+		{`{"actions":[{"tool":"delete_file","tool":"get_me"}]}`, ProposalStructs, false},
+		{`{"actions":[{"tool":"delete_file"}],"actions":[]}`, ProposalStructs, false},
+		{`{"actions":[{"tool":"x","parameterſ":{}}]}`, ProposalStructs, false},
+		{`{"actions":[{"tool":"x","preconditions":[{"key":"a","Value":1}]}]}`, ProposalStructs, false},
+		{`{"actions":[{"tool":"x","parameters":{"Owner":"a","repo":"b"}}]}`, ProposalStructs, true},
+		{`{"actions":[{"tool":"x","parameters":{"owner":"a","OWNER":"b"}}]}`, ProposalStructs, false},
+		{`{"tool":"x","Parameters":{}}`, ToolCallStructs, false},
+		{`{"tool":"x","parameters":{"Tool":1}}`, ToolCallStructs, true},
+		{strings.Repeat("[", 1001) + strings.Repeat("]", 1001), nil, false},
+	}
+	for _, tt := range tests {
+		err := CheckNames([]byte(tt.doc), tt.structs)
+		assert.Equal(t, tt.ok, err == nil, "%s: %v", tt.doc, err)
+	}
+}
+
+func TestDecodeTrailing(t *testing.T) {
+	for _, doc := range []string{`{"a":1}}`, `{"a":1}]`, `{} {}`, `{"a":1} x`} {
+		_, err := Decode([]byte(doc))
+		assert.Error(t, err, doc)
+	}
+	_, err := Decode([]byte("{\"a\":1}\n\t "))
+	assert.NoError(t, err)
+}
+
+func FuzzCheckNames(f *testing.F) {
 	f.Add([]byte(`{"verdict":"rejected","Verdict":"accepted"}`))
 	f.Add([]byte(`{"findings":[{"Code":1}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		_ = CheckMemberNames(doc)
+		_ = CheckNames(doc, ResponseStructs)
+		_ = CheckNames(doc, ProposalStructs)
 		_ = Validate(abi.SchemaResponse, doc)
 	})
 }

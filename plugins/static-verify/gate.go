@@ -231,7 +231,15 @@ func (v *verifier) checkShapes() {
 	for i := range v.acts {
 		act := &v.acts[i]
 		switch act.kind {
-		case abi.ActionToolCall, abi.ActionStateWrite, abi.ActionStateRead, abi.ActionAssertion:
+		case abi.ActionToolCall:
+		case abi.ActionStateWrite, abi.ActionStateRead, abi.ActionAssertion:
+			// Only tool calls are checked against the catalog. An executor
+			// that dispatches on "tool" would run a state action's tool
+			// unchecked, so a tool here is refused rather than ignored.
+			if act.a.Tool != "" || len(act.a.Parameters) > 0 {
+				v.add(i, blocking(CodeInvalidAction,
+					fmt.Sprintf("a %s action names a tool or parameters; only tool_call actions may", act.kind)))
+			}
 		default:
 			v.add(i, blocking(CodeInvalidAction,
 				fmt.Sprintf("action type %q is not one of tool_call, state_write, state_read, assertion", clip(act.kind))))
