@@ -163,6 +163,11 @@ func loadExecCatalog(t testing.TB) []catalog.Tool {
 // snapshot and session set the host pinned for the run.
 func nativeExec(t testing.TB, snap *catalog.Snapshot, set *session.Set, call []byte, sess string, confirm *abi.Confirmation, config json.RawMessage) abi.Response {
 	t.Helper()
+	return evalNative(t, nativeExecHost(snap, set, sess), snap, call, sess, confirm, config)
+}
+
+// nativeExecHost is a gatetest host serving snap and the session set.
+func nativeExecHost(snap *catalog.Snapshot, set *session.Set, sess string) *gatetest.Host {
 	var tools []abi.Tool
 	for _, tl := range snap.List() {
 		tools = append(tools, tl.ABI())
@@ -173,6 +178,11 @@ func nativeExec(t testing.TB, snap *catalog.Snapshot, set *session.Set, call []b
 	if sess != "" {
 		gh.SessionLookup = func(tool string) abi.SessionGetAnswer { return set.Lookup(sess, tool) }
 	}
+	return gh
+}
+
+func evalNative(t testing.TB, gh *gatetest.Host, snap *catalog.Snapshot, call []byte, sess string, confirm *abi.Confirmation, config json.RawMessage) abi.Response {
+	t.Helper()
 	resp, err := gatetest.Evaluate(context.Background(), exec.Gate, abi.Request{
 		SubjectKind: abi.SubjectToolCall, Subject: call, Config: config,
 		Context: abi.Context{CatalogGeneration: snap.Generation(), Session: sess, Confirmation: confirm},
