@@ -26,7 +26,9 @@ type setSessions struct {
 	set *session.Set
 }
 
-func (s setSessions) Get(tool string) (abi.SessionGetAnswer, error) { return s.set.Lookup(s.id, tool), nil }
+func (s setSessions) Get(tool string) (abi.SessionGetAnswer, error) {
+	return s.set.Lookup(s.id, tool), nil
+}
 
 // BenchmarkExec authorizes one create_pull_request call of an activated
 // session against the 117-tool GitHub catalog: the pure function on the
