@@ -176,3 +176,36 @@ func TestConcurrentActivations(t *testing.T) {
 		})
 	}
 }
+
+// FuzzFileStoreRead checks that no session file makes the store panic, and
+// that one it accepts holds only consistent sets.
+func FuzzFileStoreRead(f *testing.F) {
+	f.Add([]byte(`{"format":1,"sessions":{"a":{"id":"a","version":2,"core":{},"activated":{"t:x":{"grant":{"session":"a","tool":"t:x","catalog_generation":0,"schema_digest":"d"},"provenance":"p"}}}}}`))
+	f.Add([]byte(`{"format":1,"sessions":null}`))
+	f.Add([]byte(`{"format":1,"sessions":{"a":null}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "s.json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st := session.NewFileStore(p)
+		ids, err := st.IDs(context.Background())
+		if err != nil {
+			if !errors.Is(err, session.ErrStore) {
+				t.Fatalf("error %v does not wrap ErrStore", err)
+			}
+			return
+		}
+		for _, id := range ids {
+			s, err := st.Load(context.Background(), id)
+			if err != nil || s == nil || s.ID != id || !session.ValidID(id) {
+				t.Fatalf("session %q: %v %v", id, s, err)
+			}
+			for tool, a := range s.Activated {
+				if a.Grant.Session != id || a.Grant.Tool != tool {
+					t.Fatalf("inconsistent grant %v", a)
+				}
+			}
+		}
+	})
+}
