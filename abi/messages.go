@@ -114,6 +114,9 @@ type Context struct {
 	Now string `json:"now"`
 	// Capabilities are the capabilities granted to this stage.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Confirmation is a person's confirmation of the tool call being
+	// checked, attached by the host; absent when there is none.
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
 }
 
 // Response is what gate_evaluate returns.

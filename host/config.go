@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/session"
 )
 
 // Defaults applied to zero fields of Config and StageConfig.
@@ -35,6 +36,9 @@ type Config struct {
 	// Catalog is the tool catalog the host owns from now on; nil means an
 	// empty catalog. Mutate it through Host.Catalog.
 	Catalog *catalog.Store
+	// Sessions holds agent sessions' tool sets, read by the session
+	// capability; nil means a new in-memory store (session.MemStore).
+	Sessions session.Store
 	// EventLogPath is the hash-chained JSONL event log; "" means no log
 	// (for embedders who audit elsewhere; the CLI always sets one).
 	EventLogPath string

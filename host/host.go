@@ -27,6 +27,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/engine"
 )
 
@@ -36,6 +37,7 @@ type Host struct {
 	cfg       Config
 	logger    *slog.Logger
 	catalog   *catalog.Store
+	sessions  session.Store
 	log       *eventlog.Log
 	engines   map[uint32]*engine.Engine // by memory limit in pages
 	plugins   map[variant]*plugin
@@ -74,6 +76,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		cfg:       cfg,
 		logger:    cmp.Or(cfg.Logger, slog.Default()),
 		catalog:   cfg.Catalog,
+		sessions:  cfg.Sessions,
 		engines:   map[uint32]*engine.Engine{},
 		plugins:   map[variant]*plugin{},
 		pipelines: map[string]*pipeline{},
@@ -84,6 +87,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 			return nil, err
 		}
 		h.catalog = c
+	}
+	if h.sessions == nil {
+		h.sessions = session.NewMemStore()
 	}
 	h.cfg.MaxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	h.cfg.PoolSize = cmp.Or(cfg.PoolSize, runtime.GOMAXPROCS(0))

@@ -17,6 +17,7 @@ import (
 // case does not fit CI's time).
 var (
 	staticVerifyWasm string
+	execWasm         string
 	flakyWasm        string
 	probeWasm        string
 	repoRoot         string
@@ -28,7 +29,9 @@ func TestMain(m *testing.M) {
 	if repoRoot, err = testwasm.Root(); err == nil {
 		if staticVerifyWasm, err = testwasm.Go("plugins/static-verify/wasm"); err == nil {
 			if flakyWasm, err = testwasm.Go("internal/testguests/flaky"); err == nil {
-				probeWasm, err = testwasm.Go("internal/testguests/probe")
+				if probeWasm, err = testwasm.Go("internal/testguests/probe"); err == nil {
+					execWasm, err = testwasm.Go("plugins/exec/wasm")
+				}
 			}
 		}
 	}

@@ -57,6 +57,11 @@ type RunOptions struct {
 	Session string
 	// RequestID is the caller's id, recorded in the Decision and the log.
 	RequestID string
+	// Confirmation is a person's confirmation of the tool call being
+	// checked; gates see it as Request.Context.Confirmation.
+	Confirmation *abi.Confirmation
+
+	pinned *pinnedSession // the session read at the start of the run
 }
 
 // Check runs the named pipeline on subject, the native JSON of the
@@ -81,6 +86,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	}
 	subject = compact(subject)
 	snap := h.catalog.Snapshot() // pinned for the whole run
+	opts.pinned = h.pinSession(ctx, p, opts.Session)
 	now := h.cfg.Now().UTC()
 	d := &Decision{
 		RunID:             newRunID(now),
@@ -183,6 +189,7 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 			Session:           opts.Session,
 			Now:               now.Format(time.RFC3339Nano),
 			Capabilities:      s.cfg.Capabilities,
+			Confirmation:      opts.Confirmation,
 		},
 	})
 	if err != nil {
@@ -194,7 +201,7 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
 	}
-	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject}
+	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, pinned: opts.pinned}
 	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
 	if err != nil {
 		stdout, stderr := inst.Output()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on real input: the static-verify gate, sandboxed in wasm,
 # checks agent proposals against the real GitHub MCP server catalog (117
-# tools), each decision is appended to the hash-chained event log, and the
+# tools), then the exec gate authorizes single tool calls against an agent
+# session's grants; each decision is appended to the hash-chained event log, and the
 # log is verified at the end. Each check's exit code is asserted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,11 +22,21 @@ check() { # want_exit file [flags…]
   echo
 }
 
-check 0 testdata/proposals/read-then-write.json
-check 1 testdata/proposals/bad-args-and-unknown-tool.json
-check 0 testdata/proposals/openai-repeated-calls.json
-check 0 testdata/proposals/anthropic-tool-use.json
-check 1 testdata/proposals/openai-bad-arguments.json
+check 0 testdata/proposals/read-then-write.json --pipeline admission
+check 1 testdata/proposals/bad-args-and-unknown-tool.json --pipeline admission
+check 0 testdata/proposals/openai-repeated-calls.json --pipeline admission
+check 0 testdata/proposals/anthropic-tool-use.json --pipeline admission
+check 1 testdata/proposals/openai-bad-arguments.json --pipeline admission
+
+# The exec gate authorizes single tool calls against the session's grants.
+session="demo-$(date +%s)-$$"
+echo "\$ gatehost session activate --session $session create_pull_request merge_pull_request"
+"$bin" session activate --session "$session" create_pull_request merge_pull_request || failed=1
+echo
+check 0 testdata/exec/calls/openai-tool-call.json --pipeline exec --session "$session"
+check 1 testdata/exec/calls/mcp-request.json --pipeline exec --session "$session"
+check 0 testdata/exec/calls/mcp-request.json --pipeline exec --session "$session" --confirm approved-by-operator
+check 1 testdata/exec/calls/mcp-params.json --pipeline exec --session "$session-other"
 
 echo "\$ gatehost log verify"
 "$bin" log verify || failed=1

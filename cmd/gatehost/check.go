@@ -31,6 +31,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	output := fs.String("output", "text", "output: text or json")
 	format := fs.String("format", "", "subject format: native, mcp, openai or anthropic (default: detect)")
 	session := fs.String("session", "", "agent session the subject belongs to")
+	confirm := fs.String("confirm", "", "a person's confirmation token for the tool call being checked (tool_call pipelines)")
 	requestID := fs.String("request-id", "", "caller's id for the run, recorded in the event log")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	fs.Usage = func() {
@@ -74,6 +75,19 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, err)
 	}
 	native := data
+	var confirmation *abi.Confirmation
+	if info.Subject == abi.SubjectToolCall {
+		call, _, err := subject.ParseToolCall(data, subject.Format(*format))
+		if err != nil {
+			return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
+		}
+		if native, err = json.Marshal(call); err != nil {
+			return fail(stderr, err)
+		}
+		confirmation = confirmationFor(h, call.Tool, *confirm)
+	} else if *confirm != "" {
+		return fail(stderr, fmt.Errorf("%w: --confirm applies to tool_call pipelines only", errUsage))
+	}
 	if info.Subject == abi.SubjectProposal {
 		p, _, err := subject.ParseProposal(data, subject.Format(*format))
 		if err != nil {
@@ -82,10 +96,10 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if native, err = json.Marshal(p); err != nil {
 			return fail(stderr, err)
 		}
-	} else if *format != "" && *format != string(subject.FormatNative) {
+	} else if info.Subject != abi.SubjectToolCall && *format != "" && *format != string(subject.FormatNative) {
 		return fail(stderr, fmt.Errorf("%w: --format %s applies to proposals only", errUsage, *format))
 	}
-	d, err := h.Check(ctx, info.Name, native, host.RunOptions{Session: *session, RequestID: *requestID})
+	d, err := h.Check(ctx, info.Name, native, host.RunOptions{Session: *session, RequestID: *requestID, Confirmation: confirmation})
 	if d == nil {
 		return fail(stderr, err)
 	}
@@ -108,6 +122,20 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitRejected
 	}
 	return exitInconclusive
+}
+
+// confirmationFor binds a confirmation token to the canonical id the call's
+// tool name has in the host's catalog; a name that resolves to nothing gets
+// none, and the gate denies it anyway.
+func confirmationFor(h *host.Host, name, token string) *abi.Confirmation {
+	if token == "" {
+		return nil
+	}
+	t, ok := h.Catalog().Snapshot().Get(name)
+	if !ok {
+		return nil
+	}
+	return &abi.Confirmation{Tool: t.ID, Token: token}
 }
 
 func readSubject(arg string, stdin io.Reader) ([]byte, error) {

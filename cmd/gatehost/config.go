@@ -17,6 +17,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/session"
 )
 
 // defaultConfigFile is read when --config is not given.
@@ -31,6 +32,9 @@ type fileConfig struct {
 	EventLog struct {
 		Path string `mapstructure:"path"`
 	} `mapstructure:"event_log"`
+	Sessions struct {
+		Path string `mapstructure:"path"`
+	} `mapstructure:"sessions"`
 	CacheDir         string                    `mapstructure:"cache_dir"`
 	MaxResponseBytes byteSize                  `mapstructure:"max_response_bytes"`
 	PoolSize         int                       `mapstructure:"pool_size"`
@@ -114,13 +118,15 @@ func sizeHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 
 // envKeys are the keys a GATEHOST_* variable may override, such as
 // GATEHOST_EVENT_LOG_PATH for event_log.path.
-var envKeys = []string{"event_log.path", "cache_dir", "max_response_bytes", "pool_size"}
+var envKeys = []string{"event_log.path", "sessions.path", "cache_dir", "max_response_bytes", "pool_size"}
 
 // loaded is a config file turned into what the host needs.
 type loaded struct {
 	file    string
 	host    host.Config
 	logPath string
+	// sessionPath is the session file; "" keeps sessions in memory.
+	sessionPath string
 }
 
 // loadConfig reads the config file (explicit, or gatehost.yaml in the
@@ -160,7 +166,7 @@ func loadConfig(path string) (*loaded, error) {
 		}
 		return filepath.Join(base, p)
 	}
-	l := &loaded{file: path, logPath: rel(fc.EventLog.Path)}
+	l := &loaded{file: path, logPath: rel(fc.EventLog.Path), sessionPath: rel(fc.Sessions.Path)}
 	cfg := host.Config{
 		EventLogPath:     l.logPath,
 		CacheDir:         fc.CacheDir,
@@ -203,6 +209,9 @@ func loadConfig(path string) (*loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.Catalog = store
+	if l.sessionPath != "" {
+		cfg.Sessions = session.NewFileStore(l.sessionPath)
+	}
 	l.host = cfg
 	return l, nil
 }

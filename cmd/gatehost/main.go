@@ -3,6 +3,8 @@
 //
 //	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
 //	gatehost log verify [--config F] [--output text|json]
+//	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
+//	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
 //	gatehost version
 //
 // Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
@@ -33,6 +35,8 @@ const usage = `gatehost runs gates: sandboxed WebAssembly checks an AI agent's a
 Usage:
   gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
   gatehost log verify [flags]        verify the event log's hash chain
+  gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
+  gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
@@ -63,6 +67,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitUsage
 		}
 		return cmdLogVerify(ctx, args[2:], stdout, stderr)
+	case "session":
+		return cmdSession(ctx, args[1:], stdout, stderr)
+	case "catalog":
+		return cmdCatalog(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0

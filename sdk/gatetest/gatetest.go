@@ -58,6 +58,9 @@ type Host struct {
 	Generation uint64
 	// Granted lists granted capabilities, such as "catalog".
 	Granted []string
+	// SessionLookup answers session.get for the run's session; nil
+	// answers as for a run without a session.
+	SessionLookup func(tool string) abi.SessionGetAnswer
 
 	mu   sync.Mutex
 	logs []string
@@ -106,6 +109,15 @@ func (h *Host) answer(op string, request []byte) []byte {
 			}
 		}
 		return result(abi.CatalogGetAnswer{Found: false})
+	case abi.OpSessionGet:
+		var req abi.SessionGetRequest
+		if err := json.Unmarshal(request, &req); err != nil {
+			return callError(abi.ErrCodeBadRequest, err.Error())
+		}
+		if h.SessionLookup == nil {
+			return result(abi.SessionGetAnswer{})
+		}
+		return result(h.SessionLookup(req.Tool))
 	case abi.OpCatalogList:
 		a := abi.CatalogListAnswer{Generation: h.Generation, Tools: []abi.ToolEntry{}}
 		for _, t := range h.Tools {

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/host/catalog"
+)
+
+const catalogUsage = `Usage: gatehost catalog SUBCOMMAND [flags]
+
+  show         list the configured catalog: ids, wire names, digests, provenance, effects
+  diff PATH    what replacing the configured catalog with the tools of PATH (a file or
+               directory) would change, tool by tool, with the generations and digests
+`
+
+func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, catalogUsage)
+		return exitUsage
+	}
+	sub := args[0]
+	fs := pflag.NewFlagSet("catalog "+sub, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
+	output := fs.String("output", "text", "output: text or json")
+	format := fs.String("format", "", "diff: format of PATH: mcp, openai, anthropic or native (default: detect)")
+	server := fs.String("server", "", "diff: the MCP server PATH's tools come from (namespace mcp.<server>)")
+	fs.Usage = func() { fmt.Fprint(stderr, catalogUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	switch {
+	case sub == "show" && fs.NArg() != 0, sub == "diff" && fs.NArg() != 1:
+		fs.Usage()
+		return exitUsage
+	case sub != "show" && sub != "diff":
+		fmt.Fprintf(stderr, "gatehost catalog: unknown subcommand %q\n\n%s", sub, catalogUsage)
+		return exitUsage
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	store := cfg.host.Catalog
+	old := store.Snapshot()
+	if sub == "show" {
+		return showCatalog(old, *output, stdout, stderr)
+	}
+	tools, err := catalog.Load(fs.Arg(0), catalog.ImportOptions{Format: *format, Server: *server})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	next, err := store.Update(func(b *catalog.Builder) error {
+		for _, id := range b.IDs() {
+			if err := b.Remove(id); err != nil {
+				return err
+			}
+		}
+		for _, t := range tools {
+			if err := b.Add(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	changes := catalog.Diff(old, next)
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			From    uint64           `json:"from_generation"`
+			To      uint64           `json:"to_generation"`
+			Changes []catalog.Change `json:"changes"`
+		}{old.Generation(), next.Generation(), changes}); err != nil {
+			return fail(stderr, err)
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "catalog generation %d (%d tools) -> %d (%d tools): %d changed\n", old.Generation(), old.Len(), next.Generation(), next.Len(), len(changes))
+	if len(changes) == 0 {
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TOOL\tCHANGE\tFIELDS\tOLD_DIGEST\tNEW_DIGEST")
+	for _, c := range changes {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.ID, c.Kind, dash(strings.Join(c.Fields, ",")), dash(short(c.OldDigest)), dash(short(c.NewDigest)))
+	}
+	tw.Flush()
+	return 0
+}
+
+func showCatalog(s *catalog.Snapshot, output string, stdout, stderr io.Writer) int {
+	if output == "json" {
+		type entry struct {
+			ID           string   `json:"id"`
+			Name         string   `json:"name"`
+			Aliases      []string `json:"aliases,omitempty"`
+			SchemaDigest string   `json:"schema_digest"`
+			Provenance   string   `json:"provenance"`
+			Source       string   `json:"source,omitempty"`
+			Effect       string   `json:"effect"`
+		}
+		out := struct {
+			Generation uint64  `json:"generation"`
+			Tools      []entry `json:"tools"`
+		}{s.Generation(), []entry{}}
+		for _, t := range s.List() {
+			out.Tools = append(out.Tools, entry{t.ID, t.Name, t.Aliases, t.SchemaDigest, t.Provenance, t.Source, string(t.Effect)})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return fail(stderr, err)
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "catalog generation %d: %d tools\n", s.Generation(), s.Len())
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tNAME\tDIGEST\tPROVENANCE\tEFFECT")
+	for _, t := range s.List() {
+		name := t.Name
+		if len(t.Aliases) > 0 {
+			name += " (" + strings.Join(t.Aliases, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", t.ID, name, short(t.SchemaDigest), t.Provenance, t.Effect)
+	}
+	tw.Flush()
+	return 0
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/session"
+)
+
+const sessionUsage = `Usage: gatehost session SUBCOMMAND [flags] [TOOL...]
+
+  create   --session ID [TOOL...]  create a session whose core pins the tools
+  activate --session ID TOOL...    grant the tools to the session, all or nothing
+  revoke   --session ID TOOL...    revoke the tools' grants
+  rebuild  --session ID            re-pin against the current catalog; drop removed or drifted tools
+  show     [--session ID]          list a session's pins and grants with their status, or every session
+
+TOOL is a catalog id, wire name or alias, matched exactly. Sessions live in
+the file named by sessions.path in the config.
+`
+
+func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, sessionUsage)
+		return exitUsage
+	}
+	sub := args[0]
+	fs := pflag.NewFlagSet("session "+sub, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
+	id := fs.String("session", "", "session id")
+	output := fs.String("output", "text", "output: text or json")
+	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	tools := fs.Args()
+	switch sub {
+	case "create", "activate", "revoke", "rebuild":
+		if *id == "" {
+			return fail(stderr, fmt.Errorf("%w: session %s: --session is required", errUsage, sub))
+		}
+		if (sub == "activate" || sub == "revoke") && len(tools) == 0 {
+			return fail(stderr, fmt.Errorf("%w: session %s: name at least one tool", errUsage, sub))
+		}
+		if sub == "rebuild" && len(tools) > 0 {
+			return fail(stderr, fmt.Errorf("%w: session rebuild takes no tools", errUsage))
+		}
+	case "show":
+		if len(tools) > 0 {
+			return fail(stderr, fmt.Errorf("%w: session show takes no tools", errUsage))
+		}
+	default:
+		fmt.Fprintf(stderr, "gatehost session: unknown subcommand %q\n\n%s", sub, sessionUsage)
+		return exitUsage
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if cfg.sessionPath == "" {
+		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.file))
+	}
+	st := cfg.host.Sessions
+	snap := cfg.host.Catalog.Snapshot()
+
+	var set *session.Set
+	var report *session.Report
+	switch sub {
+	case "create":
+		set, err = session.Create(ctx, st, snap, *id, tools...)
+	case "activate":
+		set, err = session.ActivateMany(ctx, st, snap, *id, tools)
+	case "revoke":
+		for _, t := range tools {
+			if set, err = session.Revoke(ctx, st, snap, *id, t); err != nil {
+				break
+			}
+		}
+	case "rebuild":
+		var r session.Report
+		set, r, err = session.Rebuild(ctx, st, snap, *id)
+		report = &r
+	case "show":
+		if *id == "" {
+			return showSessions(ctx, st, snap, *output, stdout, stderr)
+		}
+		if set, err = st.Load(ctx, *id); err == nil && set == nil {
+			err = fmt.Errorf("session %q: %w", *id, session.ErrUnknownSession)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gatehost:", err)
+		return 1
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		v := any(sessionView(set, snap))
+		if report != nil {
+			v = struct {
+				Session any             `json:"session"`
+				Report  *session.Report `json:"report"`
+			}{v, report}
+		}
+		if err := enc.Encode(v); err != nil {
+			return fail(stderr, err)
+		}
+		return 0
+	}
+	if report != nil {
+		fmt.Fprintf(stdout, "rebuilt against catalog generation %d: %d kept, %d dropped\n", report.Generation, len(report.Kept), len(report.Dropped))
+		for _, d := range report.Dropped {
+			fmt.Fprintf(stdout, "  dropped %s (%s)\n", d.Tool, d.Reason)
+		}
+	}
+	printSession(stdout, sessionView(set, snap))
+	return 0
+}
+
+// toolView is one pin or grant with its status against the current catalog:
+// ok (a call would pass checks 3 and 4), removed or drifted.
+type toolView struct {
+	Tool              string  `json:"tool"`
+	Basis             string  `json:"basis"` // core or exact
+	CatalogGeneration *uint64 `json:"catalog_generation,omitempty"`
+	SchemaDigest      string  `json:"schema_digest"`
+	Provenance        string  `json:"provenance"`
+	Status            string  `json:"status"`
+}
+
+type setView struct {
+	Session string     `json:"session"`
+	Version uint64     `json:"version"`
+	Catalog uint64     `json:"catalog_generation"`
+	Tools   []toolView `json:"tools"`
+}
+
+func sessionView(s *session.Set, snap *catalog.Snapshot) setView {
+	v := setView{Session: s.ID, Version: s.Version, Catalog: snap.Generation(), Tools: []toolView{}}
+	status := func(id, digest, prov string) string {
+		t, ok := snap.Get(id)
+		switch {
+		case !ok || t.ID != id:
+			return session.DropRemoved
+		case t.SchemaDigest != digest || t.Provenance != prov:
+			return session.DropDrifted
+		}
+		return "ok"
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Core)) {
+		p := s.Core[id]
+		v.Tools = append(v.Tools, toolView{Tool: id, Basis: "core", SchemaDigest: p.SchemaDigest, Provenance: p.Provenance, Status: status(id, p.SchemaDigest, p.Provenance)})
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.Activated)) {
+		a := s.Activated[id]
+		gen := a.Grant.CatalogGeneration
+		v.Tools = append(v.Tools, toolView{Tool: id, Basis: "exact", CatalogGeneration: &gen, SchemaDigest: a.Grant.SchemaDigest, Provenance: a.Provenance, Status: status(id, a.Grant.SchemaDigest, a.Provenance)})
+	}
+	return v
+}
+
+func printSession(w io.Writer, v setView) {
+	fmt.Fprintf(w, "session %s  version=%d  catalog_generation=%d  tools=%d\n", v.Session, v.Version, v.Catalog, len(v.Tools))
+	if len(v.Tools) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TOOL\tBASIS\tGRANTED_AT\tDIGEST\tPROVENANCE\tSTATUS")
+	for _, t := range v.Tools {
+		gen := "-"
+		if t.CatalogGeneration != nil {
+			gen = fmt.Sprint(*t.CatalogGeneration)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Basis, gen, short(t.SchemaDigest), t.Provenance, t.Status)
+	}
+	tw.Flush()
+}
+
+func showSessions(ctx context.Context, st session.Store, snap *catalog.Snapshot, output string, stdout, stderr io.Writer) int {
+	ids, err := st.IDs(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "gatehost:", err)
+		return 1
+	}
+	views := []setView{}
+	for _, id := range ids {
+		s, err := st.Load(ctx, id)
+		if err != nil {
+			fmt.Fprintln(stderr, "gatehost:", err)
+			return 1
+		}
+		if s != nil {
+			views = append(views, sessionView(s, snap))
+		}
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(views); err != nil {
+			return fail(stderr, err)
+		}
+		return 0
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(stdout, "no sessions")
+	}
+	for _, v := range views {
+		printSession(stdout, v)
+	}
+	return 0
+}
+
+// short abbreviates a digest for tables; JSON output has it whole.
+func short(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}

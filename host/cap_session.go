@@ -1,0 +1,64 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host/session"
+)
+
+// CapabilitySession lets a stage read the run's own agent session (operation
+// session.get; abi/SPEC.md §7.9). The set is read once per run, when the run
+// starts, so every stage and every call of a run sees the same session, as
+// it sees the same catalog snapshot. Gates cannot change sessions.
+const CapabilitySession = "session"
+
+func init() { registerCapability(CapabilitySession, sessionCapability{}) }
+
+type sessionCapability struct{}
+
+// pinnedSession is the run's session set, read at the start of the run.
+type pinnedSession struct {
+	set *session.Set // nil: the store does not hold the session
+	err error        // the store could not be read
+}
+
+// pinSession reads the session of a run whose pipeline grants the session
+// capability to some stage; otherwise it reads nothing.
+func (h *Host) pinSession(ctx context.Context, p *pipeline, id string) *pinnedSession {
+	if id == "" {
+		return nil
+	}
+	for _, s := range p.stages {
+		for _, c := range s.cfg.Capabilities {
+			if c == CapabilitySession {
+				set, err := h.sessions.Load(ctx, id)
+				return &pinnedSession{set: set, err: err}
+			}
+		}
+	}
+	return nil
+}
+
+func (sessionCapability) call(_ context.Context, rc *runContext, op string, request []byte) (any, error) {
+	if op != abi.OpSessionGet {
+		return nil, unknownOperation(op)
+	}
+	var req abi.SessionGetRequest
+	if err := json.Unmarshal(request, &req); err != nil {
+		return nil, badRequest(op, err)
+	}
+	ps := rc.pinned
+	if ps == nil {
+		return abi.SessionGetAnswer{Session: rc.session}, nil
+	}
+	if ps.err != nil {
+		return nil, ps.err
+	}
+	return ps.set.Lookup(rc.session, req.Tool), nil
+}
+
+// Sessions returns the host's session store: Config.Sessions, or the
+// in-memory store the host made when it was nil.
+func (h *Host) Sessions() session.Store { return h.sessions }

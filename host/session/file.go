@@ -1,0 +1,195 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// MaxFileBytes caps a session file.
+const MaxFileBytes = 64 << 20
+
+// fileFormat is the version of FileStore's JSON document.
+const fileFormat = 1
+
+// FileStore is a Store in one JSON file,
+//
+//	{"format": 1, "sessions": {"<id>": Set, ...}}
+//
+// so that sessions survive restarts of the CLI. Every Update re-reads the
+// file under an exclusive lock on "<path>.lock" (flock, where the platform
+// has it), applies the change and replaces the file atomically (write to a
+// temporary file, fsync, rename, fsync the directory). A file that does not
+// exist is an empty store; one that cannot be read or decoded, or holds an
+// entry inconsistent with its key, is an ErrStore error, never an empty
+// store.
+type FileStore struct {
+	path string
+	mu   sync.Mutex // serialises this process's Updates
+}
+
+// NewFileStore returns a FileStore at path. It touches nothing on disk.
+func NewFileStore(path string) *FileStore { return &FileStore{path: path} }
+
+// Path returns the file's path.
+func (f *FileStore) Path() string { return f.path }
+
+type document struct {
+	Format   int             `json:"format"`
+	Sessions map[string]*Set `json:"sessions"`
+}
+
+func (f *FileStore) read() (map[string]*Set, error) {
+	fail := func(err error) (map[string]*Set, error) {
+		return nil, &Error{Op: "load", Code: codes[ErrStore], Err: fmt.Errorf("%w: %s: %w", ErrStore, f.path, err)}
+	}
+	file, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]*Set{}, nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, MaxFileBytes+1))
+	if err != nil {
+		return fail(err)
+	}
+	if len(data) > MaxFileBytes {
+		return fail(fmt.Errorf("larger than %d bytes", MaxFileBytes))
+	}
+	var doc document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return fail(err)
+	}
+	if doc.Format != fileFormat {
+		return fail(fmt.Errorf("format %d, want %d", doc.Format, fileFormat))
+	}
+	if doc.Sessions == nil {
+		doc.Sessions = map[string]*Set{}
+	}
+	for id, s := range doc.Sessions {
+		if s == nil || s.ID != id || !ValidID(id) {
+			return fail(fmt.Errorf("entry %q is not a session set with that id", cut(id)))
+		}
+		for tool, a := range s.Activated {
+			if a.Grant.Session != id || a.Grant.Tool != tool {
+				return fail(fmt.Errorf("session %q: the grant under %q covers session %q, tool %q", cut(id), cut(tool), cut(a.Grant.Session), cut(a.Grant.Tool)))
+			}
+		}
+		doc.Sessions[id] = s.Clone()
+	}
+	return doc.Sessions, nil
+}
+
+func (f *FileStore) write(sets map[string]*Set) error {
+	data, err := json.MarshalIndent(document{Format: fileFormat, Sessions: sets}, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(f.path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return syncDir(d)
+}
+
+// lock takes the cross-process lock; the returned function releases it.
+func (f *FileStore) lock() (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return nil, err
+	}
+	lf, err := os.OpenFile(f.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(lf); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	return func() { lf.Close() }, nil
+}
+
+// Load implements Store.
+func (f *FileStore) Load(_ context.Context, id string) (*Set, error) {
+	sets, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	return sets[id].Clone(), nil
+}
+
+// IDs implements Store.
+func (f *FileStore) IDs(context.Context) ([]string, error) {
+	sets, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(sets)), nil
+}
+
+// Update implements Store.
+func (f *FileStore) Update(_ context.Context, id string, fn func(*Set) (*Set, error)) (*Set, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	storeErr := func(err error) error {
+		return &Error{Op: "save", Session: cut(id), Code: codes[ErrStore], Err: fmt.Errorf("%w: %s: %w", ErrStore, f.path, err)}
+	}
+	unlock, err := f.lock()
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	defer unlock()
+	sets, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	next, err := fn(sets[id].Clone())
+	if err != nil {
+		return nil, err
+	}
+	if next == nil {
+		delete(sets, id)
+	} else {
+		sets[id] = next.Clone()
+	}
+	if err := f.write(sets); err != nil {
+		return nil, storeErr(err)
+	}
+	return next.Clone(), nil
+}

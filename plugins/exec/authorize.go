@@ -1,0 +1,311 @@
+// Package exec is the exec gate: it authorizes one tool call right before it
+// runs, against the run's pinned catalog snapshot and the agent session's
+// tool set (REFERENCE §3, after an agent CLI's ExecutionGate).
+//
+// Authorize applies seven checks in order; the first that fails decides,
+// with one stable code:
+//
+//  1. the wire name resolves exactly (case-sensitive, registered names and
+//     aliases only) to one tool → else unknown_tool;
+//  2. the tool's id is cataloged → else not_cataloged (a name shaped like a
+//     canonical id that the catalog does not hold);
+//  3. the session holds a core pin or an exact grant for (session, tool,
+//     current schema digest) → else schema_digest_mismatch when a pin or
+//     grant exists with another digest, not_activated when none does. The
+//     catalog generation is never compared: an unrelated catalog change
+//     leaves a live session's calls alone;
+//  4. the provenance pinned with it equals the record's → else
+//     source_provenance_mismatch (the coherent imposter: same id, same
+//     schema, another source);
+//  5. the record is trusted: unverified provenance or no source →
+//     untrusted_source; a provenance whose server, extension or plugin is
+//     not the record's source or id namespace → source_provenance_mismatch;
+//  6. the confirmation policy (Config) → confirmation_required unless the
+//     host attached a confirmation for this very tool;
+//  7. authorized, with basis core or exact.
+//
+// Authorize is a pure function of the call, the catalog and session views
+// and the config; it changes nothing. Messages carry metadata only, never
+// the call's arguments, and echo the wire name cut to 128 bytes.
+package exec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// Denial codes, in check order.
+const (
+	CodeUnknownTool              = "unknown_tool"
+	CodeNotCataloged             = "not_cataloged"
+	CodeNotActivated             = "not_activated"
+	CodeSchemaDigestMismatch     = "schema_digest_mismatch"
+	CodeSourceProvenanceMismatch = "source_provenance_mismatch"
+	CodeUntrustedSource          = "untrusted_source"
+	CodeConfirmationRequired     = "confirmation_required"
+)
+
+// Bases of an authorization.
+const (
+	BasisCore  = "core"
+	BasisExact = "exact"
+)
+
+// Effect classes.
+const (
+	EffectReadOnly        = "read_only"
+	EffectIdempotentWrite = "idempotent_write"
+	EffectNonIdempotent   = "non_idempotent"
+)
+
+// MaxEcho is how much of a wire name a message repeats.
+const MaxEcho = 128
+
+// Catalog is the run's pinned catalog snapshot. Get matches name exactly
+// against ids, wire names and aliases. An error means the catalog could not
+// be read (the gate is then inconclusive).
+type Catalog interface {
+	Get(name string) (tool abi.Tool, found bool, err error)
+}
+
+// Sessions is the run's session as the host reads it. Get answers for one
+// canonical tool id.
+type Sessions interface {
+	Get(tool string) (abi.SessionGetAnswer, error)
+}
+
+// Config is the side-effect policy of check 6. A tool needs a confirmation
+// when its effect is in ConfirmEffects or its id in ConfirmTools, and its id
+// is not in ExemptTools. An effect outside the three classes counts as
+// non_idempotent.
+type Config struct {
+	ConfirmEffects []string `json:"confirm_effects"`
+	ConfirmTools   []string `json:"confirm_tools"`
+	ExemptTools    []string `json:"exempt_tools"`
+}
+
+// DefaultConfig confirms non_idempotent tools: the class a tool gets when
+// nothing better is known about it.
+func DefaultConfig() Config { return Config{ConfirmEffects: []string{EffectNonIdempotent}} }
+
+// Call is what is being authorized.
+type Call struct {
+	// Tool is the wire name exactly as the agent sent it.
+	Tool string
+	// Session is the run's session; "" for none.
+	Session string
+	// Confirmation is the host's confirmation of this call, if any.
+	Confirmation *abi.Confirmation
+}
+
+// Outcome is Authorize's answer.
+type Outcome struct {
+	// Allowed is true only when all seven checks passed.
+	Allowed bool
+	// Check is the number (1-7) of the check that decided; 7 when allowed.
+	Check int
+	// Code is the denial code; "" when allowed.
+	Code string
+	// Message explains a denial with metadata only.
+	Message string
+	// Tool is the resolved record, when check 1 passed.
+	Tool *abi.Tool
+	// Basis is BasisCore or BasisExact when allowed.
+	Basis string
+	// GrantGeneration is the catalog generation an exact grant records.
+	GrantGeneration uint64
+}
+
+// ReadError is Authorize's error: the catalog or the session could not be
+// read, so nothing can be decided.
+type ReadError struct {
+	What string // "catalog" or "session"
+	Err  error
+}
+
+func (e *ReadError) Error() string { return "exec: " + e.What + ": " + e.Err.Error() }
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Authorize runs the seven checks. It returns an error only when the catalog
+// or the session could not be read; a denial is an Outcome.
+func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) {
+	wire := echo(c.Tool)
+	deny := func(check int, code, format string, args ...any) (Outcome, error) {
+		return Outcome{Check: check, Code: code, Message: fmt.Sprintf(format, args...)}, nil
+	}
+
+	// 1. Resolve.
+	t, found, err := cat.Get(c.Tool)
+	if err != nil {
+		return Outcome{}, &ReadError{What: "catalog", Err: err}
+	}
+	if !found {
+		if looksLikeID(c.Tool) {
+			return deny(2, CodeNotCataloged, "tool id %q is not in the catalog", wire)
+		}
+		return deny(1, CodeUnknownTool, "no tool has the exact name %q", wire)
+	}
+	if t.ID != c.Tool && t.Name != c.Tool && !slices.Contains(t.Aliases, c.Tool) {
+		return deny(1, CodeUnknownTool, "the catalog answered %q with a tool that does not carry that name", wire)
+	}
+	// 2. Cataloged identity.
+	if !looksLikeID(t.ID) {
+		return deny(2, CodeNotCataloged, "%q resolves to %q, which is not a canonical tool id", wire, echo(t.ID))
+	}
+	out := Outcome{Tool: &t}
+	denyT := func(check int, code, format string, args ...any) (Outcome, error) {
+		out.Check, out.Code, out.Message = check, code, fmt.Sprintf(format, args...)
+		return out, nil
+	}
+
+	// 3. Core pin or exact grant for this session, tool and digest.
+	a, err := sess.Get(t.ID)
+	if err != nil {
+		return Outcome{}, &ReadError{What: "session", Err: err}
+	}
+	if a.Session != c.Session {
+		return Outcome{}, &ReadError{What: "session", Err: fmt.Errorf("the host answered for session %q, the run is in %q", echo(a.Session), echo(c.Session))}
+	}
+	if c.Session == "" || !a.Known {
+		return denyT(3, CodeNotActivated, "%s is not activated: the call belongs to no known session", t.ID)
+	}
+	var grant *abi.SessionGrant
+	var grantProv string
+	if act := a.Activation; act != nil && act.Grant.Session == c.Session && act.Grant.Tool == t.ID {
+		grant, grantProv = &act.Grant, act.Provenance
+	}
+	var pinned string
+	switch {
+	case grant != nil && grant.SchemaDigest == t.SchemaDigest:
+		out.Basis, out.GrantGeneration, pinned = BasisExact, grant.CatalogGeneration, grantProv
+	case a.Core != nil && a.Core.SchemaDigest == t.SchemaDigest:
+		out.Basis, pinned = BasisCore, a.Core.Provenance
+	case grant != nil || a.Core != nil:
+		return denyT(3, CodeSchemaDigestMismatch, "%s: the schema digest the session pinned is not the catalog's current one", t.ID)
+	default:
+		return denyT(3, CodeNotActivated, "%s is not activated in this session", t.ID)
+	}
+
+	// 4. Pinned provenance.
+	if pinned != t.Provenance {
+		out.Basis, out.GrantGeneration = "", 0
+		return denyT(4, CodeSourceProvenanceMismatch, "%s: provenance is %q, the session pinned %q", t.ID, echo(t.Provenance), echo(pinned))
+	}
+	basis, gen := out.Basis, out.GrantGeneration
+	out.Basis, out.GrantGeneration = "", 0
+
+	// 5. Source trust.
+	kind, origin := splitProvenance(t.Provenance)
+	ns, _, _ := strings.Cut(t.ID, ":")
+	switch {
+	case kind == "unverified" || kind == "":
+		return denyT(5, CodeUntrustedSource, "%s: provenance %q is not trusted", t.ID, echo(t.Provenance))
+	case kind == "builtin_runtime":
+		if ns != "builtin" || (t.Source != "" && t.Source != "builtin") {
+			return denyT(5, CodeSourceProvenanceMismatch, "%s: builtin_runtime provenance with source %q", t.ID, echo(t.Source))
+		}
+	case t.Source == "":
+		return denyT(5, CodeUntrustedSource, "%s: the record names no source", t.ID)
+	case t.Source != origin || ns != namespaces[kind]+origin:
+		return denyT(5, CodeSourceProvenanceMismatch, "%s: provenance %q does not name source %q", t.ID, echo(t.Provenance), echo(t.Source))
+	}
+
+	// 6. Side-effect policy.
+	if needsConfirmation(t, cfg) {
+		cf := c.Confirmation
+		if cf == nil || cf.Token == "" || cf.Tool != t.ID {
+			return denyT(6, CodeConfirmationRequired, "%s (effect %s) needs a person's confirmation of this call", t.ID, effectOf(t))
+		}
+	}
+
+	// 7. Authorized.
+	out.Allowed, out.Check, out.Basis, out.GrantGeneration = true, 7, basis, gen
+	return out, nil
+}
+
+// namespaces maps a provenance kind to the namespace prefix its tools use.
+var namespaces = map[string]string{
+	"mcp_config":         "mcp.",
+	"extension_manifest": "ext.",
+	"plugin_config":      "plugin.",
+}
+
+// splitProvenance splits "kind{origin}" or a bare kind. A malformed value
+// has kind "".
+func splitProvenance(p string) (kind, origin string) {
+	if p == "builtin_runtime" || p == "unverified" {
+		return p, ""
+	}
+	k, rest, ok := strings.Cut(p, "{")
+	o, ok2 := strings.CutSuffix(rest, "}")
+	if !ok || !ok2 || o == "" || !validSegment(o) {
+		return "", ""
+	}
+	if _, known := namespaces[k]; !known {
+		return "", ""
+	}
+	return k, o
+}
+
+func effectOf(t abi.Tool) string {
+	switch t.Effect {
+	case EffectReadOnly, EffectIdempotentWrite, EffectNonIdempotent:
+		return t.Effect
+	}
+	return EffectNonIdempotent
+}
+
+func needsConfirmation(t abi.Tool, cfg Config) bool {
+	if slices.Contains(cfg.ExemptTools, t.ID) {
+		return false
+	}
+	return slices.Contains(cfg.ConfirmEffects, effectOf(t)) || slices.Contains(cfg.ConfirmTools, t.ID)
+}
+
+// looksLikeID reports whether s has the shape of a canonical id: a known
+// namespace, ':', and a non-empty name segment of [a-z0-9_.-].
+func looksLikeID(s string) bool {
+	ns, name, ok := strings.Cut(s, ":")
+	if !ok || !validSegment(name) {
+		return false
+	}
+	if ns == "builtin" || ns == "unknown" {
+		return true
+	}
+	for _, p := range [...]string{"mcp.", "ext.", "plugin."} {
+		if rest, ok := strings.CutPrefix(ns, p); ok {
+			return validSegment(rest)
+		}
+	}
+	return false
+}
+
+func validSegment(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// echo cuts a name repeated in a message to MaxEcho bytes, at a rune
+// boundary, and marks the cut.
+func echo(s string) string {
+	if len(s) <= MaxEcho {
+		return s
+	}
+	n := MaxEcho
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,140 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/sdk"
+)
+
+const configSchema = `{
+  "type": "object",
+  "properties": {
+    "confirm_effects": {
+      "type": "array",
+      "items": {"enum": ["read_only", "idempotent_write", "non_idempotent"]},
+      "uniqueItems": true,
+      "default": ["non_idempotent"]
+    },
+    "confirm_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
+    "exempt_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true}
+  },
+  "additionalProperties": false
+}`
+
+// Gate is the exec gate. It needs the catalog and session capabilities.
+var Gate = sdk.Gate{
+	Descriptor: abi.Descriptor{
+		ABIVersion:   abi.MajorVersion,
+		Name:         "exec",
+		Version:      "1.0.0",
+		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned digest and provenance, source trust and the confirmation policy.",
+		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
+		Capabilities: []string{"catalog", "session"},
+		ConfigSchema: json.RawMessage(configSchema),
+	},
+	Evaluate: evaluate,
+}
+
+// ParseConfig decodes a stage config strictly; absent means DefaultConfig.
+// An omitted confirm_effects keeps the default; [] confirms no effect class.
+func ParseConfig(raw json.RawMessage) (Config, error) {
+	cfg := DefaultConfig()
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return cfg, nil
+	}
+	var in struct {
+		ConfirmEffects *[]string `json:"confirm_effects"`
+		ConfirmTools   []string  `json:"confirm_tools"`
+		ExemptTools    []string  `json:"exempt_tools"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return Config{}, fmt.Errorf("exec: config: %w", err)
+	}
+	if in.ConfirmEffects != nil {
+		for _, e := range *in.ConfirmEffects {
+			if e != EffectReadOnly && e != EffectIdempotentWrite && e != EffectNonIdempotent {
+				return Config{}, fmt.Errorf("exec: config: confirm_effects: %q is not an effect class", echo(e))
+			}
+		}
+		cfg.ConfirmEffects = *in.ConfirmEffects
+	}
+	cfg.ConfirmTools, cfg.ExemptTools = in.ConfirmTools, in.ExemptTools
+	return cfg, nil
+}
+
+// hostCatalog and hostSessions read through the host's capabilities.
+type hostCatalog struct{ h sdk.Host }
+
+func (c hostCatalog) Get(name string) (abi.Tool, bool, error) { return sdk.CatalogGet(c.h, name) }
+
+type hostSessions struct{ h sdk.Host }
+
+func (s hostSessions) Get(tool string) (abi.SessionGetAnswer, error) {
+	return sdk.SessionGet(s.h, tool)
+}
+
+func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
+	if req.SubjectKind != abi.SubjectToolCall {
+		return sdk.Inconclusive("unsupported_subject", fmt.Errorf("subject kind %q", req.SubjectKind)), nil
+	}
+	cfg, err := ParseConfig(req.Config)
+	if err != nil {
+		return abi.Response{}, err
+	}
+	var call abi.ToolCall
+	if err := json.Unmarshal(req.Subject, &call); err != nil {
+		return abi.Response{}, fmt.Errorf("exec: decode tool call: %w", err)
+	}
+	if call.Tool == "" {
+		return abi.Response{}, errors.New("exec: the tool call names no tool")
+	}
+	out, err := Authorize(Call{Tool: call.Tool, Session: req.Context.Session, Confirmation: req.Context.Confirmation},
+		hostCatalog{req.Host}, hostSessions{req.Host}, cfg)
+	if err != nil {
+		reason := "catalog_unavailable"
+		var re *ReadError
+		switch {
+		case errors.Is(err, sdk.ErrCapabilityDenied):
+			reason = abi.ReasonCapabilityDenied
+		case errors.As(err, &re):
+			reason = re.What + "_unavailable"
+		}
+		return sdk.Inconclusive(reason, err), nil
+	}
+	return Response(out, req.Context.CatalogGeneration, req.Context.Session), nil
+}
+
+// Response turns an Outcome into the gate's answer. Evidence names the tool,
+// the generations and the pins; never the call's arguments.
+func Response(out Outcome, catalogGeneration uint64, session string) abi.Response {
+	ev := map[string]any{"check": out.Check, "catalog_generation": catalogGeneration}
+	if session != "" {
+		ev["session"] = echo(session)
+	}
+	if t := out.Tool; t != nil {
+		ev["tool_id"] = t.ID
+		ev["schema_digest"] = t.SchemaDigest
+		ev["provenance"] = t.Provenance
+		ev["effect"] = effectOf(*t)
+	}
+	if out.Allowed {
+		ev["basis"] = out.Basis
+		if out.Basis == BasisExact {
+			ev["grant_generation"] = out.GrantGeneration
+		}
+		return abi.Response{Verdict: abi.Accepted, Basis: out.Basis, Evidence: ev}
+	}
+	f := abi.Finding{Code: out.Code, Severity: abi.Blocking, Tier: abi.DecisionProcedure, Message: out.Message,
+		Details: map[string]any{"check": out.Check}}
+	if out.Tool != nil {
+		f.Details["tool_id"] = out.Tool.ID
+	}
+	return abi.Response{Verdict: abi.Rejected, Findings: []abi.Finding{f}, Evidence: ev}
+}
