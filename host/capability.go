@@ -48,6 +48,7 @@ type runContext struct {
 	runID    string
 	session  string
 	subject  abi.SubjectKind
+	worktree string // RunOptions.Worktree
 
 	mu     sync.Mutex
 	denied []string // operations refused as not granted, for evidence

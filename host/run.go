@@ -57,6 +57,10 @@ type RunOptions struct {
 	Session string
 	// RequestID is the caller's id, recorded in the Decision and the log.
 	RequestID string
+	// Worktree is the directory the check capability runs commands in,
+	// such as a checkout of a merge subject's head. "" means none: a check
+	// then answers unavailable.
+	Worktree string
 }
 
 // Check runs the named pipeline on subject, the native JSON of the
@@ -138,7 +142,7 @@ func validateSubject(kind abi.SubjectKind, subject []byte) error {
 	if _, ok := v.(map[string]any); !ok {
 		return &SubjectError{Kind: kind, Reason: "not a JSON object"}
 	}
-	schema := map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall}[kind]
+	schema := map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall, abi.SubjectMerge: abi.SchemaMerge}[kind]
 	if schema != "" {
 		if err := abischema.Validate(schema, subject); err != nil {
 			return &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
@@ -184,7 +188,7 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
 	}
-	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject}
+	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, worktree: opts.Worktree}
 	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
 	if err != nil {
 		stdout, stderr := inst.Output()
