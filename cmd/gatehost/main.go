@@ -3,9 +3,10 @@
 //
 //	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
 //	gatehost log verify [--config F] [--output text|json]
+//	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
 //	gatehost version
 //
-// Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
+// Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
 // config or input error. Of log verify: 0 the chain holds, 1 it does not,
 // 2 a usage or config error.
 package main
@@ -33,10 +34,11 @@ const usage = `gatehost runs gates: sandboxed WebAssembly checks an AI agent's a
 Usage:
   gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
   gatehost log verify [flags]        verify the event log's hash chain
+  gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
-Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
+Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
 `
 
 // version is set at link time with -ldflags "-X main.version=…".
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitUsage
 		}
 		return cmdLogVerify(ctx, args[2:], stdout, stderr)
+	case "merge-verify":
+		return cmdMergeVerify(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0

@@ -288,4 +288,3 @@ func orEmpty[T any](s []T) []T {
 	}
 	return s
 }
-
