@@ -74,7 +74,7 @@ func (checkCapability) call(ctx context.Context, rc *runContext, op string, requ
 	if rc.worktree == "" {
 		return nil, errors.New("check: the run has no worktree to run in")
 	}
-	rc.host.logger.Info("host: running check", "check", req.Name, "argv", cmd.Argv, "dir", rc.worktree, "run_id", rc.runID)
+	rc.host.logger.Debug("host: running check", "check", req.Name, "argv", cmd.Argv, "dir", rc.worktree, "run_id", rc.runID)
 	return runCheck(ctx, req.Name, cmd, rc.worktree)
 }
 
