@@ -11,8 +11,8 @@ failed=0
 check() { # want_exit file [flags…]
   local want=$1 file=$2
   shift 2
-  echo "\$ gatehost check $* $file"
-  "$bin" check "$@" "$file"
+  echo "\$ gatehost check --pipeline admission $* $file"
+  "$bin" check --pipeline admission "$@" "$file"
   local got=$?
   if [ "$got" -ne "$want" ]; then
     echo "demo: $file: exit $got, want $want" >&2
