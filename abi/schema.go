@@ -4,8 +4,8 @@ import "embed"
 
 // Schemas holds the JSON Schemas (draft 2020-12) of the ABI messages:
 // schema/request.schema.json, schema/response.schema.json,
-// schema/descriptor.schema.json, schema/proposal.schema.json and
-// schema/toolcall.schema.json. Their $id
+// schema/descriptor.schema.json, schema/proposal.schema.json,
+// schema/toolcall.schema.json and schema/merge.schema.json. Their $id
 // values are stable URIs under https://gatehost.dev/abi/v1/; they are
 // identifiers, not fetched.
 //
@@ -19,4 +19,5 @@ const (
 	SchemaDescriptor = "schema/descriptor.schema.json"
 	SchemaProposal   = "schema/proposal.schema.json"
 	SchemaToolCall   = "schema/toolcall.schema.json"
+	SchemaMerge      = "schema/merge.schema.json"
 )

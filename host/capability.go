@@ -49,6 +49,7 @@ type runContext struct {
 	session  string
 	subject  abi.SubjectKind
 	pinned   *pinnedSession
+	worktree string // RunOptions.Worktree
 
 	mu     sync.Mutex
 	denied []string // operations refused as not granted, for evidence

@@ -60,6 +60,12 @@ type Config struct {
 	// Now is the run clock; default time.Now. Gates see it as
 	// Request.Context.Now.
 	Now func() time.Time
+	// Policy answers the policy capability; nil means PathPolicy{} (no
+	// rules: every change allowed). See cap_policy.go.
+	Policy Policy
+	// Checks are the build/test commands the check capability may run,
+	// by name. A gate names one; it never supplies a command line.
+	Checks map[string]CheckCommand
 }
 
 // PluginConfig says where a gate module is.

@@ -62,6 +62,11 @@ type RunOptions struct {
 	Confirmation *abi.Confirmation
 
 	pinned *pinnedSession // the session read at the start of the run
+
+	// Worktree is the directory the check capability runs commands in,
+	// such as a checkout of a merge subject's head. "" means none: a check
+	// then answers unavailable.
+	Worktree string
 }
 
 // Check runs the named pipeline on subject, the native JSON of the
@@ -134,8 +139,8 @@ func (h *Host) CheckProposal(ctx context.Context, pipelineName string, p abi.Pro
 }
 
 var (
-	subjectSchemas = map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall}
-	subjectStructs = map[abi.SubjectKind]abischema.Structs{abi.SubjectProposal: abischema.ProposalStructs, abi.SubjectToolCall: abischema.ToolCallStructs}
+	subjectSchemas = map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall, abi.SubjectMerge: abi.SchemaMerge}
+	subjectStructs = map[abi.SubjectKind]abischema.Structs{abi.SubjectProposal: abischema.ProposalStructs, abi.SubjectToolCall: abischema.ToolCallStructs, abi.SubjectMerge: abischema.MergeStructs}
 )
 
 func validateSubject(kind abi.SubjectKind, subject []byte) error {
@@ -201,7 +206,7 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
 	}
-	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, pinned: opts.pinned}
+	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, pinned: opts.pinned, worktree: opts.Worktree}
 	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
 	if err != nil {
 		stdout, stderr := inst.Output()

@@ -40,6 +40,25 @@ type fileConfig struct {
 	PoolSize         int                       `mapstructure:"pool_size"`
 	Plugins          map[string]pluginConfig   `mapstructure:"plugins"`
 	Pipelines        map[string]pipelineConfig `mapstructure:"pipelines"`
+	Checks           map[string]checkConfig    `mapstructure:"checks"`
+	Policy           struct {
+		Rules []policyRule `mapstructure:"rules"`
+	} `mapstructure:"policy"`
+}
+
+// checkConfig is a build/test command the check capability may run.
+type checkConfig struct {
+	Command []string      `mapstructure:"command"`
+	Timeout time.Duration `mapstructure:"timeout"`
+	Env     []string      `mapstructure:"env"`
+}
+
+// policyRule is a path rule of the embedded policy.
+type policyRule struct {
+	Name    string   `mapstructure:"name"`
+	Paths   []string `mapstructure:"paths"`
+	Effect  string   `mapstructure:"effect"`
+	Message string   `mapstructure:"message"`
 }
 
 type sourceConfig struct {
@@ -204,6 +223,21 @@ func loadConfig(path string) (*loaded, error) {
 		}
 		cfg.Pipelines[name] = pc
 	}
+	if len(fc.Checks) > 0 {
+		cfg.Checks = map[string]host.CheckCommand{}
+		for name, c := range fc.Checks {
+			cfg.Checks[name] = host.CheckCommand{Argv: c.Command, Timeout: c.Timeout, Env: c.Env}
+		}
+	}
+	rules := make([]host.PathRule, len(fc.Policy.Rules))
+	for i, r := range fc.Policy.Rules {
+		rules[i] = host.PathRule{Name: r.Name, Paths: r.Paths, Effect: r.Effect, Message: r.Message}
+	}
+	pol, err := host.NewPathPolicy(rules)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	cfg.Policy = pol
 	store, err := loadCatalog(fc.Catalog.Sources, rel)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)

@@ -5,9 +5,10 @@
 //	gatehost log verify [--config F] [--output text|json]
 //	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
 //	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
+//	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
 //	gatehost version
 //
-// Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
+// Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
 // config or input error. Of log verify: 0 the chain holds, 1 it does not,
 // 2 a usage or config error.
 package main
@@ -37,10 +38,11 @@ Usage:
   gatehost log verify [flags]        verify the event log's hash chain
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
   gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
+  gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
-Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
+Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
 `
 
 // version is set at link time with -ldflags "-X main.version=…".
@@ -71,6 +73,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdSession(ctx, args[1:], stdout, stderr)
 	case "catalog":
 		return cmdCatalog(ctx, args[1:], stdout, stderr)
+	case "merge-verify":
+		return cmdMergeVerify(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0

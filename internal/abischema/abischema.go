@@ -26,7 +26,7 @@ func load() {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
-	names := []string{abi.SchemaRequest, abi.SchemaResponse, abi.SchemaDescriptor, abi.SchemaProposal, abi.SchemaToolCall}
+	names := []string{abi.SchemaRequest, abi.SchemaResponse, abi.SchemaDescriptor, abi.SchemaProposal, abi.SchemaToolCall, abi.SchemaMerge}
 	for _, n := range names {
 		b, err := fs.ReadFile(abi.Schemas, n)
 		if err != nil {

@@ -41,6 +41,12 @@ var (
 		"/actions/*/preconditions/*": jsonNames[abi.Precondition](),
 	}
 	ToolCallStructs = Structs{"": jsonNames[abi.ToolCall]()}
+	MergeStructs    = Structs{
+		"":                jsonNames[abi.Merge](),
+		"/file_changes/*": jsonNames[abi.FileChange](),
+		"/footprint/*":    jsonNames[abi.SymbolRef](),
+		"/waiver":         jsonNames[abi.Waiver](),
+	}
 )
 
 // jsonNames returns the JSON member names of T's fields.

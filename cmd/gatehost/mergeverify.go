@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/gitchanges"
+)
+
+// cmdMergeVerify derives a merge subject from a git repository (base..head),
+// checks out head in a temporary worktree for the check capability, runs a
+// merge pipeline and removes the worktree again, whatever happened.
+func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("merge-verify", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
+	pipelineName := fs.String("pipeline", "", "pipeline to run (default: the only merge pipeline)")
+	repo := fs.String("repo", "", "git repository (required)")
+	base := fs.String("base", "", "base revision: what the changes are integrated into (required)")
+	head := fs.String("head", "", "head revision: the changes to verify (required)")
+	footprintPath := fs.String("footprint", "", "JSON file: the declared footprint, [{\"file\",\"symbol\"}]")
+	waiverPath := fs.String("waiver", "", "JSON file: an audited waiver {\"reason\",\"approved_by\",\"scope\"}")
+	output := fs.String("output", "text", "output: text or json")
+	requestID := fs.String("request-id", "", "caller's id for the run, recorded in the event log")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 || *repo == "" || *base == "" || *head == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	logger, err := newLogger(stderr, *logLevel, *output == "json")
+	if err != nil {
+		return fail(stderr, err)
+	}
+	var footprint []abi.SymbolRef
+	if *footprintPath != "" {
+		if footprint, err = readFootprint(*footprintPath); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	var waiver *abi.Waiver
+	if *waiverPath != "" {
+		if waiver, err = readWaiver(*waiverPath); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	cfg.host.Logger = logger
+	h, err := host.New(ctx, cfg.host)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+	info, err := pickMergePipeline(h.Pipelines(), *pipelineName)
+	if err != nil {
+		return fail(stderr, err)
+	}
+
+	m, err := gitchanges.Changes(ctx, *repo, *base, *head, gitchanges.Options{})
+	if err != nil {
+		return fail(stderr, err)
+	}
+	m.Footprint, m.Waiver = footprint, waiver
+	subj, err := json.Marshal(m)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	dir, cleanup, err := gitchanges.Worktree(ctx, *repo, m.Head)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer func() {
+		if err := cleanup(); err != nil {
+			fmt.Fprintln(stderr, "gatehost: removing the temporary worktree:", err)
+		}
+	}()
+	d, err := h.Check(ctx, info.Name, subj, host.RunOptions{RequestID: *requestID, Worktree: dir})
+	if d == nil {
+		return fail(stderr, err)
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if e := enc.Encode(d); e != nil {
+			return fail(stderr, e)
+		}
+	} else {
+		fmt.Fprintf(stdout, "merge %s..%s  files=%d\n", short(m.Base), short(m.Head), len(m.FileChanges))
+		printDecision(stdout, d)
+		printCheckTail(stdout, d)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gatehost:", err)
+	}
+	switch d.Verdict {
+	case abi.Accepted:
+		return exitAccepted
+	case abi.Rejected:
+		return exitRejected
+	}
+	return exitInconclusive
+}
+
+func pickMergePipeline(all []host.PipelineInfo, name string) (host.PipelineInfo, error) {
+	if name != "" {
+		p, err := pickPipeline(all, name)
+		if err == nil && p.Subject != abi.SubjectMerge {
+			return p, fmt.Errorf("%w: pipeline %s checks %s subjects, not merge", errUsage, name, p.Subject)
+		}
+		return p, err
+	}
+	var merges []host.PipelineInfo
+	for _, p := range all {
+		if p.Subject == abi.SubjectMerge {
+			merges = append(merges, p)
+		}
+	}
+	if len(merges) != 1 {
+		return host.PipelineInfo{}, fmt.Errorf("%w: --pipeline is required: %d merge pipelines configured", errUsage, len(merges))
+	}
+	return merges[0], nil
+}
+
+// strictJSON decodes a small operator file, refusing unknown members and
+// trailing data.
+func strictJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if d.More() {
+		return fmt.Errorf("%s: trailing data after the JSON value", path)
+	}
+	return nil
+}
+
+func readFootprint(path string) ([]abi.SymbolRef, error) {
+	var fp []abi.SymbolRef
+	if err := strictJSON(path, &fp); err != nil {
+		return nil, fmt.Errorf("footprint: %w", err)
+	}
+	for i, r := range fp {
+		if r.File == "" {
+			return nil, fmt.Errorf("footprint %s: [%d].file: required", path, i)
+		}
+		if r.Symbol == "" {
+			return nil, fmt.Errorf("footprint %s: [%d].symbol: required", path, i)
+		}
+	}
+	return fp, nil
+}
+
+func readWaiver(path string) (*abi.Waiver, error) {
+	var w abi.Waiver
+	if err := strictJSON(path, &w); err != nil {
+		return nil, fmt.Errorf("waiver: %w", err)
+	}
+	switch {
+	case strings.TrimSpace(w.Reason) == "":
+		return nil, fmt.Errorf("waiver %s: reason: required", path)
+	case strings.TrimSpace(w.ApprovedBy) == "":
+		return nil, fmt.Errorf("waiver %s: approved_by: required", path)
+	case len(w.Scope) == 0:
+		return nil, fmt.Errorf("waiver %s: scope: at least one path pattern is required", path)
+	}
+	for i, s := range w.Scope {
+		if s == "" {
+			return nil, fmt.Errorf("waiver %s: scope[%d]: empty pattern", path, i)
+		}
+	}
+	return &w, nil
+}
+
+// printCheckTail shows the output tail of a failed build/test check.
+func printCheckTail(w io.Writer, d *host.Decision) {
+	for _, s := range d.Stages {
+		checks, _ := s.Evidence["checks"].(map[string]any)
+		bt, _ := checks["build_test"].(map[string]any)
+		if tail, _ := bt["output_tail"].(string); tail != "" {
+			fmt.Fprintf(w, "\n  %s: output of check %v (tail):\n", s.Name, bt["check"])
+			for _, line := range strings.Split(strings.TrimRight(tail, "\n"), "\n") {
+				fmt.Fprintln(w, "    "+line)
+			}
+		}
+	}
+}

@@ -1,0 +1,278 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/plugins/merge"
+	"github.com/gatehost/gatehost/plugins/merge/mergetest"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+var mergeWasm = sync.OnceValues(func() (string, error) { return testwasm.Go("plugins/merge/wasm") })
+
+// prefixPolicy is an embedder's Policy with mergetest.Host's behaviour: a
+// file under deny/ is denied, one under error/ makes the policy fail.
+type prefixPolicy struct{}
+
+func (prefixPolicy) Merge(_ context.Context, req abi.PolicyMergeRequest) (abi.PolicyMergeAnswer, error) {
+	a := abi.PolicyMergeAnswer{Decision: abi.PolicyAllow, Policy: "fake"}
+	for _, f := range req.Files {
+		if strings.HasPrefix(f.Path, "error/") {
+			return a, fmt.Errorf("policy engine down")
+		}
+		if strings.HasPrefix(f.Path, "deny/") {
+			a.Decision = abi.PolicyDeny
+			a.Denials = append(a.Denials, abi.PolicyDenial{Path: f.Path, Rule: "deny-dir"})
+		}
+	}
+	return a, nil
+}
+
+func newMergeHost(t testing.TB, logPath string) *host.Host {
+	wasm, err := mergeWasm()
+	require.NoError(t, err)
+	stage := func(cfg string, caps ...string) host.PipelineConfig {
+		var raw json.RawMessage
+		if cfg != "" {
+			raw = json.RawMessage(cfg)
+		}
+		return host.PipelineConfig{Subject: abi.SubjectMerge, Stages: []host.StageConfig{{
+			Name: "merge", Plugin: "merge", Capabilities: caps, Config: raw, MemoryLimit: 256 << 20}}}
+	}
+	return newHost(t, host.Config{
+		Plugins: map[string]host.PluginConfig{"merge": {Path: wasm}},
+		Pipelines: map[string]host.PipelineConfig{
+			"none":      stage("", "policy", "check"),
+			"pass":      stage(`{"check":"pass"}`, "policy", "check"),
+			"fail":      stage(`{"check":"fail"}`, "policy", "check"),
+			"broken":    stage(`{"check":"broken"}`, "policy", "check"),
+			"missing":   stage(`{"check":"missing"}`, "policy", "check"),
+			"no-policy": stage(`{"check":"pass"}`, "check"),
+		},
+		Policy: prefixPolicy{},
+		Checks: map[string]host.CheckCommand{
+			"pass":   {Argv: []string{"true"}},
+			"fail":   {Argv: []string{"sh", "-c", "echo boom; exit 3"}},
+			"broken": {Argv: []string{"/nonexistent/gatehost-check"}},
+		},
+		EventLogPath: logPath,
+	})
+}
+
+func str(s string) *string { return &s }
+
+// mergeSubject builds a subject for one combination of the gate's inputs.
+func mergeSubject(violation, duplicate bool, policy, waiver string) abi.Merge {
+	m := abi.Merge{FileChanges: []abi.FileChange{{Path: "pkg/a.go",
+		Before: str("package p\n\nfunc A() {}\n"), After: str("package p\n\nfunc A() { println() }\n")}}}
+	m.Footprint = []abi.SymbolRef{{File: "pkg/a.go", Symbol: "A"}, {File: "pkg/dup.go", Symbol: "*"}}
+	if violation {
+		m.Footprint = m.Footprint[1:]
+	}
+	if duplicate {
+		m.FileChanges = append(m.FileChanges, abi.FileChange{Path: "pkg/dup.go", After: str("package p\n\nfunc D() {}\n\nfunc D() {}\n")})
+	}
+	switch policy {
+	case "deny":
+		m.FileChanges = append(m.FileChanges, abi.FileChange{Path: "deny/x.txt", After: str(""), ContentOmitted: true})
+	case "unknown":
+		m.FileChanges = append(m.FileChanges, abi.FileChange{Path: "error/x.txt", After: str(""), ContentOmitted: true})
+	}
+	switch waiver {
+	case "applies":
+		m.Waiver = &abi.Waiver{Reason: "test", ApprovedBy: "ops", Scope: []string{"**"}}
+	case "out_of_scope":
+		m.Waiver = &abi.Waiver{Reason: "test", ApprovedBy: "ops", Scope: []string{"docs/**"}}
+	}
+	return m
+}
+
+// TestMergeTruthTableNativeEqualsWasm drives the merge gate through every
+// reachable combination of its decide inputs — containment violation,
+// duplicate declaration, policy allow/deny/unavailable, build/test not
+// configured (by the stage or by the host)/passed/failed/unavailable, and
+// waiver none/applies/out of scope — through the host (wasm, real check
+// commands, an embedder's policy) and natively (mergetest.Host), and
+// requires the same verdict, basis, reason and finding codes, and the
+// verdict merge.Decide gives for the inputs the evidence records.
+func TestMergeTruthTableNativeEqualsWasm(t *testing.T) {
+	h := newMergeHost(t, "")
+	ctx := context.Background()
+	worktree := t.TempDir()
+	n := 0
+	for _, violation := range []bool{false, true} {
+		for _, duplicate := range []bool{false, true} {
+			for _, policy := range []string{"allow", "deny", "unknown"} {
+				for _, pipeline := range []string{"none", "missing", "pass", "fail", "broken"} {
+					for _, waiver := range []string{"none", "applies", "out_of_scope"} {
+						n++
+						m := mergeSubject(violation, duplicate, policy, waiver)
+						name := fmt.Sprintf("v=%t,d=%t,policy=%s,check=%s,waiver=%s", violation, duplicate, policy, pipeline, waiver)
+						subj, err := json.Marshal(m)
+						require.NoError(t, err)
+						d, err := h.Check(ctx, pipeline, subj, host.RunOptions{Worktree: worktree})
+						require.NoError(t, err, name)
+						wasm := d.Stages[0]
+
+						var cfg json.RawMessage
+						if pipeline != "none" {
+							cfg = json.RawMessage(`{"check":"` + pipeline + `"}`)
+						}
+						native, err := gatetest.Evaluate(ctx, merge.Gate, abi.Request{SubjectKind: abi.SubjectMerge, Subject: subj, Config: cfg}, &mergetest.Host{})
+						require.NoError(t, err, name)
+
+						assert.Equal(t, native.Verdict, wasm.Verdict, name)
+						assert.Equal(t, native.Basis, wasm.Basis, name)
+						assert.Equal(t, native.Reason, wasm.Reason, name)
+						assert.Equal(t, codes(native.Findings), codes(wasm.Findings), name)
+						assert.Equal(t, d.Verdict, wasm.Verdict, name)
+
+						// The evidence's inputs give the same decision.
+						in := wasm.Evidence["decision"].(map[string]any)
+						out := merge.Decide(merge.Inputs{
+							ContainmentViolations: int(in["containment_violations"].(float64)),
+							DuplicateDeclarations: int(in["duplicate_declarations"].(float64)),
+							Policy:                merge.PolicyOutcome(in["policy"].(string)),
+							BuildTest:             merge.BuildTestStatus(in["build_test"].(string)),
+							Waiver:                merge.WaiverState(in["waiver"].(string)),
+						})
+						assert.Equal(t, out.Verdict, wasm.Verdict, name)
+						// Spot the rules.
+						switch {
+						case violation || duplicate || policy == "deny":
+							assert.Equal(t, abi.Rejected, wasm.Verdict, name)
+							assert.Equal(t, merge.BuildNotRun, merge.BuildTestStatus(in["build_test"].(string)), "the build never ran: %s", name)
+						case policy == "unknown":
+							assert.Equal(t, abi.Inconclusive, wasm.Verdict, name)
+						case pipeline == "fail":
+							assert.Equal(t, abi.Rejected, wasm.Verdict, name)
+						case pipeline == "pass":
+							assert.Equal(t, "verified", wasm.Basis, name)
+						case pipeline == "broken":
+							assert.Equal(t, abi.Inconclusive, wasm.Verdict, name)
+						case waiver == "applies":
+							assert.Equal(t, "waived", wasm.Basis, name)
+						default:
+							assert.Equal(t, abi.Inconclusive, wasm.Verdict, name)
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, 180, n)
+
+	// Policy not granted: inconclusive even though the check would pass.
+	subj, _ := json.Marshal(mergeSubject(false, false, "allow", "applies"))
+	d, err := h.Check(ctx, "no-policy", subj, host.RunOptions{Worktree: worktree})
+	require.NoError(t, err)
+	assert.Equal(t, abi.Inconclusive, d.Verdict)
+	assert.Equal(t, merge.ReasonPolicyUnavailable, d.Stages[0].Reason)
+	assert.Equal(t, []string{"policy.merge"}, d.Stages[0].Evidence["capability_denied"])
+
+	// A run without a worktree cannot run a configured check.
+	subj, _ = json.Marshal(mergeSubject(false, false, "allow", "none"))
+	d, err = h.Check(ctx, "pass", subj, host.RunOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, abi.Inconclusive, d.Verdict)
+	assert.Equal(t, merge.ReasonCheckUnavailable, d.Stages[0].Reason)
+}
+
+func codes(fs []abi.Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Code)
+	}
+	return out
+}
+
+// TestMergeCheckFailureAndWaiverAudited: a failed check reports its exit
+// code and output tail; a waiver is written to the event log.
+func TestMergeCheckFailureAndWaiverAudited(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "events.jsonl")
+	h := newMergeHost(t, logPath)
+	ctx := context.Background()
+	subj, _ := json.Marshal(mergeSubject(false, false, "allow", "none"))
+	d, err := h.Check(ctx, "fail", subj, host.RunOptions{Worktree: t.TempDir()})
+	require.NoError(t, err)
+	require.Equal(t, abi.Rejected, d.Verdict)
+	f := d.Findings[len(d.Findings)-1]
+	assert.Equal(t, merge.CodeBuildTestFailed, f.Code)
+	assert.EqualValues(t, 3, f.Details["exit_code"])
+	assert.Equal(t, "boom\n", f.Details["output_tail"])
+
+	subj, _ = json.Marshal(mergeSubject(false, false, "allow", "applies"))
+	d, err = h.Check(ctx, "none", subj, host.RunOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, abi.Accepted, d.Verdict)
+	assert.Equal(t, "waived", d.Stages[0].Basis)
+	require.NoError(t, h.Close(ctx))
+
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"approved_by":"ops"`)
+	rep, err := eventlog.Verify(logPath)
+	require.NoError(t, err)
+	assert.EqualValues(t, 4, rep.Records) // a stage and a decision per run
+}
+
+// BenchmarkMergeExtract2000Lines runs the merge gate over a change to a real
+// 1,999-line Go file (testdata/merge): natively (ExtractChanges alone, and
+// the whole gate through the SDK's JSON path) and through the host (wasm,
+// deadline enforced, no event log). No check is configured and a waiver
+// covers the file, so the gate accepts (the instance is reused, as an
+// inconclusive answer would discard it) and the figure is the gate's own
+// work: decoding, parsing both sides, diffing, scanning, policy call.
+func BenchmarkMergeExtract2000Lines(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "testdata/merge/bench-2000-lines.json"))
+	require.NoError(b, err)
+	var m abi.Merge
+	require.NoError(b, json.Unmarshal(raw, &m))
+	m.Waiver = &abi.Waiver{Reason: "benchmark", ApprovedBy: "bench", Scope: []string{"**"}}
+	raw, err = json.Marshal(m)
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.Run("native-extract", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c := merge.ExtractChanges(m.FileChanges)
+			if len(c.Symbols) == 0 {
+				b.Fatal("no symbols")
+			}
+		}
+	})
+	b.Run("native-gate", func(b *testing.B) {
+		req := abi.Request{SubjectKind: abi.SubjectMerge, Subject: raw}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := gatetest.Evaluate(ctx, merge.Gate, req, &mergetest.Host{})
+			if err != nil || resp.Basis != merge.BasisWaived {
+				b.Fatal(err, resp)
+			}
+		}
+	})
+	b.Run("wasm-gate", func(b *testing.B) {
+		h := newMergeHost(b, "")
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := h.Check(ctx, "none", raw, host.RunOptions{})
+			if err != nil || d.Stages[0].Basis != merge.BasisWaived {
+				b.Fatal(err, d.Stages[0])
+			}
+		}
+	})
+}
