@@ -1,0 +1,13 @@
+package host
+
+// InstanceCounts reports how many instances of the named plugin (all memory
+// variants) the host has created and discarded as unhealthy.
+func InstanceCounts(h *Host, plugin string) (created, discarded int64) {
+	for v, p := range h.plugins {
+		if v.plugin == plugin {
+			created += p.pool.created.Load()
+			discarded += p.pool.discarded.Load()
+		}
+	}
+	return created, discarded
+}
