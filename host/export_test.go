@@ -11,3 +11,7 @@ func InstanceCounts(h *Host, plugin string) (created, discarded int64) {
 	}
 	return created, discarded
 }
+
+// RunsInProgress and RunsQueued report the run admission state.
+func RunsInProgress(h *Host) int { return len(h.runSlots) }
+func RunsQueued(h *Host) int64   { return h.queued.Load() }

@@ -71,7 +71,9 @@ func hostileKinds() []hostileKind {
 		{name: "answer above the size cap", wat: "oversized-answer.wat", wantReason: abi.ReasonABIViolation,
 			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "exceeds the cap of 1048576") }},
 		{name: "ungranted capability, then accepts", wat: "ungranted-capability.wat", wantReason: abi.ReasonCapabilityDenied,
-			check: func(t *testing.T, ev map[string]any) { assert.Equal(t, []string{abi.OpCatalogList}, ev["capability_denied"]) }},
+			check: func(t *testing.T, ev map[string]any) {
+				assert.Equal(t, []string{abi.OpCatalogList}, ev["capability_denied"])
+			}},
 		{name: "WASI files and environment", wat: "wasi-files-env.wat", wantReason: abi.ReasonPluginTrap},
 		{name: "Go reads files and environment", goID: "wasi", wantReason: "gate_error",
 			check: func(t *testing.T, ev map[string]any) {
