@@ -191,7 +191,7 @@ func loadConfig(path string) (*loaded, error) {
 		}
 		cfg.Pipelines[name] = pc
 	}
-	store, err := loadCatalog(fc.Catalog.Sources, rel)
+	store, err := catalogLoader(fc.Catalog.Sources, rel)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -199,6 +199,10 @@ func loadConfig(path string) (*loaded, error) {
 	l.host = cfg
 	return l, nil
 }
+
+// catalogLoader is loadCatalog; the config fuzz test replaces it so that no
+// fuzzed path is ever opened.
+var catalogLoader = loadCatalog
 
 func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Store, error) {
 	var tools []catalog.Tool
