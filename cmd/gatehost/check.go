@@ -65,19 +65,19 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg.host.Logger = logger
 	h, err := host.New(ctx, cfg.host)
 	if err != nil {
-		return fail(stderr, err)
+		return fail(stderr, hostError(cfg.file, err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {
-		return fail(stderr, err)
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
 	}
 	native := data
 	if info.Subject == abi.SubjectProposal {
 		p, _, err := subject.ParseProposal(data, subject.Format(*format))
 		if err != nil {
-			return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
+			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneLine(err.Error())))
 		}
 		if native, err = json.Marshal(p); err != nil {
 			return fail(stderr, err)
@@ -146,7 +146,11 @@ func pickPipeline(all []host.PipelineInfo, name string) (host.PipelineInfo, erro
 			return p, nil
 		}
 	}
-	return host.PipelineInfo{}, fmt.Errorf("%w: no pipeline named %q", errUsage, name)
+	names := make([]string, len(all))
+	for i, p := range all {
+		names[i] = p.Name
+	}
+	return host.PipelineInfo{}, fmt.Errorf("%w: --pipeline %s: no such pipeline (pipelines: %s)", errUsage, name, strings.Join(names, ", "))
 }
 
 func printDecision(w io.Writer, d *host.Decision) {

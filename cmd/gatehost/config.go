@@ -140,13 +140,13 @@ func loadConfig(path string) (*loaded, error) {
 		}
 	}
 	if err := v.ReadInConfig(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %s", path, oneLine(err.Error()))
 	}
 	var fc fileConfig
 	hook := viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
 		mapstructure.StringToTimeDurationHookFunc(), sizeHook))
 	if err := v.UnmarshalExact(&fc, hook); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %w", path, decodeError(err))
 	}
 	base := filepath.Dir(path)
 	rel := func(p string) string {
@@ -213,6 +213,9 @@ func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Stor
 		ts, err := catalog.Load(rel(s.Path), catalog.ImportOptions{Format: s.Format, Server: s.Server})
 		if err != nil {
 			return nil, fmt.Errorf("catalog.sources[%d]: %w", i, err)
+		}
+		if err := checkSchemas(ts); err != nil {
+			return nil, fmt.Errorf("catalog.sources[%d] (%s): %w", i, rel(s.Path), err)
 		}
 		tools = append(tools, ts...)
 	}
