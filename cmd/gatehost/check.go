@@ -54,11 +54,11 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(fs.Arg(0), stdin)
+	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	data, err := readSubject(fs.Arg(0), stdin, cmp.Or(cfg.host.MaxSubjectBytes, host.MaxSubjectBytes))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -110,7 +110,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitInconclusive
 }
 
-func readSubject(arg string, stdin io.Reader) ([]byte, error) {
+func readSubject(arg string, stdin io.Reader, maxBytes int) ([]byte, error) {
 	var r io.Reader = stdin
 	if arg != "-" {
 		f, err := os.Open(arg)
@@ -120,12 +120,12 @@ func readSubject(arg string, stdin io.Reader) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, host.MaxSubjectBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, int64(maxBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("subject %s: %w", arg, err)
 	}
-	if len(b) > host.MaxSubjectBytes {
-		return nil, fmt.Errorf("subject %s: larger than %d bytes", arg, host.MaxSubjectBytes)
+	if len(b) > maxBytes {
+		return nil, fmt.Errorf("subject %s: larger than max_subject_bytes (%d bytes)", arg, maxBytes)
 	}
 	return b, nil
 }

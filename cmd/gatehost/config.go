@@ -31,11 +31,25 @@ type fileConfig struct {
 	EventLog struct {
 		Path string `mapstructure:"path"`
 	} `mapstructure:"event_log"`
-	CacheDir         string                    `mapstructure:"cache_dir"`
-	MaxResponseBytes byteSize                  `mapstructure:"max_response_bytes"`
-	PoolSize         int                       `mapstructure:"pool_size"`
-	Plugins          map[string]pluginConfig   `mapstructure:"plugins"`
-	Pipelines        map[string]pipelineConfig `mapstructure:"pipelines"`
+	CacheDir          string                    `mapstructure:"cache_dir"`
+	MaxResponseBytes  byteSize                  `mapstructure:"max_response_bytes"`
+	PoolSize          int                       `mapstructure:"pool_size"`
+	MaxSubjectBytes   byteSize                  `mapstructure:"max_subject_bytes"`
+	MaxConcurrentRuns int                       `mapstructure:"max_concurrent_runs"`
+	MaxQueuedRuns     int                       `mapstructure:"max_queued_runs"`
+	QueueTimeout      time.Duration             `mapstructure:"queue_timeout"`
+	LoadTimeout       time.Duration             `mapstructure:"load_timeout"`
+	Quarantine        quarantineConfig          `mapstructure:"quarantine"`
+	Plugins           map[string]pluginConfig   `mapstructure:"plugins"`
+	Pipelines         map[string]pipelineConfig `mapstructure:"pipelines"`
+}
+
+type quarantineConfig struct {
+	Disabled   bool          `mapstructure:"disabled"`
+	Failures   int           `mapstructure:"failures"`
+	Window     time.Duration `mapstructure:"window"`
+	Backoff    time.Duration `mapstructure:"backoff"`
+	MaxBackoff time.Duration `mapstructure:"max_backoff"`
 }
 
 type sourceConfig struct {
@@ -157,12 +171,21 @@ func loadConfig(path string) (*loaded, error) {
 	}
 	l := &loaded{file: path, logPath: rel(fc.EventLog.Path)}
 	cfg := host.Config{
-		EventLogPath:     l.logPath,
-		CacheDir:         fc.CacheDir,
-		MaxResponseBytes: int(fc.MaxResponseBytes),
-		PoolSize:         fc.PoolSize,
-		Plugins:          map[string]host.PluginConfig{},
-		Pipelines:        map[string]host.PipelineConfig{},
+		EventLogPath:      l.logPath,
+		CacheDir:          fc.CacheDir,
+		MaxResponseBytes:  int(fc.MaxResponseBytes),
+		PoolSize:          fc.PoolSize,
+		MaxSubjectBytes:   int(min(fc.MaxSubjectBytes, 1<<40)),
+		MaxConcurrentRuns: fc.MaxConcurrentRuns,
+		MaxQueuedRuns:     fc.MaxQueuedRuns,
+		QueueTimeout:      fc.QueueTimeout,
+		LoadTimeout:       fc.LoadTimeout,
+		Quarantine: host.QuarantineConfig{
+			Disabled: fc.Quarantine.Disabled, Failures: fc.Quarantine.Failures, Window: fc.Quarantine.Window,
+			Backoff: fc.Quarantine.Backoff, MaxBackoff: fc.Quarantine.MaxBackoff,
+		},
+		Plugins:   map[string]host.PluginConfig{},
+		Pipelines: map[string]host.PipelineConfig{},
 	}
 	if cfg.CacheDir != "" && cfg.CacheDir != host.CacheOff {
 		cfg.CacheDir = rel(cfg.CacheDir)
