@@ -4,7 +4,7 @@ PLUGINS := static-verify exec merge
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build demo test bench vet fmt clean help
+.PHONY: all build demo test bench fuzz vet fmt clean help
 
 all: build
 
@@ -13,6 +13,7 @@ help:
 	@echo "make demo    check real proposals against the GitHub MCP catalog, then verify the event log"
 	@echo "make test    go vet + go test -race ./..."
 	@echo "make bench   benchmarks: native Go vs the same gate through the host"
+	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 
 build: build/gatehost $(WASM)
 
@@ -38,6 +39,9 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz:
+	GO=$(GO) ./scripts/fuzz.sh
 
 clean:
 	rm -rf build var

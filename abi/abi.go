@@ -134,7 +134,12 @@ const (
 	// ReasonPluginQuarantined: the plugin failed too often recently and
 	// was not called.
 	ReasonPluginQuarantined = "plugin_quarantined"
-	// ReasonHostError: the host itself could not run the stage, for
-	// example it could not create an instance.
+	// ReasonHostError: the host itself could not run the stage for a
+	// reason of its own (an internal error; not produced in normal
+	// operation).
 	ReasonHostError = "host_error"
+	// ReasonHostOverloaded: the host was at its cap of concurrent runs, or
+	// the plugin's pool had no free instance, until the deadline; the
+	// guest was not called.
+	ReasonHostOverloaded = "host_overloaded"
 )

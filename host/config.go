@@ -58,7 +58,7 @@ type Config struct {
 	// slog.Default().
 	Logger *slog.Logger
 	// Now is the run clock; default time.Now. Gates see it as
-	// Request.Context.Now.
+	// Request.Context.Now, and quarantine backoffs are measured on it.
 	Now func() time.Time
 	// Policy answers the policy capability; nil means PathPolicy{} (no
 	// rules: every change allowed). See cap_policy.go.
@@ -66,7 +66,33 @@ type Config struct {
 	// Checks are the build/test commands the check capability may run,
 	// by name. A gate names one; it never supplies a command line.
 	Checks map[string]CheckCommand
+
+	// Limits (README "Limits"). Zero fields take the defaults.
+
+	// MaxSubjectBytes caps the subject of one run; default 4 MiB
+	// (MaxSubjectBytes). A larger subject is refused with ErrBadSubject.
+	MaxSubjectBytes int
+	// MaxConcurrentRuns caps the runs in progress at once; default
+	// 4×GOMAXPROCS. A run over the cap waits (see QueueTimeout).
+	MaxConcurrentRuns int
+	// MaxQueuedRuns caps the runs waiting for a slot; default
+	// 4×MaxConcurrentRuns. A run beyond it is inconclusive with
+	// host_overloaded at once: the queue is never unbounded.
+	MaxQueuedRuns int
+	// QueueTimeout bounds a queued run's wait when its context has no
+	// earlier deadline; default 1s. Then it is inconclusive with
+	// host_overloaded.
+	QueueTimeout time.Duration
+	// Quarantine sets crash-loop protection; see QuarantineConfig.
+	Quarantine QuarantineConfig
 }
+
+// Defaults of the run limits.
+const (
+	DefaultQueueTimeout = time.Second
+	// MaxPoolSize caps Config.PoolSize.
+	MaxPoolSize = 1024
+)
 
 // PluginConfig says where a gate module is.
 type PluginConfig struct {

@@ -38,6 +38,8 @@ type StageResult struct {
 	// DurationMicros is the stage's wall time, waiting for an instance
 	// included.
 	DurationMicros int64 `json:"duration_us"`
+
+	err *PluginError // set when the host decided the stage; see Err
 }
 
 // Finding is a stage's finding, with the stage it came from.

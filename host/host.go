@@ -42,6 +42,11 @@ type Host struct {
 	engines   map[uint32]*engine.Engine // by memory limit in pages
 	plugins   map[variant]*plugin
 	pipelines map[string]*pipeline
+	// breakers holds each plugin's quarantine state, by plugin name.
+	breakers map[string]*breaker
+	// runSlots admits MaxConcurrentRuns runs; queued counts runs waiting.
+	runSlots chan struct{}
+	queued   atomic.Int64
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -61,6 +66,7 @@ type pipeline struct {
 type stage struct {
 	cfg          StageConfig
 	plugin       *plugin
+	breaker      *breaker
 	config       []byte // validated, compact JSON; nil for none
 	configDigest string
 }
@@ -80,6 +86,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		engines:   map[uint32]*engine.Engine{},
 		plugins:   map[variant]*plugin{},
 		pipelines: map[string]*pipeline{},
+		breakers:  map[string]*breaker{},
 	}
 	if h.catalog == nil {
 		c, err := catalog.NewStore()
@@ -97,6 +104,33 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
+	h.cfg.MaxSubjectBytes = cmp.Or(cfg.MaxSubjectBytes, MaxSubjectBytes)
+	h.cfg.MaxConcurrentRuns = cmp.Or(cfg.MaxConcurrentRuns, 4*runtime.GOMAXPROCS(0))
+	h.cfg.MaxQueuedRuns = cmp.Or(cfg.MaxQueuedRuns, 4*h.cfg.MaxConcurrentRuns)
+	h.cfg.QueueTimeout = cmp.Or(cfg.QueueTimeout, DefaultQueueTimeout)
+	h.cfg.Quarantine = cfg.Quarantine.withDefaults()
+	q := h.cfg.Quarantine
+	switch {
+	case h.cfg.MaxSubjectBytes < 0:
+		return nil, cfgErr("max_subject_bytes", "must be positive")
+	case h.cfg.MaxConcurrentRuns < 0:
+		return nil, cfgErr("max_concurrent_runs", "must be positive")
+	case h.cfg.MaxQueuedRuns < 0:
+		return nil, cfgErr("max_queued_runs", "must be positive")
+	case h.cfg.QueueTimeout < 0:
+		return nil, cfgErr("queue_timeout", "must be positive")
+	case h.cfg.PoolSize > MaxPoolSize:
+		return nil, cfgErr("pool_size", "at most %d", MaxPoolSize)
+	case q.Failures < 0:
+		return nil, cfgErr("quarantine.failures", "must be positive")
+	case q.Window < 0:
+		return nil, cfgErr("quarantine.window", "must be positive")
+	case q.Backoff < 0:
+		return nil, cfgErr("quarantine.backoff", "must be positive")
+	case q.MaxBackoff < q.Backoff:
+		return nil, cfgErr("quarantine.max_backoff", "must be at least quarantine.backoff (%s)", q.Backoff)
+	}
+	h.runSlots = make(chan struct{}, h.cfg.MaxConcurrentRuns)
 	switch {
 	case h.cfg.MaxResponseBytes < 0 || h.cfg.MaxResponseBytes > MaxResponseBytesLimit:
 		return nil, cfgErr("max_response_bytes", "must be between 1 and %d", MaxResponseBytesLimit)
@@ -205,7 +239,12 @@ func (h *Host) build(ctx context.Context) error {
 			if err != nil {
 				return &LoadError{Plugin: sc.Plugin, Stage: sc.Name, Err: err}
 			}
-			p.stages = append(p.stages, &stage{cfg: sc, plugin: pl, config: conf, configDigest: digest(conf)})
+			br, ok := h.breakers[sc.Plugin]
+			if !ok {
+				br = newBreaker(h.cfg.Quarantine)
+				h.breakers[sc.Plugin] = br
+			}
+			p.stages = append(p.stages, &stage{cfg: sc, plugin: pl, breaker: br, config: conf, configDigest: digest(conf)})
 		}
 		if !enforcing {
 			h.logger.Warn("host: pipeline has no enforcing stage; every run will be inconclusive", "pipeline", pname)

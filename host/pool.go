@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gatehost/gatehost/internal/engine"
 )
@@ -18,6 +20,9 @@ type pool struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// created and discarded count instances over the pool's life.
+	created, discarded atomic.Int64
 }
 
 func newPool(mod *engine.Module, size int) *pool {
@@ -41,9 +46,10 @@ func (p *pool) get(ctx context.Context) (*engine.Instance, error) {
 			<-p.slots
 			return nil, err
 		}
+		p.created.Add(1)
 		return inst, nil
 	case <-ctx.Done():
-		return nil, &engine.Fault{Reason: reasonFromContext(ctx), Err: ctx.Err()}
+		return nil, &engine.Fault{Reason: waitReason(ctx), Err: fmt.Errorf("no free instance (pool of %d in use): %w", cap(p.slots), ctx.Err())}
 	}
 }
 
@@ -54,6 +60,9 @@ func (p *pool) put(inst *engine.Instance, healthy bool) {
 	closed := p.closed
 	p.mu.Unlock()
 	if !healthy || closed {
+		if !healthy {
+			p.discarded.Add(1)
+		}
 		_ = inst.Close(context.Background())
 		<-p.slots
 		return
@@ -64,6 +73,7 @@ func (p *pool) put(inst *engine.Instance, healthy bool) {
 // adopt registers an instance created outside get (the load-time probe).
 func (p *pool) adopt(inst *engine.Instance) {
 	p.slots <- struct{}{}
+	p.created.Add(1)
 	p.put(inst, true)
 }
 

@@ -86,9 +86,11 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPipeline, pipelineName)
 	}
-	if err := validateSubject(p.cfg.Subject, subject); err != nil {
+	if err := validateSubject(p.cfg.Subject, subject, h.cfg.MaxSubjectBytes); err != nil {
 		return nil, err
 	}
+	release, refused := h.admit(ctx)
+	defer release()
 	subject = compact(subject)
 	snap := h.catalog.Snapshot() // pinned for the whole run
 	opts.pinned = h.pinSession(ctx, p, opts.Session)
@@ -103,6 +105,11 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	}
 	stopped := false
 	for _, s := range p.stages {
+		if refused != nil {
+			r := StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Findings: []abi.Finding{}}
+			d.Stages = append(d.Stages, failStage(r, faultReason(refused), refused, nil))
+			continue
+		}
 		if stopped {
 			d.Stages = append(d.Stages, StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Skipped: true, Findings: []abi.Finding{}})
 			continue
@@ -143,9 +150,9 @@ var (
 	subjectStructs = map[abi.SubjectKind]abischema.Structs{abi.SubjectProposal: abischema.ProposalStructs, abi.SubjectToolCall: abischema.ToolCallStructs, abi.SubjectMerge: abischema.MergeStructs}
 )
 
-func validateSubject(kind abi.SubjectKind, subject []byte) error {
-	if len(subject) > MaxSubjectBytes {
-		return &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), MaxSubjectBytes)}
+func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) error {
+	if len(subject) > maxBytes {
+		return &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), maxBytes)}
 	}
 	v, err := abischema.Decode(subject)
 	if err != nil {
@@ -200,6 +207,13 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, abi.ReasonHostError, err, nil)
 	}
+	ok, probe, until := s.breaker.admit(h.cfg.Now())
+	if !ok {
+		return failStage(r, abi.ReasonPluginQuarantined,
+			fmt.Errorf("plugin %s failed too often; not called until %s", s.cfg.Plugin, until.UTC().Format(time.RFC3339Nano)),
+			map[string]any{"quarantined_until": until.UTC().Format(time.RFC3339Nano)})
+	}
+	defer func() { h.reportOutcome(s, probe, r) }()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	inst, err := s.plugin.pool.get(sctx)
@@ -228,9 +242,6 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 		s.plugin.pool.put(inst, false)
 		return failStage(r, abi.ReasonABIViolation, err, nil)
 	}
-	// An inconclusive answer may come from a recovered panic, after which
-	// the guest's state cannot be trusted: start afresh.
-	s.plugin.pool.put(inst, resp.Verdict != abi.Inconclusive)
 	r.Verdict, r.Reason, r.Basis, r.Evidence = resp.Verdict, resp.Reason, resp.Basis, resp.Evidence
 	if resp.Findings != nil {
 		r.Findings = resp.Findings
@@ -242,6 +253,11 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 			r.Evidence = map[string]any{}
 		}
 		r.Evidence["capability_denied"] = d
+		if r.Verdict == abi.Accepted {
+			// The gate asked for something it was not given, then
+			// accepted anyway: it cannot have checked what it meant to.
+			r.Verdict, r.Reason, r.Basis = abi.Inconclusive, abi.ReasonCapabilityDenied, ""
+		}
 		if r.Verdict == abi.Inconclusive && r.Reason == "" {
 			r.Reason = abi.ReasonCapabilityDenied
 		}
@@ -249,6 +265,9 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if r.Verdict == abi.Inconclusive && r.Reason == "" {
 		r.Reason = "unspecified"
 	}
+	// An inconclusive answer may come from a recovered panic, after which
+	// the guest's state cannot be trusted: start afresh.
+	s.plugin.pool.put(inst, r.Verdict != abi.Inconclusive)
 	return r
 }
 
@@ -283,11 +302,13 @@ func faultReason(err error) string {
 	return abi.ReasonHostError
 }
 
-func reasonFromContext(ctx context.Context) string {
+// waitReason is the reason of a run that gave up waiting for capacity (a
+// run slot or a pool instance): the host's shortage, not the plugin's fault.
+func waitReason(ctx context.Context) string {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return engine.ReasonCanceled
 	}
-	return abi.ReasonPluginTimeout
+	return abi.ReasonHostOverloaded
 }
 
 // maxErrorEvidence caps error text recorded as evidence.
@@ -295,6 +316,7 @@ const maxErrorEvidence = 2048
 
 func failStage(r StageResult, reason string, err error, ev map[string]any) StageResult {
 	r.Verdict, r.Reason = abi.Inconclusive, reason
+	r.err = &PluginError{Plugin: r.Plugin, Stage: r.Name, Code: reason, Cause: err}
 	if ev == nil {
 		ev = map[string]any{}
 	}

@@ -55,24 +55,24 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(fs.Arg(0), stdin)
+	cfg, err := loadConfig(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	data, err := readSubject(fs.Arg(0), stdin, cmp.Or(cfg.host.MaxSubjectBytes, host.MaxSubjectBytes))
 	if err != nil {
 		return fail(stderr, err)
 	}
 	cfg.host.Logger = logger
 	h, err := host.New(ctx, cfg.host)
 	if err != nil {
-		return fail(stderr, err)
+		return fail(stderr, hostError(cfg.file, err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {
-		return fail(stderr, err)
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
 	}
 	native := data
 	var confirmation *abi.Confirmation
@@ -91,7 +91,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if info.Subject == abi.SubjectProposal {
 		p, _, err := subject.ParseProposal(data, subject.Format(*format))
 		if err != nil {
-			return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
+			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneLine(err.Error())))
 		}
 		if native, err = json.Marshal(p); err != nil {
 			return fail(stderr, err)
@@ -138,7 +138,7 @@ func confirmationFor(h *host.Host, name, token string) *abi.Confirmation {
 	return &abi.Confirmation{Tool: t.ID, Token: token}
 }
 
-func readSubject(arg string, stdin io.Reader) ([]byte, error) {
+func readSubject(arg string, stdin io.Reader, maxBytes int) ([]byte, error) {
 	var r io.Reader = stdin
 	if arg != "-" {
 		f, err := os.Open(arg)
@@ -148,12 +148,12 @@ func readSubject(arg string, stdin io.Reader) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, host.MaxSubjectBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, int64(maxBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("subject %s: %w", arg, err)
 	}
-	if len(b) > host.MaxSubjectBytes {
-		return nil, fmt.Errorf("subject %s: larger than %d bytes", arg, host.MaxSubjectBytes)
+	if len(b) > maxBytes {
+		return nil, fmt.Errorf("subject %s: larger than max_subject_bytes (%d bytes)", arg, maxBytes)
 	}
 	return b, nil
 }
@@ -174,7 +174,11 @@ func pickPipeline(all []host.PipelineInfo, name string) (host.PipelineInfo, erro
 			return p, nil
 		}
 	}
-	return host.PipelineInfo{}, fmt.Errorf("%w: no pipeline named %q", errUsage, name)
+	names := make([]string, len(all))
+	for i, p := range all {
+		names[i] = p.Name
+	}
+	return host.PipelineInfo{}, fmt.Errorf("%w: --pipeline %s: no such pipeline (pipelines: %s)", errUsage, name, strings.Join(names, ", "))
 }
 
 func printDecision(w io.Writer, d *host.Decision) {

@@ -35,13 +35,19 @@ type fileConfig struct {
 	Sessions struct {
 		Path string `mapstructure:"path"`
 	} `mapstructure:"sessions"`
-	CacheDir         string                    `mapstructure:"cache_dir"`
-	MaxResponseBytes byteSize                  `mapstructure:"max_response_bytes"`
-	PoolSize         int                       `mapstructure:"pool_size"`
-	Plugins          map[string]pluginConfig   `mapstructure:"plugins"`
-	Pipelines        map[string]pipelineConfig `mapstructure:"pipelines"`
-	Checks           map[string]checkConfig    `mapstructure:"checks"`
-	Policy           struct {
+	CacheDir          string                    `mapstructure:"cache_dir"`
+	MaxResponseBytes  byteSize                  `mapstructure:"max_response_bytes"`
+	PoolSize          int                       `mapstructure:"pool_size"`
+	MaxSubjectBytes   byteSize                  `mapstructure:"max_subject_bytes"`
+	MaxConcurrentRuns int                       `mapstructure:"max_concurrent_runs"`
+	MaxQueuedRuns     int                       `mapstructure:"max_queued_runs"`
+	QueueTimeout      time.Duration             `mapstructure:"queue_timeout"`
+	LoadTimeout       time.Duration             `mapstructure:"load_timeout"`
+	Quarantine        quarantineConfig          `mapstructure:"quarantine"`
+	Plugins           map[string]pluginConfig   `mapstructure:"plugins"`
+	Pipelines         map[string]pipelineConfig `mapstructure:"pipelines"`
+	Checks            map[string]checkConfig    `mapstructure:"checks"`
+	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
 }
@@ -59,6 +65,14 @@ type policyRule struct {
 	Paths   []string `mapstructure:"paths"`
 	Effect  string   `mapstructure:"effect"`
 	Message string   `mapstructure:"message"`
+}
+
+type quarantineConfig struct {
+	Disabled   bool          `mapstructure:"disabled"`
+	Failures   int           `mapstructure:"failures"`
+	Window     time.Duration `mapstructure:"window"`
+	Backoff    time.Duration `mapstructure:"backoff"`
+	MaxBackoff time.Duration `mapstructure:"max_backoff"`
 }
 
 type sourceConfig struct {
@@ -165,13 +179,13 @@ func loadConfig(path string) (*loaded, error) {
 		}
 	}
 	if err := v.ReadInConfig(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %s", path, oneLine(err.Error()))
 	}
 	var fc fileConfig
 	hook := viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
 		mapstructure.StringToTimeDurationHookFunc(), sizeHook))
 	if err := v.UnmarshalExact(&fc, hook); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config %s: %w", path, decodeError(err))
 	}
 	// The CLI never decides unaudited: an acceptance nobody can verify
 	// later is not one (embedders may choose otherwise).
@@ -187,12 +201,21 @@ func loadConfig(path string) (*loaded, error) {
 	}
 	l := &loaded{file: path, logPath: rel(fc.EventLog.Path), sessionPath: rel(fc.Sessions.Path)}
 	cfg := host.Config{
-		EventLogPath:     l.logPath,
-		CacheDir:         fc.CacheDir,
-		MaxResponseBytes: int(fc.MaxResponseBytes),
-		PoolSize:         fc.PoolSize,
-		Plugins:          map[string]host.PluginConfig{},
-		Pipelines:        map[string]host.PipelineConfig{},
+		EventLogPath:      l.logPath,
+		CacheDir:          fc.CacheDir,
+		MaxResponseBytes:  int(fc.MaxResponseBytes),
+		PoolSize:          fc.PoolSize,
+		MaxSubjectBytes:   int(min(fc.MaxSubjectBytes, 1<<40)),
+		MaxConcurrentRuns: fc.MaxConcurrentRuns,
+		MaxQueuedRuns:     fc.MaxQueuedRuns,
+		QueueTimeout:      fc.QueueTimeout,
+		LoadTimeout:       fc.LoadTimeout,
+		Quarantine: host.QuarantineConfig{
+			Disabled: fc.Quarantine.Disabled, Failures: fc.Quarantine.Failures, Window: fc.Quarantine.Window,
+			Backoff: fc.Quarantine.Backoff, MaxBackoff: fc.Quarantine.MaxBackoff,
+		},
+		Plugins:   map[string]host.PluginConfig{},
+		Pipelines: map[string]host.PipelineConfig{},
 	}
 	if cfg.CacheDir != "" && cfg.CacheDir != host.CacheOff {
 		cfg.CacheDir = rel(cfg.CacheDir)
@@ -238,7 +261,7 @@ func loadConfig(path string) (*loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.Policy = pol
-	store, err := loadCatalog(fc.Catalog.Sources, rel)
+	store, err := catalogLoader(fc.Catalog.Sources, rel)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -250,6 +273,10 @@ func loadConfig(path string) (*loaded, error) {
 	return l, nil
 }
 
+// catalogLoader is loadCatalog; the config fuzz test replaces it so that no
+// fuzzed path is ever opened.
+var catalogLoader = loadCatalog
+
 func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Store, error) {
 	var tools []catalog.Tool
 	for i, s := range sources {
@@ -259,6 +286,9 @@ func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Stor
 		ts, err := catalog.Load(rel(s.Path), catalog.ImportOptions{Format: s.Format, Server: s.Server})
 		if err != nil {
 			return nil, fmt.Errorf("catalog.sources[%d]: %w", i, err)
+		}
+		if err := checkSchemas(ts); err != nil {
+			return nil, fmt.Errorf("catalog.sources[%d] (%s): %w", i, rel(s.Path), err)
 		}
 		tools = append(tools, ts...)
 	}

@@ -67,12 +67,25 @@
 // A crash during an append can leave a partial last line. When the final
 // line of the file lacks its newline, or is not syntactically valid JSON,
 // it is a torn tail: Verify reports it (Report.TornTail) and checks the
-// chain up to the last complete record; Open truncates it away, fsyncs and
-// logs a warning (see Log.Repaired). Only the final line is treated this way.
+// chain up to the last complete record; Open truncates it away, fsyncs, logs
+// a warning (see Log.Repaired) and appends a KindRepair record saying how many
+// bytes it dropped. Only the final line is treated this way.
 // A bad line anywhere else, or a final line that is valid JSON but fails any
 // check, is a *ChainError: Open refuses such a log so that a damaged or
 // tampered log is never silently appended to. Dropping a torn tail never
 // drops a record at or below the head; if it would, the log is refused.
+//
+// # Durability contract
+//
+// Append acknowledges (returns nil) only after its records are written,
+// fsynced, and the head checkpoint is durably replaced. An acknowledged record
+// survives a process crash and, on a disk that honours fsync, a power loss.
+// With group commit, concurrent appends queued while a commit is in flight are
+// written together by one write and one fsync; each caller still returns only
+// after the group holding its records is durable, and each call's records are
+// contiguous. A crash can therefore lose or tear only unacknowledged records.
+// Options.NoSync keeps the ordering but drops the fsyncs: records then survive
+// a process crash (they are in the page cache) but not a power loss.
 //
 // # What this detects
 //

@@ -151,10 +151,20 @@ func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Lo
 			return fail(err)
 		}
 	}
+	if res.torn {
+		// The repair is itself on the chain, so a reader of the log sees
+		// that bytes were dropped here, and how many.
+		data := fmt.Appendf(nil, `{"bytes_dropped":%d,"after_seq":%d}`, res.tornBytes, res.records)
+		if _, err := l.Append(Record{Kind: KindRepair, Data: data}); err != nil {
+			_ = l.f.Close()
+			return fail(err)
+		}
+	}
 	return l, nil
 }
 
 // Repaired reports how many bytes of torn tail Open truncated; 0 if none.
+// Open records each repair as a KindRepair record, the first it appends.
 func (l *Log) Repaired() (bytesDropped int64) { return l.repaired }
 
 // Last returns the seq and hash of the last durable record: the hash the

@@ -631,22 +631,28 @@ func TestTornTail(t *testing.T) {
 			require.Equal(t, rep.TornBytes, l.Repaired())
 			require.Contains(t, logged.String(), "torn tail")
 			require.Contains(t, logged.String(), fmt.Sprintf("bytes_dropped=%d", rep.TornBytes))
-			fi, err := os.Stat(path)
+			repaired, err := os.ReadFile(path)
 			require.NoError(t, err)
-			require.Equal(t, int64(len(torn))-rep.TornBytes, fi.Size())
+			kept := int64(len(torn)) - rep.TornBytes
+			require.Equal(t, torn[:kept], repaired[:kept], "the repair keeps every complete record")
 
+			// The repair is recorded as the next record.
 			rep, err = Verify(path)
 			require.NoError(t, err)
 			require.False(t, rep.TornTail)
-			require.Equal(t, uint64(3), rep.LastSeq)
+			require.Equal(t, uint64(4), rep.LastSeq)
+			lines := readLines(t, path)
+			repair := decode(t, lines[3])
+			require.Equal(t, KindRepair, repair.Kind)
+			require.JSONEq(t, fmt.Sprintf(`{"bytes_dropped":%d,"after_seq":3}`, l.Repaired()), string(repair.Data))
 
 			out, err := l.Append(sample(10))
 			require.NoError(t, err)
-			require.Equal(t, uint64(4), out[0].Seq)
+			require.Equal(t, uint64(5), out[0].Seq)
 			require.Equal(t, rep.LastHash, out[0].Prev)
 			rep, err = Verify(path)
 			require.NoError(t, err)
-			require.Equal(t, Report{Records: 4, LastSeq: 4, LastHash: out[0].Hash, HeadSeq: 4}, rep)
+			require.Equal(t, Report{Records: 5, LastSeq: 5, LastHash: out[0].Hash, HeadSeq: 5}, rep)
 		})
 	}
 }
@@ -852,13 +858,17 @@ func TestStickyError(t *testing.T) {
 			require.NoError(t, err)
 			defer l.Close()
 			require.Equal(t, tt.tornAfter, l.Repaired() > 0)
+			want := tt.wantAfter
+			if tt.tornAfter {
+				want++ // the repair record
+			}
 			seq, _ := l.Last()
-			require.Equal(t, tt.wantAfter, seq)
+			require.Equal(t, want, seq)
 			_, err = l.Append(sample(5))
 			require.NoError(t, err)
 			rep, err := Verify(path)
 			require.NoError(t, err)
-			require.Equal(t, tt.wantAfter+1, rep.Records)
+			require.Equal(t, want+1, rep.Records)
 		})
 	}
 }
@@ -1006,15 +1016,21 @@ func FuzzVerify(f *testing.F) {
 		}
 		defer l.Close()
 		require.Equal(t, rep.TornBytes, l.Repaired())
+		repairs := uint64(0)
+		if rep.TornTail {
+			repairs = 1 // Open recorded the repair
+		}
 		seq, hash := l.Last()
-		require.Equal(t, rep.LastSeq, seq)
-		require.Equal(t, rep.LastHash, hash)
+		require.Equal(t, rep.LastSeq+repairs, seq)
+		if repairs == 0 {
+			require.Equal(t, rep.LastHash, hash)
+		}
 		_, err = l.Append(Record{Kind: "stage", Verdict: "accepted"})
 		require.NoError(t, err)
 		rep2, err := Verify(path)
 		require.NoError(t, err)
 		require.False(t, rep2.TornTail)
-		require.Equal(t, rep.LastSeq+1, rep2.LastSeq)
+		require.Equal(t, rep.LastSeq+repairs+1, rep2.LastSeq)
 	})
 }
 

@@ -24,6 +24,9 @@ const GenesisPrev = "00000000000000000000000000000000000000000000000000000000000
 const (
 	KindStage    = "stage"
 	KindDecision = "decision"
+	// KindRepair is written by Open after it truncated a torn tail; its
+	// data is {"bytes_dropped":N,"after_seq":S}.
+	KindRepair = "repair"
 )
 
 // Record is one line of the log. Append fills Seq, Prev, Hash and, when zero,

@@ -1,0 +1,63 @@
+package host_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/testwasm"
+)
+
+// runawayOvershoots runs a spinning guest n times under deadline and returns
+// how far past the deadline each stage ended (stage wall time − deadline),
+// sorted. The stage's clock starts before the deadline's, so this slightly
+// over-reports.
+func runawayOvershoots(tb testing.TB, n int, deadline time.Duration) []time.Duration {
+	tb.Helper()
+	wasm, err := testwasm.WAT("testdata/hostile/infinite-loop.wat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := newHost(tb, host.Config{
+		Plugins:    map[string]host.PluginConfig{"loop": {Module: wasm}},
+		Pipelines:  map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: deadline}}}},
+		PoolSize:   1,
+		Quarantine: host.QuarantineConfig{Disabled: true},
+	})
+	out := make([]time.Duration, 0, n)
+	for range n {
+		d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
+		if err != nil || d.Stages[0].Reason != abi.ReasonPluginTimeout {
+			tb.Fatal(err, d.Stages[0].Reason)
+		}
+		out = append(out, time.Duration(d.Stages[0].DurationMicros)*time.Microsecond-deadline)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRunawayLoopOvershoot logs how far past its deadline a runaway loop is
+// stopped. It asserts nothing about time (the machine may be busy); the
+// figure is for reading: `go test ./host -run Overshoot -v`.
+func TestRunawayLoopOvershoot(t *testing.T) {
+	const deadline = 50 * time.Millisecond
+	o := runawayOvershoots(t, 20, deadline)
+	t.Logf("runaway loop, deadline %v, 20 runs: overshoot min %v, median %v, p90 %v, max %v",
+		deadline, o[0], o[len(o)/2], o[len(o)*9/10], o[len(o)-1])
+}
+
+// BenchmarkRunawayLoop reports the overshoot past a 20 ms deadline as the
+// metrics overshoot-µs (mean) and max-overshoot-µs.
+func BenchmarkRunawayLoop(b *testing.B) {
+	const deadline = 20 * time.Millisecond
+	o := runawayOvershoots(b, b.N, deadline)
+	var sum time.Duration
+	for _, d := range o {
+		sum += d
+	}
+	b.ReportMetric(float64(sum.Microseconds())/float64(len(o)), "overshoot-µs")
+	b.ReportMetric(float64(o[len(o)-1].Microseconds()), "max-overshoot-µs")
+}

@@ -1,0 +1,39 @@
+package host
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+var fuzzKinds = []abi.SubjectKind{abi.SubjectProposal, abi.SubjectToolCall, abi.SubjectMerge}
+
+// FuzzValidateSubject feeds arbitrary bytes as a subject of each kind, as
+// Check does before any stage runs. Nothing may panic; every refusal is a
+// *SubjectError wrapping ErrBadSubject.
+func FuzzValidateSubject(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "proposals", "*.json"))
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b, uint8(0))
+		}
+	}
+	for _, s := range []string{`{"actions":[]}`, `{"tool":"a","arguments":{}}`, `{"actions":[{"depends_on":[1e400]}]}`, `[]`, `{"a":"\ud800"}`} {
+		for i := range fuzzKinds {
+			f.Add([]byte(s), uint8(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte, k uint8) {
+		err := validateSubject(fuzzKinds[int(k)%len(fuzzKinds)], b, MaxSubjectBytes)
+		if err == nil {
+			return
+		}
+		var se *SubjectError
+		if !errors.As(err, &se) || !errors.Is(err, ErrBadSubject) {
+			t.Fatalf("error %v is a %T, not a *SubjectError", err, err)
+		}
+	})
+}

@@ -1,0 +1,15 @@
+;; memory-grow: gate_evaluate grows memory a page at a time until
+;; memory.grow fails at the stage's limit, then traps.
+;; Expected: plugin_out_of_memory.
+(module
+  (memory (export "memory") 1)
+  (data (i32.const 16) "{\"abi_version\":1,\"name\":\"hostile\",\"version\":\"0.0.1\",\"subject_kinds\":[\"proposal\"]}")
+  (func (export "gate_abi_version") (result i32) (i32.const 1))
+  ;; 16 << 32 | 81: the descriptor above
+  (func (export "gate_describe") (result i64) (i64.const 68719476817))
+  (func (export "gate_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "gate_evaluate") (param i32 i32) (result i64)
+    (loop $grow
+      (br_if $grow (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
+    (unreachable))
+)
