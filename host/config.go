@@ -54,6 +54,10 @@ type Config struct {
 	// Now is the run clock; default time.Now. Gates see it as
 	// Request.Context.Now.
 	Now func() time.Time
+	// Domains maps a domain name to its catalog and data source, read by
+	// stages granted the query capability. Every view must be evaluable
+	// by its source, or New refuses the config.
+	Domains map[string]Domain
 }
 
 // PluginConfig says where a gate module is.

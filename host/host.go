@@ -99,6 +99,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	case h.cfg.LoadTimeout < 0:
 		return nil, cfgErr("load_timeout", "must be positive")
 	}
+	if err := h.prepareDomains(ctx); err != nil {
+		return nil, err
+	}
 	if err := h.build(ctx); err != nil {
 		_ = h.Close(context.Background())
 		return nil, err

@@ -57,6 +57,10 @@ type RunOptions struct {
 	Session string
 	// RequestID is the caller's id, recorded in the Decision and the log.
 	RequestID string
+	// Now, when set, is the run's clock instead of Config.Now: for
+	// replaying a check as of a past time. Gates see it as
+	// Request.Context.Now.
+	Now time.Time
 }
 
 // Check runs the named pipeline on subject, the native JSON of the
@@ -82,6 +86,9 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	subject = compact(subject)
 	snap := h.catalog.Snapshot() // pinned for the whole run
 	now := h.cfg.Now().UTC()
+	if !opts.Now.IsZero() {
+		now = opts.Now.UTC()
+	}
 	d := &Decision{
 		RunID:             newRunID(now),
 		Pipeline:          p.name,

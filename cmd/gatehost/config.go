@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ type fileConfig struct {
 	PoolSize         int                       `mapstructure:"pool_size"`
 	Plugins          map[string]pluginConfig   `mapstructure:"plugins"`
 	Pipelines        map[string]pipelineConfig `mapstructure:"pipelines"`
+	Domains          map[string]domainConfig   `mapstructure:"domains"`
 }
 
 type sourceConfig struct {
@@ -196,6 +198,9 @@ func loadConfig(path string) (*loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.Catalog = store
+	if cfg.Domains, err = openDomains(context.Background(), fc.Domains, rel); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	l.host = cfg
 	return l, nil
 }

@@ -3,6 +3,7 @@
 //
 //	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
 //	gatehost log verify [--config F] [--output text|json]
+//	gatehost domain validate [--output text|json] FILE…
 //	gatehost version
 //
 // Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
@@ -33,10 +34,12 @@ const usage = `gatehost runs gates: sandboxed WebAssembly checks an AI agent's a
 Usage:
   gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
   gatehost log verify [flags]        verify the event log's hash chain
+  gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
 Exit codes of check: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
+Exit codes of domain validate: 0 valid, 1 invalid, 2 usage error.
 `
 
 // version is set at link time with -ldflags "-X main.version=…".
@@ -63,6 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitUsage
 		}
 		return cmdLogVerify(ctx, args[2:], stdout, stderr)
+	case "domain":
+		return cmdDomain(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0
