@@ -43,7 +43,7 @@ type Catalog struct {
 	views    map[string]*datasource.View
 	capViews map[string]*datasource.View // query/get capability → its view
 	caps     map[string]*abi.DomainCapability
-	tools map[string]string // tool name → capability name
+	tools    map[string]string // tool name → capability name
 }
 
 // Error is one fault of a catalog. Empty fields do not apply.
