@@ -320,7 +320,7 @@ func (s scope) placeholder(name string) (any, error) {
 
 // get resolves a path whose segments may hold placeholders.
 func (s scope) get(root any, path string) (any, bool, error) {
-	segs := strings.Split(path, ".")
+	segs := splitPath(path)
 	for i, seg := range segs {
 		if strings.Contains(seg, "{") {
 			t, err := s.text(seg)
@@ -352,4 +352,27 @@ func (s scope) matches(where map[string]any) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// splitPath splits a path on the dots outside placeholders, so that
+// "dates.{item.date}.status" has three segments.
+func splitPath(path string) []string {
+	var segs []string
+	depth, start := 0, 0
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth > 0 {
+				depth--
+			}
+		case '.':
+			if depth == 0 {
+				segs = append(segs, path[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(segs, path[start:])
 }

@@ -349,7 +349,8 @@ func (v *validator) precondition(capName string, dc *abi.DomainCapability, i int
 	if !nameRE.MatchString(p.ID) {
 		bad("id", "required, a name matching %s", nameRE)
 	}
-	if strings.TrimSpace(p.Message) == "" {
+	p.Message = strings.Join(strings.Fields(p.Message), " ")
+	if p.Message == "" {
 		bad("message", "required")
 	}
 	var params []string
