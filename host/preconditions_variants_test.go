@@ -196,7 +196,9 @@ func TestPreconditionsTau2Variants(t *testing.T) {
 	for _, id := range ineligible {
 		add("cancel an uninsured economy booking older than 24 hours "+id, "airline", "cancel_reservation", map[string]any{"reservation_id": id}, "cancellation_eligible")
 	}
-	flownBiz := pick(reservations, 2, func(d map[string]any) bool { return str(d, "cabin") == "business" && flownAny(segmentStatus(flights, d)) })
+	flownBiz := pick(reservations, 2, func(d map[string]any) bool {
+		return str(d, "cabin") == "business" && flownAny(segmentStatus(flights, d))
+	})
 	for _, id := range flownBiz {
 		add("cancel a reservation with a flight already flown "+id, "airline", "cancel_reservation", map[string]any{"reservation_id": id}, "no_segment_flown")
 	}
