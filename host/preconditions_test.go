@@ -23,7 +23,9 @@ import (
 
 // swapSource is a DataSource whose data can be replaced between runs, as an
 // application's state changes between plan and execution.
-type swapSource struct{ p atomic.Pointer[datasource.Documents] }
+type swapSource struct {
+	p atomic.Pointer[datasource.Documents]
+}
 
 func (s *swapSource) Prepare(ctx context.Context, v *datasource.View) error {
 	return s.p.Load().Prepare(ctx, v)
