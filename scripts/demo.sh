@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job on real input: the static-verify gate, sandboxed in wasm,
 # checks agent proposals against the real GitHub MCP server catalog (117
-# tools), each decision is appended to the hash-chained event log, and the
-# log is verified at the end. Each check's exit code is asserted.
+# tools); the preconditions gate checks retail and airline writes against the
+# tau2 databases (dry on a proposal, execute on one tool call); each decision
+# is appended to the hash-chained event log, and the log is verified at the
+# end. Each check's exit code is asserted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=build/gatehost
@@ -21,11 +23,23 @@ check() { # want_exit file [flags…]
   echo
 }
 
-check 0 testdata/proposals/read-then-write.json
-check 1 testdata/proposals/bad-args-and-unknown-tool.json
-check 0 testdata/proposals/openai-repeated-calls.json --format openai
-check 0 testdata/proposals/anthropic-tool-use.json
-check 1 testdata/proposals/openai-bad-arguments.json
+check 0 testdata/proposals/read-then-write.json --pipeline admission
+check 1 testdata/proposals/bad-args-and-unknown-tool.json --pipeline admission
+check 0 testdata/proposals/openai-repeated-calls.json --pipeline admission --format openai
+check 0 testdata/proposals/anthropic-tool-use.json --pipeline admission
+check 1 testdata/proposals/openai-bad-arguments.json --pipeline admission
+
+# Domain write guards: the tau2 airline policy's clock is 2024-05-15 15:00 EST.
+ex=testdata/domains/examples
+check 1 $ex/retail-cancel-delivered.json --pipeline retail-dry
+check 0 $ex/retail-return-ok.json --pipeline retail-exec
+check 1 $ex/retail-return-wrong-refund.json --pipeline retail-exec
+check 1 $ex/airline-basic-economy-change.json --pipeline airline-exec --now 2024-05-15T15:00:00-05:00
+check 1 $ex/airline-cancel-plan.json --pipeline airline-dry --now 2024-05-15T15:00:00-05:00
+
+echo "\$ gatehost domain validate testdata/domains/*/domain.yaml"
+"$bin" domain validate testdata/domains/*/domain.yaml || failed=1
+echo
 
 echo "\$ gatehost log verify"
 "$bin" log verify || failed=1

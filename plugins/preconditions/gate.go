@@ -283,7 +283,7 @@ func (c *checker) check(ctx context.Context, cl call) map[string]any {
 		switch {
 		case out.unevaluable != "":
 			base["reason"] = out.unevaluable
-			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated (%s); denied. %s", p.ID, dc.Name, out.unevaluable, p.Message), base)
+			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated (%s), so the call is denied. The rule: %s", p.ID, dc.Name, out.unevaluable, p.Message), base)
 			failed++
 		case out.failed:
 			c.deny(cl, CodeFailed, p.Message, base)
