@@ -31,7 +31,7 @@ check 1 testdata/proposals/openai-bad-arguments.json --pipeline admission
 
 # Domain write guards: the tau2 airline policy's clock is 2024-05-15 15:00 EST.
 ex=testdata/domains/examples
-check 1 $ex/retail-cancel-delivered.json --pipeline retail-dry
+check 1 $ex/retail-cancel-processed.json --pipeline retail-dry
 check 0 $ex/retail-return-ok.json --pipeline retail-exec
 check 1 $ex/retail-return-wrong-refund.json --pipeline retail-exec
 check 1 $ex/airline-basic-economy-change.json --pipeline airline-exec --now 2024-05-15T15:00:00-05:00

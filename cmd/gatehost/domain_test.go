@@ -58,10 +58,10 @@ func TestCheckPreconditions(t *testing.T) {
 		wantCode int
 		wantOut  string
 	}{
-		{"dry deny", []string{"--pipeline", "retail-dry", example("retail-cancel-delivered.json")}, exitRejected, "[order_is_pending]"},
+		{"dry deny", []string{"--pipeline", "retail-dry", example("retail-cancel-processed.json")}, exitRejected, "[order_is_pending]"},
 		{"execute admit", []string{"--pipeline", "retail-exec", example("retail-return-ok.json")}, exitAccepted, "ACCEPTED"},
 		{"execute deny", []string{"--pipeline", "retail-exec", example("retail-return-wrong-refund.json")}, exitRejected, "[refund_to_original_or_gift_card]"},
-		{"tool_call that is not one", []string{"--pipeline", "retail-exec", example("retail-cancel-delivered.json")}, exitUsage, ""},
+		{"tool_call that is not one", []string{"--pipeline", "retail-exec", example("retail-cancel-processed.json")}, exitUsage, ""},
 		{"bad --now", []string{"--pipeline", "retail-exec", "--now", "noon", example("retail-return-ok.json")}, exitUsage, ""},
 	}
 	for _, c := range cases {
