@@ -9,7 +9,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/datasource/sqlsource"
 	"github.com/gatehost/gatehost/internal/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -29,7 +29,7 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 	if err := tau2sql.BuildRetail(ctx, filepath.Join(repoRoot, "testdata/domains/retail/db.json"), dbPath); err != nil {
 		b.Fatal(err)
 	}
-	sqlSrc, err := datasource.OpenSQLite(ctx, dbPath)
+	sqlSrc, err := sqlsource.OpenSQLite(ctx, dbPath)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/datasource/sqlsource"
 	"github.com/gatehost/gatehost/host/domain"
 	"github.com/gatehost/gatehost/internal/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
@@ -225,7 +226,7 @@ func TestPreconditionsSQLiteSameRules(t *testing.T) {
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "retail.db")
 	require.NoError(t, tau2sql.BuildRetail(ctx, filepath.Join(repoRoot, "testdata/domains/retail/db.json"), dbPath))
-	sqlSrc, err := datasource.OpenSQLite(ctx, dbPath)
+	sqlSrc, err := sqlsource.OpenSQLite(ctx, dbPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { sqlSrc.Close() })
 	cat := loadCatalog(t, "testdata/domains/retail/domain.yaml")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/datasource/sqlsource"
 	"github.com/gatehost/gatehost/host/domain"
 )
 
@@ -77,7 +78,7 @@ func openSource(ctx context.Context, field string, dc domainConfig, rel func(str
 		if s.Path == "" || len(s.Collections) > 0 {
 			return nil, fmt.Errorf("%s: sqlite takes path (the database file) only", field)
 		}
-		src, err := datasource.OpenSQLite(ctx, rel(s.Path))
+		src, err := sqlsource.OpenSQLite(ctx, rel(s.Path))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}

@@ -1,9 +1,9 @@
 // Package datasource is where the host reads the rows that domain
 // preconditions test: a DataSource evaluates a named, parameterized View.
 // Two sources ship: Documents, an in-memory JSON-document store of
-// collections keyed by id (the shape of the tau2 db.json files), and SQL, a
-// database/sql source for SQLite (modernc.org/sqlite, pure Go) whose views
-// are parameterized SQL with named binds. Embedders implement DataSource for
+// collections keyed by id (the shape of the tau2 db.json files), and
+// sqlsource.SQL, a database/sql source for SQLite (modernc.org/sqlite, pure
+// Go) whose views are parameterized SQL with named binds. Embedders implement DataSource for
 // their own stores.
 //
 // A source never guesses: an unbound or unexpected parameter, a view the
@@ -69,8 +69,9 @@ var (
 	ErrTooManyRows = errors.New("too many rows")
 )
 
-// checkParams requires params to bind exactly v.Params.
-func checkParams(v *View, params map[string]any) error {
+// CheckParams returns an error wrapping ErrUnbound unless params bind
+// exactly v.Params. DataSource implementations call it first in Rows.
+func CheckParams(v *View, params map[string]any) error {
 	for _, p := range v.Params {
 		if _, ok := params[p]; !ok {
 			return fmt.Errorf("view %s: %w %q", v.Name, ErrUnbound, p)

@@ -129,7 +129,7 @@ func (d *Documents) Prepare(_ context.Context, v *View) error {
 
 // Rows implements DataSource.
 func (d *Documents) Rows(ctx context.Context, v *View, params map[string]any) ([]Row, error) {
-	if err := checkParams(v, params); err != nil {
+	if err := CheckParams(v, params); err != nil {
 		return nil, err
 	}
 	if err := d.Prepare(ctx, v); err != nil {
@@ -376,3 +376,6 @@ func splitPath(path string) []string {
 	}
 	return append(segs, path[start:])
 }
+
+// Close implements DataSource; an in-memory source holds nothing.
+func (d *Documents) Close() error { return nil }

@@ -31,6 +31,9 @@ import (
 // Version is the catalog format version this package reads.
 const Version = 1
 
+// MaxCatalogBytes caps a catalog file.
+const MaxCatalogBytes = 4 << 20
+
 // Catalog is a validated domain catalog. It is immutable.
 type Catalog struct {
 	// Name is the domain's name, such as "retail".
@@ -130,8 +133,21 @@ func Load(path string) (*Catalog, error) {
 // Parse validates a catalog given as YAML (JSON is YAML). The error joins an
 // *Error per fault.
 func Parse(b []byte) (*Catalog, error) {
+	if len(b) > MaxCatalogBytes {
+		return nil, &Error{Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(b), MaxCatalogBytes)}
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(b, &node); err != nil {
+		return nil, &Error{Reason: "not YAML: " + err.Error()}
+	}
+	// Aliases are refused: expanded, a few of them make an exponentially
+	// large document (the "billion laughs"), and a catalog has no need of
+	// them.
+	if line := aliasLine(&node); line > 0 {
+		return nil, &Error{Reason: fmt.Sprintf("line %d: YAML aliases are not allowed in a domain catalog", line)}
+	}
 	var doc any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	if err := node.Decode(&doc); err != nil {
 		return nil, &Error{Reason: "not YAML: " + err.Error()}
 	}
 	js, err := json.Marshal(doc)
@@ -580,4 +596,17 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// aliasLine returns the line of the first alias node under n, or 0.
+func aliasLine(n *yaml.Node) int {
+	if n.Kind == yaml.AliasNode {
+		return max(n.Line, 1)
+	}
+	for _, c := range n.Content {
+		if l := aliasLine(c); l > 0 {
+			return l
+		}
+	}
+	return 0
 }

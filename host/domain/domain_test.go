@@ -93,6 +93,7 @@ func TestValidationErrors(t *testing.T) {
 		{"domain: d\nversion: 1\ncapabilities: {}\n", `capabilities: a domain needs at least one capability`},
 		{"domain: d\nversion: 1\nextra: 1\ncapabilities: {r: {kind: get}}\n", `unknown field "extra"`},
 		{"{{{", `not YAML`},
+		{"a: &x [1, 2]\nb: *x\n", `YAML aliases are not allowed`},
 	}
 	for _, c := range cases {
 		_, err := domain.Parse([]byte(c.doc))
@@ -121,13 +122,11 @@ func TestAllErrorsReported(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"retail", "airline", "rfc"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "domains", p, "domain.yaml"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	b, err := os.ReadFile("../../testdata/domains/rfc/domain.yaml")
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(b)
 	f.Add([]byte(base))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := domain.Parse(b)

@@ -1,9 +1,14 @@
-package datasource
+// Package sqlsource is a datasource.DataSource over database/sql, with
+// OpenSQLite for SQLite files (modernc.org/sqlite, pure Go). It is a
+// package of its own so that programs without SQL views do not link a
+// database engine.
+package sqlsource
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/gatehost/gatehost/host/datasource"
 	"regexp"
 	"slices"
 	"sync"
@@ -11,7 +16,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// SQL is a source over a database/sql database; OpenSQLite opens one on
+// SQL is a datasource.DataSource over a database/sql database; OpenSQLite opens one on
 // SQLite. A view's SQL is one SELECT with named binds (:name); each column
 // is a row field, NULL an absent field, and a BLOB a string. Safe for
 // concurrent use.
@@ -44,14 +49,14 @@ var bindRE = regexp.MustCompile(`[:@$]([A-Za-z_][A-Za-z0-9_]*)`)
 
 // Prepare implements DataSource: the view must have SQL whose named binds
 // are exactly its Params, and the statement must compile.
-func (s *SQL) Prepare(ctx context.Context, v *View) error {
+func (s *SQL) Prepare(ctx context.Context, v *datasource.View) error {
 	_, err := s.stmt(ctx, v)
 	return err
 }
 
-func (s *SQL) stmt(ctx context.Context, v *View) (*sql.Stmt, error) {
+func (s *SQL) stmt(ctx context.Context, v *datasource.View) (*sql.Stmt, error) {
 	if v.SQL == "" {
-		return nil, fmt.Errorf("view %s: %w: no sql definition", v.Name, ErrUnsupported)
+		return nil, fmt.Errorf("view %s: %w: no sql definition", v.Name, datasource.ErrUnsupported)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,8 +88,8 @@ func (s *SQL) stmt(ctx context.Context, v *View) (*sql.Stmt, error) {
 }
 
 // Rows implements DataSource.
-func (s *SQL) Rows(ctx context.Context, v *View, params map[string]any) ([]Row, error) {
-	if err := checkParams(v, params); err != nil {
+func (s *SQL) Rows(ctx context.Context, v *datasource.View, params map[string]any) ([]datasource.Row, error) {
+	if err := datasource.CheckParams(v, params); err != nil {
 		return nil, err
 	}
 	st, err := s.stmt(ctx, v)
@@ -110,20 +115,20 @@ func (s *SQL) Rows(ctx context.Context, v *View, params map[string]any) ([]Row, 
 	if err != nil {
 		return nil, fmt.Errorf("view %s: %w", v.Name, err)
 	}
-	rows := []Row{}
+	rows := []datasource.Row{}
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
 	for rs.Next() {
-		if len(rows) == MaxRows {
-			return nil, fmt.Errorf("view %s: %w (more than %d)", v.Name, ErrTooManyRows, MaxRows)
+		if len(rows) == datasource.MaxRows {
+			return nil, fmt.Errorf("view %s: %w (more than %d)", v.Name, datasource.ErrTooManyRows, datasource.MaxRows)
 		}
 		if err := rs.Scan(ptrs...); err != nil {
 			return nil, fmt.Errorf("view %s: %w", v.Name, err)
 		}
-		row := Row{}
+		row := datasource.Row{}
 		for i, c := range cols {
 			switch x := vals[i].(type) {
 			case nil:
@@ -151,6 +156,3 @@ func (s *SQL) Close() error {
 	s.mu.Unlock()
 	return s.db.Close()
 }
-
-// Close implements DataSource; an in-memory source holds nothing.
-func (d *Documents) Close() error { return nil }
