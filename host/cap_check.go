@@ -15,7 +15,7 @@ import (
 )
 
 // CapabilityCheck lets a stage run a build/test command the operator
-// configured by name (operation check.run; abi/SPEC.md §7.10).
+// configured by name (operation check.run; abi/SPEC.md §7.11).
 const CapabilityCheck = "check"
 
 func init() { registerCapability(CapabilityCheck, checkCapability{}) }

@@ -11,7 +11,7 @@ import (
 )
 
 // CapabilityPolicy lets a stage consult the operator's policy (operation
-// policy.merge; abi/SPEC.md §7.9).
+// policy.merge; abi/SPEC.md §7.10).
 const CapabilityPolicy = "policy"
 
 func init() { registerCapability(CapabilityPolicy, policyCapability{}) }

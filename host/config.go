@@ -85,6 +85,10 @@ type Config struct {
 	QueueTimeout time.Duration
 	// Quarantine sets crash-loop protection; see QuarantineConfig.
 	Quarantine QuarantineConfig
+	// Domains maps a domain name to its catalog and data source, read by
+	// stages granted the query capability. Every view must be evaluable
+	// by its source, or New refuses the config.
+	Domains map[string]Domain
 }
 
 // Defaults of the run limits.

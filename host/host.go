@@ -142,6 +142,9 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err := validateChecks(cfg.Checks); err != nil {
 		return nil, err
 	}
+	if err := h.prepareDomains(ctx); err != nil {
+		return nil, err
+	}
 	if err := h.build(ctx); err != nil {
 		_ = h.Close(context.Background())
 		return nil, err

@@ -67,6 +67,11 @@ type RunOptions struct {
 	// such as a checkout of a merge subject's head. "" means none: a check
 	// then answers unavailable.
 	Worktree string
+
+	// Now, when set, is the run's clock instead of Config.Now: for
+	// replaying a check as of a past time. Gates see it as
+	// Request.Context.Now.
+	Now time.Time
 }
 
 // Check runs the named pipeline on subject, the native JSON of the
@@ -95,6 +100,9 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	snap := h.catalog.Snapshot() // pinned for the whole run
 	opts.pinned = h.pinSession(ctx, p, opts.Session)
 	now := h.cfg.Now().UTC()
+	if !opts.Now.IsZero() {
+		now = opts.Now.UTC()
+	}
 	d := &Decision{
 		RunID:             newRunID(now),
 		Pipeline:          p.name,

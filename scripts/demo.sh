@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The main job on real input: the static-verify gate, sandboxed in wasm,
 # checks agent proposals against the real GitHub MCP server catalog (117
-# tools), then the exec gate authorizes single tool calls against an agent
-# session's grants; each decision is appended to the hash-chained event log, and the
-# log is verified at the end. Each check's exit code is asserted.
+# tools), the exec gate authorizes single tool calls against an agent
+# session's grants, and the preconditions gate checks retail and airline writes
+# against the tau2 databases (dry on a proposal, execute on one tool call); each
+# decision is appended to the hash-chained event log, and the log is verified at
+# the end. Each check's exit code is asserted.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=build/gatehost
@@ -37,6 +39,18 @@ check 0 testdata/exec/calls/openai-tool-call.json --pipeline exec --session "$se
 check 1 testdata/exec/calls/mcp-request.json --pipeline exec --session "$session"
 check 0 testdata/exec/calls/mcp-request.json --pipeline exec --session "$session" --confirm approved-by-operator
 check 1 testdata/exec/calls/mcp-params.json --pipeline exec --session "$session-other"
+
+# Domain write guards: the tau2 airline policy's clock is 2024-05-15 15:00 EST.
+ex=testdata/domains/examples
+check 1 $ex/retail-cancel-processed.json --pipeline retail-dry
+check 0 $ex/retail-return-ok.json --pipeline retail-exec
+check 1 $ex/retail-return-wrong-refund.json --pipeline retail-exec
+check 1 $ex/airline-basic-economy-change.json --pipeline airline-exec --now 2024-05-15T15:00:00-05:00
+check 1 $ex/airline-cancel-plan.json --pipeline airline-dry --now 2024-05-15T15:00:00-05:00
+
+echo "\$ gatehost domain validate testdata/domains/*/domain.yaml"
+"$bin" domain validate testdata/domains/*/domain.yaml || failed=1
+echo
 
 echo "\$ gatehost log verify"
 "$bin" log verify || failed=1

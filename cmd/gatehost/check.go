@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -34,6 +35,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	confirm := fs.String("confirm", "", "a person's confirmation token for the tool call being checked (tool_call pipelines)")
 	requestID := fs.String("request-id", "", "caller's id for the run, recorded in the event log")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	nowFlag := fs.String("now", "", "run clock as of this RFC 3339 time, for replaying a check (default: now)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gatehost check [flags] SUBJECT|-")
 		fs.PrintDefaults()
@@ -51,6 +53,14 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *output != "text" && *output != "json" {
 		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
 	}
+	var now time.Time
+	if *nowFlag != "" {
+		t, err := time.Parse(time.RFC3339Nano, *nowFlag)
+		if err != nil {
+			return fail(stderr, fmt.Errorf("%w: --now %q: %w", errUsage, *nowFlag, err))
+		}
+		now = t
+	}
 	logger, err := newLogger(stderr, *logLevel, *output == "json")
 	if err != nil {
 		return fail(stderr, err)
@@ -64,6 +74,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, err)
 	}
 	cfg.host.Logger = logger
+	defer closeDomains(cfg.host.Domains)
 	h, err := host.New(ctx, cfg.host)
 	if err != nil {
 		return fail(stderr, hostError(cfg.file, err))
@@ -99,7 +110,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	} else if info.Subject != abi.SubjectToolCall && *format != "" && *format != string(subject.FormatNative) {
 		return fail(stderr, fmt.Errorf("%w: --format %s applies to proposals only", errUsage, *format))
 	}
-	d, err := h.Check(ctx, info.Name, native, host.RunOptions{Session: *session, RequestID: *requestID, Confirmation: confirmation})
+	d, err := h.Check(ctx, info.Name, native, host.RunOptions{Session: *session, RequestID: *requestID, Confirmation: confirmation, Now: now})
 	if d == nil {
 		return fail(stderr, err)
 	}
@@ -210,6 +221,9 @@ func printDecision(w io.Writer, d *host.Decision) {
 			}
 		}
 		msg := f.Message
+		if id, ok := f.Details["precondition"].(string); ok {
+			msg = "[" + id + "] " + msg
+		}
 		if f.Suggestion != "" && !strings.Contains(msg, f.Suggestion) {
 			msg += fmt.Sprintf(" (did you mean %q?)", f.Suggestion)
 		}

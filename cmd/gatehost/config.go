@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,7 @@ type fileConfig struct {
 	Plugins           map[string]pluginConfig   `mapstructure:"plugins"`
 	Pipelines         map[string]pipelineConfig `mapstructure:"pipelines"`
 	Checks            map[string]checkConfig    `mapstructure:"checks"`
+	Domains           map[string]domainConfig   `mapstructure:"domains"`
 	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
@@ -268,6 +270,9 @@ func loadConfig(path string) (*loaded, error) {
 	cfg.Catalog = store
 	if l.sessionPath != "" {
 		cfg.Sessions = session.NewFileStore(l.sessionPath)
+	}
+	if cfg.Domains, err = openDomains(context.Background(), fc.Domains, rel); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	l.host = cfg
 	return l, nil

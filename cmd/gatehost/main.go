@@ -6,6 +6,7 @@
 //	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
 //	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
 //	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
+//	gatehost domain validate [--output text|json] FILE…
 //	gatehost version
 //
 // Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
@@ -39,10 +40,12 @@ Usage:
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
   gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
+  gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
 Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
+Exit codes of domain validate: 0 valid, 1 invalid, 2 usage error.
 `
 
 // version is set at link time with -ldflags "-X main.version=…".
@@ -75,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCatalog(ctx, args[1:], stdout, stderr)
 	case "merge-verify":
 		return cmdMergeVerify(ctx, args[1:], stdout, stderr)
+	case "domain":
+		return cmdDomain(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0

@@ -1,0 +1,112 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/domain"
+)
+
+// CapabilityQuery lets a stage read the configured domain catalogs and the
+// rows of their views (operations query.capability and query.rows; abi/SPEC.md
+// §7.12). The host evaluates every view through the domain's DataSource; the
+// guest never sees the data source itself.
+const CapabilityQuery = "query"
+
+func init() { registerCapability(CapabilityQuery, queryCapability{}) }
+
+// Domain is a domain catalog and the data source its views read, for
+// Config.Domains.
+type Domain struct {
+	Catalog *domain.Catalog
+	// Source evaluates the catalog's views. The host does not close it.
+	Source datasource.DataSource
+}
+
+// prepareDomains checks, at load time, that each domain's source can
+// evaluate every view of its catalog.
+func (h *Host) prepareDomains(ctx context.Context) error {
+	for _, name := range slices.Sorted(maps.Keys(h.cfg.Domains)) {
+		d := h.cfg.Domains[name]
+		field := "domains." + name
+		switch {
+		case !nameRE.MatchString(name):
+			return cfgErr(field, "name must match %s", nameRE)
+		case d.Catalog == nil:
+			return cfgErr(field+".catalog", "required")
+		case d.Source == nil:
+			return cfgErr(field+".source", "required")
+		}
+		if err := d.Catalog.Prepare(ctx, d.Source); err != nil {
+			return &ConfigError{Field: field + ".source", Reason: "cannot evaluate the catalog's views", Err: err}
+		}
+	}
+	return nil
+}
+
+type queryCapability struct{}
+
+func (queryCapability) call(ctx context.Context, rc *runContext, op string, request []byte) (any, error) {
+	switch op {
+	case abi.OpQueryCapability:
+		var req abi.QueryCapabilityRequest
+		if err := json.Unmarshal(request, &req); err != nil {
+			return nil, badRequest(op, err)
+		}
+		d, err := rc.host.domain(op, req.Domain)
+		if err != nil {
+			return nil, err
+		}
+		c, ok := d.Catalog.Capability(req.Name)
+		if !ok {
+			return abi.QueryCapabilityAnswer{Found: false}, nil
+		}
+		return abi.QueryCapabilityAnswer{Found: true, Capability: c}, nil
+	case abi.OpQueryRows:
+		var req abi.QueryRowsRequest
+		if err := json.Unmarshal(request, &req); err != nil {
+			return nil, badRequest(op, err)
+		}
+		d, err := rc.host.domain(op, req.Domain)
+		if err != nil {
+			return nil, err
+		}
+		var v *datasource.View
+		var ok bool
+		switch {
+		case (req.View == "") == (req.Capability == ""):
+			return nil, badRequest(op, errors.New("give exactly one of view and capability"))
+		case req.View != "":
+			if v, ok = d.Catalog.View(req.View); !ok {
+				return nil, badRequest(op, fmt.Errorf("domain %s has no view %q", req.Domain, req.View))
+			}
+		default:
+			if v, ok = d.Catalog.CapabilityView(req.Capability); !ok {
+				return nil, badRequest(op, fmt.Errorf("domain %s has no query or get capability %q backed by a view", req.Domain, req.Capability))
+			}
+		}
+		rows, err := d.Source.Rows(ctx, v, req.Params)
+		if err != nil {
+			if errors.Is(err, datasource.ErrUnbound) {
+				return nil, badRequest(op, err)
+			}
+			return nil, err // unavailable
+		}
+		return abi.QueryRowsAnswer{Rows: rows}, nil
+	}
+	return nil, unknownOperation(op)
+}
+
+func (h *Host) domain(op, name string) (Domain, error) {
+	d, ok := h.cfg.Domains[name]
+	if !ok {
+		return Domain{}, badRequest(op, fmt.Errorf("no domain %q (configured: %v)", name, slices.Sorted(maps.Keys(h.cfg.Domains))))
+	}
+	return d, nil
+}

@@ -1,0 +1,74 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/datasource/sqlsource"
+	"github.com/gatehost/gatehost/internal/tau2sql"
+	"github.com/gatehost/gatehost/plugins/preconditions"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+// BenchmarkPreconditionsRetailReturn checks one return against the
+// 1,000-order retail database: two preconditions (order_is_delivered and
+// refund_to_original_or_gift_card), so two query.rows calls. native runs the
+// gate's Go code through the SDK's JSON path with the host's query
+// capability in-process; wasm runs it through the host, sandboxed, deadline
+// enforced, no event log. The -sqlite variants read the same data from
+// SQLite.
+func BenchmarkPreconditionsRetailReturn(b *testing.B) {
+	ctx := context.Background()
+	cat := loadCatalog(b, "testdata/domains/retail/domain.yaml")
+	dbPath := filepath.Join(b.TempDir(), "retail.db")
+	if err := tau2sql.BuildRetail(ctx, filepath.Join(repoRoot, "testdata/domains/retail/db.json"), dbPath); err != nil {
+		b.Fatal(err)
+	}
+	sqlSrc, err := sqlsource.OpenSQLite(ctx, dbPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sqlSrc.Close() })
+	domains := map[string]host.Domain{
+		"retail":     {Catalog: cat, Source: docs(retailCollections(b))},
+		"retail_sql": {Catalog: cat, Source: sqlSrc},
+	}
+	// A delivered order, refunded to its original method: admitted.
+	subj := toolCall(b, "return_delivered_order_items", map[string]any{
+		"order_id": "#W7678072", "item_ids": []string{"2323972008"}, "payment_method_id": "paypal_5727330"})
+	for _, dom := range []string{"retail", "retail_sql"} {
+		suffix := map[string]string{"retail": "", "retail_sql": "-sqlite"}[dom]
+		b.Run("native"+suffix, func(b *testing.B) {
+			nh := host.NewNativeQueryHost(domains)
+			req := abi.Request{SubjectKind: abi.SubjectToolCall, Subject: subj, Config: json.RawMessage(`{"domain":"` + dom + `"}`),
+				Context: abi.Context{Now: time.Now().UTC().Format(time.RFC3339Nano)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := gatetest.Evaluate(ctx, preconditions.Gate, req, nh)
+				if err != nil || resp.Verdict == abi.Inconclusive {
+					b.Fatal(err, resp)
+				}
+			}
+		})
+		b.Run("wasm"+suffix, func(b *testing.B) {
+			h := newHost(b, host.Config{
+				Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(b)}},
+				Pipelines: pcPipelines("retail", "retail_sql"),
+				Domains:   domains,
+				PoolSize:  1,
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := h.Check(ctx, dom+"-exec", subj, host.RunOptions{})
+				if err != nil || d.Verdict == abi.Inconclusive {
+					b.Fatal(err, d.Stages[0].Reason, d.Stages[0].Evidence)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/domain"
+	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/plugins/preconditions"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+// airlineNow is the clock of the tau2 airline policy: "The current time is
+// 2024-05-15 15:00:00 EST."
+var airlineNow = time.Date(2024, 5, 15, 15, 0, 0, 0, time.FixedZone("EST", -5*3600))
+
+func preconditionsWasm(t testing.TB) string {
+	t.Helper()
+	p, err := testwasm.Go("plugins/preconditions/wasm")
+	require.NoError(t, err)
+	return p
+}
+
+func loadCatalog(t testing.TB, rel string) *domain.Catalog {
+	t.Helper()
+	c, err := domain.Load(filepath.Join(repoRoot, rel))
+	require.NoError(t, err)
+	return c
+}
+
+// readCollections reads tau2 data as collections (name → id → document).
+func readCollections(t testing.TB, files map[string]string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for name, rel := range files {
+		var c map[string]any
+		require.NoError(t, json.Unmarshal(readFile(t, rel), &c))
+		out[name] = c
+	}
+	return out
+}
+
+func retailCollections(t testing.TB) map[string]map[string]any {
+	t.Helper()
+	var db map[string]map[string]any
+	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/retail/db.json"), &db))
+	return db
+}
+
+func airlineCollections(t testing.TB) map[string]map[string]any {
+	return readCollections(t, map[string]string{
+		"flights":      "testdata/domains/airline/flights.json",
+		"reservations": "testdata/domains/airline/reservations.json",
+		"users":        "testdata/domains/airline/users.json",
+	})
+}
+
+// withStatus returns a copy of colls in which the documents ids of
+// collection coll have status set, as an earlier write would leave them.
+func withStatus(colls map[string]map[string]any, coll, status string, ids ...string) map[string]map[string]any {
+	out := maps.Clone(colls)
+	c := maps.Clone(colls[coll])
+	for _, id := range ids {
+		doc := maps.Clone(c[id].(map[string]any))
+		doc["status"] = status
+		c[id] = doc
+	}
+	out[coll] = c
+	return out
+}
+
+// pcPipelines returns NAME-dry (proposal) and NAME-exec (tool_call) for each
+// domain.
+func pcPipelines(domains ...string) map[string]host.PipelineConfig {
+	out := map[string]host.PipelineConfig{}
+	for _, d := range domains {
+		cfg := json.RawMessage(fmt.Sprintf(`{"domain":%q}`, d))
+		stage := []host.StageConfig{{Name: "preconditions", Plugin: "preconditions", Capabilities: []string{"query"}, Config: cfg}}
+		out[d+"-dry"] = host.PipelineConfig{Subject: abi.SubjectProposal, Stages: stage}
+		out[d+"-exec"] = host.PipelineConfig{Subject: abi.SubjectToolCall, Stages: slices.Clone(stage)}
+	}
+	return out
+}
+
+// pcRig runs the preconditions gate through the host (wasm) and natively
+// over the same domains.
+type pcRig struct {
+	h       *host.Host
+	native  *host.NativeQueryHost
+	now     time.Time
+	domains map[string]host.Domain
+}
+
+func newPCRig(t testing.TB, now time.Time, domains map[string]host.Domain) *pcRig {
+	t.Helper()
+	h := newHost(t, host.Config{
+		Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(t)}},
+		Pipelines: pcPipelines(slices.Sorted(maps.Keys(domains))...),
+		Domains:   domains,
+		Now:       func() time.Time { return now },
+	})
+	return &pcRig{h: h, native: host.NewNativeQueryHost(domains), now: now, domains: domains}
+}
+
+// result is the part of an answer both runs must agree on.
+type result struct {
+	Verdict  abi.Verdict
+	Reason   string
+	Findings []abi.Finding
+}
+
+// failedIDs lists the precondition ids of the blocking findings, in order,
+// as code:id.
+func (r result) failedIDs() []string {
+	out := []string{}
+	for _, f := range r.Findings {
+		id, _ := f.Details["precondition"].(string)
+		if id == "" {
+			out = append(out, f.Code)
+			continue
+		}
+		if f.Code == preconditions.CodeUnevaluable {
+			id = "unevaluable:" + id
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// check runs subject through pipeline DOMAIN-(dry|exec) in wasm and
+// natively, requires the same verdict and findings, and returns them.
+func (r *pcRig) check(t testing.TB, dom string, kind abi.SubjectKind, subject []byte) result {
+	t.Helper()
+	pipeline := dom + "-exec"
+	if kind == abi.SubjectProposal {
+		pipeline = dom + "-dry"
+	}
+	d, err := r.h.Check(context.Background(), pipeline, subject, host.RunOptions{})
+	require.NoError(t, err)
+	w := d.Stages[0]
+	nat, err := gatetest.Evaluate(context.Background(), preconditions.Gate, abi.Request{
+		SubjectKind: kind, Subject: subject, Config: json.RawMessage(fmt.Sprintf(`{"domain":%q}`, dom)),
+		Context: abi.Context{Now: r.now.UTC().Format(time.RFC3339Nano), Capabilities: []string{"query"}},
+	}, r.native)
+	require.NoError(t, err)
+	if nat.Findings == nil {
+		nat.Findings = []abi.Finding{}
+	}
+	require.Equal(t, nat.Verdict, w.Verdict, "native and wasm verdicts differ; wasm reason %q evidence %v", w.Reason, w.Evidence)
+	assert.Equal(t, nat.Reason, w.Reason)
+	natF, _ := json.Marshal(nat.Findings)
+	wF, _ := json.Marshal(w.Findings)
+	assert.JSONEq(t, string(natF), string(wF), "native and wasm findings differ")
+	if w.Verdict == abi.Accepted {
+		assert.Equal(t, "preconditions_hold", w.Basis)
+	}
+	return result{Verdict: w.Verdict, Reason: w.Reason, Findings: w.Findings}
+}
+
+func toolCall(t testing.TB, tool string, params any) []byte {
+	t.Helper()
+	p, err := json.Marshal(params)
+	require.NoError(t, err)
+	b, err := json.Marshal(abi.ToolCall{Tool: tool, Parameters: p})
+	require.NoError(t, err)
+	return b
+}
+
+func proposal(t testing.TB, calls ...abi.ToolCall) []byte {
+	t.Helper()
+	p := abi.Proposal{Actions: []abi.Action{}}
+	for _, c := range calls {
+		p.Actions = append(p.Actions, abi.Action{ID: c.ID, Tool: c.Tool, Parameters: c.Parameters})
+	}
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	return b
+}
+
+func docs(colls map[string]map[string]any) datasource.DataSource {
+	return datasource.NewDocuments(colls)
+}
+
+func writeFile(t testing.TB, path string, b []byte) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}

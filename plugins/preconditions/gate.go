@@ -1,0 +1,312 @@
+// Package preconditions is the preconditions gate: it denies a domain write
+// whose catalog-declared preconditions do not hold (REFERENCE §4). The
+// domain catalog and the rows its views return come from the host's query
+// capability; the gate resolves each precondition's bind from the call's
+// parameters, asks the host for the rows, and tests the predicate.
+//
+// It runs twice on the same rules: on a proposal before its first dispatch
+// ("dry": every write action is checked against the current state) and on
+// one tool_call right before it executes ("execute": the re-check that closes
+// the gap between plan and write). The mode is in the evidence.
+//
+// Every precondition of the called capability is evaluated, in declaration
+// order, and every failure is reported. Deny only: the gate never rewrites an
+// argument. Whatever cannot be evaluated — an unbound parameter, a view or
+// query error, no row, a missing field, an unknown operator or operand, a
+// type the operator cannot compare — denies with code
+// precondition_unevaluable.
+package preconditions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/sdk"
+)
+
+// Finding codes.
+const (
+	// CodeFailed: a precondition was evaluated and does not hold.
+	CodeFailed = "precondition_failed"
+	// CodeUnevaluable: a precondition could not be evaluated; fail closed.
+	CodeUnevaluable = "precondition_unevaluable"
+	// CodeUnknownCapability: the tool is not a capability of the domain
+	// (with unknown_tools: deny, the default).
+	CodeUnknownCapability = "unknown_capability"
+)
+
+// Modes, by subject kind.
+const (
+	ModeDry     = "dry"
+	ModeExecute = "execute"
+)
+
+// BasisHold is the basis of an acceptance: every precondition of every
+// write held.
+const BasisHold = "preconditions_hold"
+
+// maxEvidenceRows caps the rows quoted in one finding.
+const maxEvidenceRows = 5
+
+const configSchema = `{
+  "type": "object",
+  "required": ["domain"],
+  "properties": {
+    "domain": {"type": "string", "minLength": 1},
+    "unknown_tools": {"enum": ["deny", "allow"], "default": "deny"}
+  },
+  "additionalProperties": false
+}`
+
+// Gate is the preconditions gate.
+var Gate = sdk.Gate{
+	Descriptor: abi.Descriptor{
+		ABIVersion:   abi.MajorVersion,
+		Name:         "preconditions",
+		Version:      "1.0.0",
+		Description:  "Denies domain writes whose catalog-declared preconditions do not hold, at plan time (proposal) and right before execution (tool_call).",
+		SubjectKinds: []abi.SubjectKind{abi.SubjectProposal, abi.SubjectToolCall},
+		Capabilities: []string{"query"},
+		ConfigSchema: json.RawMessage(configSchema),
+	},
+	Evaluate: evaluate,
+}
+
+// Config is the stage config.
+type Config struct {
+	// Domain names the domain catalog (host config domains.<name>).
+	Domain string `json:"domain"`
+	// UnknownTools says what to do with a call to a tool the domain does
+	// not know: "deny" (default) or "allow" (leave it to other stages).
+	UnknownTools string `json:"unknown_tools,omitempty"`
+}
+
+func parseConfig(raw json.RawMessage) (Config, error) {
+	var c Config
+	if err := strictUnmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("preconditions: config: %w", err)
+	}
+	if c.Domain == "" {
+		return c, errors.New("preconditions: config: domain is required")
+	}
+	switch c.UnknownTools {
+	case "":
+		c.UnknownTools = "deny"
+	case "deny", "allow":
+	default:
+		return c, fmt.Errorf("preconditions: config: unknown_tools %q is not deny or allow", c.UnknownTools)
+	}
+	return c, nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// call is one tool call to check.
+type call struct {
+	index      *int
+	id         string
+	tool       string
+	params     json.RawMessage
+	parseError string
+}
+
+func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
+	cfg, err := parseConfig(req.Config)
+	if err != nil {
+		return abi.Response{}, err
+	}
+	now, err := time.Parse(time.RFC3339Nano, req.Context.Now)
+	if err != nil {
+		return abi.Response{}, fmt.Errorf("preconditions: context.now: %w", err)
+	}
+	var calls []call
+	var mode string
+	skipped := []int{}
+	switch req.SubjectKind {
+	case abi.SubjectProposal:
+		mode = ModeDry
+		p, err := req.Proposal()
+		if err != nil {
+			return abi.Response{}, err
+		}
+		for i, a := range p.Actions {
+			if a.Type != "" && a.Type != abi.ActionToolCall {
+				skipped = append(skipped, i)
+				continue
+			}
+			calls = append(calls, call{index: abi.Index(i), id: a.ID, tool: a.Tool, params: a.Parameters, parseError: a.ParseError})
+		}
+	case abi.SubjectToolCall:
+		mode = ModeExecute
+		var tc abi.ToolCall
+		if err := json.Unmarshal(req.Subject, &tc); err != nil {
+			return abi.Response{}, fmt.Errorf("preconditions: decode tool_call: %w", err)
+		}
+		calls = append(calls, call{id: tc.ID, tool: tc.Tool, params: tc.Parameters, parseError: tc.ParseError})
+	default:
+		return abi.Response{}, fmt.Errorf("preconditions: subject kind %q is not proposal or tool_call", req.SubjectKind)
+	}
+	c := &checker{cfg: cfg, host: req.Host, now: now, mode: mode, caps: map[string]capLookup{}}
+	checked := []any{}
+	for _, cl := range calls {
+		if err := ctx.Err(); err != nil {
+			return abi.Response{}, err
+		}
+		checked = append(checked, c.check(ctx, cl))
+	}
+	ev := map[string]any{"mode": mode, "domain": cfg.Domain, "checked": checked}
+	if len(skipped) > 0 {
+		ev["skipped_actions"] = skipped
+	}
+	if len(c.findings) > 0 {
+		return abi.Response{Verdict: abi.Rejected, Findings: c.findings, Evidence: ev}, nil
+	}
+	return abi.Response{Verdict: abi.Accepted, Basis: BasisHold, Evidence: ev}, nil
+}
+
+type capLookup struct {
+	c   *abi.DomainCapability
+	err error
+}
+
+type checker struct {
+	cfg      Config
+	host     sdk.Host
+	now      time.Time
+	mode     string
+	caps     map[string]capLookup
+	findings []abi.Finding
+}
+
+// capability looks a tool up once per evaluation.
+func (c *checker) capability(tool string) (*abi.DomainCapability, error) {
+	if l, ok := c.caps[tool]; ok {
+		return l.c, l.err
+	}
+	var a abi.QueryCapabilityAnswer
+	err := c.hostCall(abi.OpQueryCapability, abi.QueryCapabilityRequest{Domain: c.cfg.Domain, Name: tool}, &a)
+	var dc *abi.DomainCapability
+	if err == nil && a.Found {
+		if a.Capability == nil {
+			err = errors.New("query.capability answered found without a capability")
+		} else {
+			dc = a.Capability
+		}
+	}
+	c.caps[tool] = capLookup{dc, err}
+	return dc, err
+}
+
+// hostCall calls op and decodes the answer strictly: a member this gate
+// does not know (say, a predicate operator from a newer catalog) must not
+// be silently dropped, so it fails the call and the check denies.
+func (c *checker) hostCall(op string, req, into any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	raw, err := c.host.Call(op, body)
+	if err != nil {
+		return err
+	}
+	if err := strictUnmarshal(raw, into); err != nil {
+		return fmt.Errorf("%s answer: %w", op, err)
+	}
+	return nil
+}
+
+func (c *checker) deny(cl call, code, msg string, details map[string]any) {
+	details["mode"] = c.mode
+	details["domain"] = c.cfg.Domain
+	details["tool"] = cl.tool
+	c.findings = append(c.findings, abi.Finding{
+		Code: code, Severity: abi.Blocking, Tier: abi.DecisionProcedure, Message: msg,
+		ActionIndex: cl.index, ActionID: cl.id, Details: details,
+	})
+}
+
+// check evaluates every precondition of one call and returns its evidence.
+func (c *checker) check(ctx context.Context, cl call) map[string]any {
+	ev := map[string]any{"tool": cl.tool}
+	if cl.index != nil {
+		ev["action_index"] = *cl.index
+	}
+	dc, err := c.capability(cl.tool)
+	if err != nil {
+		c.deny(cl, CodeUnevaluable, fmt.Sprintf("cannot look up %q in domain %s: %v; denied", cl.tool, c.cfg.Domain, err), map[string]any{"reason": err.Error()})
+		ev["outcome"] = "unevaluable"
+		return ev
+	}
+	if dc == nil {
+		if c.cfg.UnknownTools == "allow" {
+			ev["outcome"] = "not_in_domain"
+			return ev
+		}
+		c.deny(cl, CodeUnknownCapability, fmt.Sprintf("%q is not a capability of domain %s; denied", cl.tool, c.cfg.Domain), map[string]any{})
+		ev["outcome"] = "unknown_capability"
+		return ev
+	}
+	ev["capability"], ev["kind"] = dc.Name, dc.Kind
+	if !abi.IsWriteKind(dc.Kind) {
+		ev["outcome"] = "read"
+		return ev
+	}
+	ids := []string{}
+	for _, p := range dc.Preconditions {
+		ids = append(ids, p.ID)
+	}
+	ev["preconditions"] = ids
+	params, perr := decodeParams(cl)
+	failed := 0
+	for i := range dc.Preconditions {
+		p := &dc.Preconditions[i]
+		base := map[string]any{"precondition": p.ID, "capability": dc.Name}
+		if perr != nil {
+			base["reason"] = perr.Error()
+			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated: %v; denied", p.ID, dc.Name, perr), base)
+			failed++
+			continue
+		}
+		out := c.evalPrecondition(ctx, dc, p, params)
+		if out.rows != nil {
+			base["rows"] = out.rows
+		}
+		switch {
+		case out.unevaluable != "":
+			base["reason"] = out.unevaluable
+			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated (%s), so the call is denied. The rule: %s", p.ID, dc.Name, out.unevaluable, p.Message), base)
+			failed++
+		case out.failed:
+			c.deny(cl, CodeFailed, p.Message, base)
+			failed++
+		}
+	}
+	ev["outcome"] = "held"
+	if failed > 0 {
+		ev["outcome"] = "denied"
+	}
+	return ev
+}
+
+func decodeParams(cl call) (map[string]any, error) {
+	if cl.parseError != "" {
+		return nil, fmt.Errorf("the call's arguments could not be parsed: %s", cl.parseError)
+	}
+	params := map[string]any{}
+	if len(cl.params) == 0 || string(cl.params) == "null" {
+		return params, nil
+	}
+	if err := json.Unmarshal(cl.params, &params); err != nil {
+		return nil, fmt.Errorf("parameters are not a JSON object: %w", err)
+	}
+	return params, nil
+}
