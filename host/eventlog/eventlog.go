@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gatehost/gatehost/internal/filelock"
 )
 
 // Options configures Open. The zero value gives the defaults.
@@ -18,7 +21,13 @@ type Options struct {
 	NoSync bool
 	// Logger receives the report of a torn-tail repair. Default slog.Default().
 	Logger *slog.Logger
+	// LockTimeout is how long Open waits while another process holds the
+	// log (one writer at a time); default 10s, negative means fail at once.
+	LockTimeout time.Duration
 }
+
+// DefaultLockTimeout is Options.LockTimeout's default.
+const DefaultLockTimeout = 10 * time.Second
 
 var (
 	// ErrClosed is returned by Append after Close.
@@ -91,8 +100,8 @@ func Open(path string, opts Options) (*Log, error) {
 }
 
 func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Logger) (*Log, error) {
-	if err := lockFile(f); err != nil {
-		if errors.Is(err, ErrLocked) {
+	if err := lockLog(f, opts.LockTimeout); err != nil {
+		if errors.Is(err, filelock.ErrLocked) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
 		}
 		return nil, fmt.Errorf("eventlog: lock %s: %w", path, err)
@@ -337,4 +346,19 @@ func (l *Log) Close() error {
 		err = derr
 	}
 	return err
+}
+
+// lockLog takes the log's exclusive lock, waiting up to timeout while
+// another process holds it: a short run of concurrent CLI checks then
+// queues instead of failing.
+func lockLog(f *os.File, timeout time.Duration) error {
+	if timeout < 0 {
+		return filelock.TryLock(f)
+	}
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return filelock.LockContext(ctx, f)
 }

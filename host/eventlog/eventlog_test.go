@@ -331,10 +331,19 @@ func TestLocked(t *testing.T) {
 	}
 	path := newLog(t, 1)
 	l := openLog(t, path)
-	_, err := Open(path, Options{NoSync: true, Logger: discard()})
+	_, err := Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: -1})
 	require.ErrorIs(t, err, ErrLocked)
-	require.NoError(t, l.Close())
-	openLog(t, path)
+	_, err = Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: 50 * time.Millisecond})
+	require.ErrorIs(t, err, ErrLocked)
+
+	// A waiting Open gets the log once the holder closes it.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = l.Close()
+	}()
+	l2, err := Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, l2.Close())
 }
 
 func TestClose(t *testing.T) {

@@ -4,9 +4,5 @@ package eventlog
 
 import "os"
 
-// lockFile is a no-op where flock is unavailable; a single writer is then
-// the embedder's responsibility.
-func lockFile(*os.File) error { return nil }
-
 // syncDir is a no-op where directories cannot be fsynced.
 func syncDir(*os.File) error { return nil }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/gatehost/gatehost/internal/filelock"
 )
 
 // MaxFileBytes caps a session file.
@@ -138,7 +140,7 @@ func (f *FileStore) lock() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lockFile(lf); err != nil {
+	if err := filelock.Lock(lf); err != nil {
 		lf.Close()
 		return nil, err
 	}
