@@ -77,7 +77,7 @@ func TestBuiltinMerge(t *testing.T) {
 	t.Parallel()
 	gatetest.Run(t, build(t, "plugins/merge/wasm"), gatetest.Options{
 		Budget: testBudget, OversizedBytes: oversized,
-		Host:   host.Config{CacheDir: testwasm.CacheDir()},
+		Host: host.Config{CacheDir: testwasm.CacheDir()},
 	})
 }
 
