@@ -277,7 +277,8 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		}
 	}
 
-	k := &kit{r: r, opts: opts, desc: desc, grant: grant, pipelines: map[string]host.PipelineConfig{}}
+	k := &kit{r: r, opts: opts, desc: desc, grant: grant, pipelines: map[string]host.PipelineConfig{}, undeclared: map[string][]string{}}
+	defer k.reportUndeclared()
 	cfg := opts.Host
 	cfg.Plugins = map[string]host.PluginConfig{"gate": {Module: wasm}}
 	cfg.PoolSize = 1
@@ -438,6 +439,24 @@ type kit struct {
 	grant     []string
 	pipelines map[string]host.PipelineConfig
 	h         *host.Host
+	// undeclared maps an operation of an undeclared capability the gate
+	// called to the requests it called it in.
+	undeclared      map[string][]string
+	undeclaredOrder []string
+}
+
+// reportUndeclared reports each undeclared operation once, with the requests
+// that called it.
+func (k *kit) reportUndeclared() {
+	for _, op := range k.undeclaredOrder {
+		in := k.undeclared[op]
+		where := strings.Join(in, ", ")
+		if len(in) > 3 {
+			where = fmt.Sprintf("%s, … (%d requests)", strings.Join(in[:3], ", "), len(in))
+		}
+		k.r.fail(CheckCapabilities, in[0], "called %s, whose capability %q the descriptor does not declare (declares %v); in %s",
+			op, abi.CapabilityOf(op), k.desc.Capabilities, where)
+	}
 }
 
 type replayed struct {
@@ -477,12 +496,15 @@ func (k *kit) assess(name string, res host.StageResult) bool {
 	if denied, ok := res.Evidence["capability_denied"].([]string); ok {
 		for _, op := range denied {
 			if !slices.Contains(k.desc.Capabilities, abi.CapabilityOf(op)) {
-				r.fail(CheckCapabilities, name, "called %s, whose capability %q the descriptor does not declare (declares %v)", op, abi.CapabilityOf(op), k.desc.Capabilities)
+				if _, seen := k.undeclared[op]; !seen {
+					k.undeclaredOrder = append(k.undeclaredOrder, op)
+				}
+				k.undeclared[op] = append(k.undeclared[op], name)
 			}
 		}
 	}
 	if err := res.Err(); err != nil {
-		detail := fmt.Sprint(res.Evidence["error"])
+		detail := firstLine(fmt.Sprint(res.Evidence["error"]))
 		if s, ok := res.Evidence["stderr"]; ok {
 			detail += "; stderr: " + lastLine(fmt.Sprint(s))
 		}
@@ -493,7 +515,7 @@ func (k *kit) assess(name string, res host.StageResult) bool {
 			r.fail(CheckBudget, name, "over the memory budget of %d MiB: %s", r.Budget.Memory>>20, detail)
 		case abi.ReasonABIViolation:
 			check := CheckResponse
-			if strings.Contains(detail, "evidence") && strings.Contains(detail, "accepted") {
+			if strings.Contains(detail, "'evidence'") {
 				check = CheckEvidence
 			}
 			r.fail(check, name, "answer outside the ABI (abi_violation): %s", detail)
@@ -611,6 +633,11 @@ func answerJSON(r host.StageResult) string {
 		E map[string]any `json:"evidence,omitempty"`
 	}{r.Verdict, r.Reason, r.Basis, r.Findings, r.Evidence})
 	return string(b)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }
 
 func lastLine(s string) string {
