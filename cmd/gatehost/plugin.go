@@ -287,4 +287,3 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func indentMore(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }
-
