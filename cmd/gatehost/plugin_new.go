@@ -40,7 +40,7 @@ func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "directory to create (default ./NAME)")
 	module := fs.String("module", "", "Go module path (default example.com/NAME)")
-	local := fs.String("gatehost", "", "local gatehost checkout to build against (default: found above the new directory or the working directory)")
+	local := fs.String("gatehost", "", "local gatehost checkout to build against (default: found at or above the working directory, else above the new directory)")
 	release := fs.String("gatehost-version", "", "released gatehost version to require instead of a local checkout, such as v1.2.0 or latest")
 	tidy := fs.Bool("tidy", true, "run 'go mod tidy' in the new module, to write go.sum")
 	fs.Usage = func() {
@@ -75,12 +75,12 @@ func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *release == "" {
 		checkout := *local
 		if checkout == "" {
-			checkout = findCheckout(filepath.Dir(target))
-		}
-		if checkout == "" {
 			if wd, err := os.Getwd(); err == nil {
 				checkout = findCheckout(wd)
 			}
+		}
+		if checkout == "" {
+			checkout = findCheckout(filepath.Dir(target))
 		}
 		if checkout == "" {
 			*release = "latest"
@@ -141,9 +141,15 @@ func findCheckout(dir string) string {
 	}
 }
 
+// isCheckout: dir holds the gatehost module's go.mod and its sources (a
+// stray go.mod naming the module is not a checkout).
 func isCheckout(dir string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	return err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module "+gatehostModule+"\n"))
+	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(b), []byte("module "+gatehostModule+"\n")) {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, "sdk", "sdk.go"))
+	return err == nil
 }
 
 func writeScaffold(target string, d scaffoldData) error {
