@@ -179,6 +179,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	stageConfig := fs.String("stage-config", "", "stage config, JSON, for the kit's probes and cases without their own")
 	budgetTime := fs.Duration("budget-time", gatetest.DefaultBudgetTime, "time budget per evaluation")
 	budgetMemory := fs.String("budget-memory", "64MiB", "memory budget (linear memory limit)")
+	budgetOversized := fs.Duration("budget-oversized-time", gatetest.DefaultBudgetOversizedTime, "time budget of the oversized probe requests")
 	oversized := fs.String("oversized", "1MiB", "size of the oversized probe requests (the host sends subjects up to 4MiB)")
 	output := fs.String("output", "text", "output: text or json")
 	verbose := fs.BoolP("verbose", "v", false, "list every request the kit sent, not only failures")
@@ -200,7 +201,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil || over == 0 || over > 64<<20 {
 		return fail(stderr, fmt.Errorf("%w: --oversized %q: want a size from 1B to 64MiB", errUsage, *oversized))
 	}
-	opts := gatetest.Options{Budget: gatetest.Budget{Time: *budgetTime, Memory: uint64(mem)}, OversizedBytes: int(over)}
+	opts := gatetest.Options{Budget: gatetest.Budget{Time: *budgetTime, Memory: uint64(mem), OversizedTime: *budgetOversized}, OversizedBytes: int(over)}
 	if *stageConfig != "" {
 		if !json.Valid([]byte(*stageConfig)) {
 			return fail(stderr, fmt.Errorf("%w: --stage-config is not JSON", errUsage))
@@ -244,7 +245,8 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if r.Descriptor != nil {
 		name = fmt.Sprintf("%s (%s %s)", fs.Arg(0), r.Descriptor.Name, r.Descriptor.Version)
 	}
-	fmt.Fprintf(stdout, "gatehost plugin check %s\nsha256 %s, %d bytes; budget %v and %s per evaluation\n\n", name, r.SHA256, r.Size, r.Budget.Time, *budgetMemory)
+	fmt.Fprintf(stdout, "gatehost plugin check %s\nsha256 %s, %d bytes; budget %v and %s per evaluation (%v for the %s oversized requests)\n\n",
+		name, r.SHA256, r.Size, r.Budget.Time, *budgetMemory, r.Budget.OversizedTime, *oversized)
 	if *verbose {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		for _, res := range r.Results {

@@ -100,7 +100,7 @@ func TestPluginCheckBroken(t *testing.T) {
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "broken.wasm")
 	require.NoError(t, os.WriteFile(path, wasm, 0o644))
-	code, out, _ := runCLI("plugin", "check", path, "--cases", filepath.Join(repoRoot, "testdata/gatetest/broken-cases"), "--budget-time", "500ms")
+	code, out, _ := runCLI("plugin", "check", path, "--cases", filepath.Join(repoRoot, "testdata/gatetest/broken-cases"), "--budget-time", "500ms", "--budget-oversized-time", "1s")
 	assert.Equal(t, 1, code)
 	for _, want := range []string{"FAIL     trap", "FAIL     determinism", "FAIL     capabilities", "FAIL     budget",
 		"FAIL     case", "FAIL     malformed", "FAIL     evidence", "DOES NOT CONFORM"} {

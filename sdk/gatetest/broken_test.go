@@ -25,7 +25,7 @@ func TestBrokenGateListsEveryProblem(t *testing.T) {
 	cases, err := gatetest.LoadCases(filepath.Join(root(t), "testdata/gatetest/broken-cases"))
 	require.NoError(t, err)
 	r, err := gatetest.Check(context.Background(), wasm, gatetest.Options{
-		Cases: cases, Budget: gatetest.Budget{Time: 500 * time.Millisecond},
+		Cases: cases, Budget: gatetest.Budget{Time: 500 * time.Millisecond, OversizedTime: time.Second},
 		Host: host.Config{CacheDir: testwasm.CacheDir()},
 	})
 	require.NoError(t, err)

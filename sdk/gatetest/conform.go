@@ -46,8 +46,9 @@ const (
 
 // Defaults of Budget.
 const (
-	DefaultBudgetTime   = host.DefaultTimeout
-	DefaultBudgetMemory = host.DefaultMemoryLimit
+	DefaultBudgetTime          = host.DefaultTimeout
+	DefaultBudgetMemory        = host.DefaultMemoryLimit
+	DefaultBudgetOversizedTime = 10 * time.Second
 	// DefaultOversizedBytes is the default size of the oversized probes.
 	DefaultOversizedBytes = 1 << 20
 )
@@ -59,6 +60,10 @@ type Budget struct {
 	Time time.Duration
 	// Memory is the linear memory limit in bytes; default 64 MiB.
 	Memory uint64
+	// OversizedTime is the time allowed for the oversized requests, which
+	// check that a gate copes with a large request, not how fast it parses
+	// one; default 10s (and never less than Time).
+	OversizedTime time.Duration
 }
 
 // Options configures Check. The zero value checks a gate that needs no
@@ -240,13 +245,14 @@ var unhandledReasons = []string{"bad_request", "unsupported_abi", "gate_panic", 
 func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 	sum := sha256.Sum256(wasm)
 	r := &Report{SHA256: hex.EncodeToString(sum[:]), Size: len(wasm), Results: []Result{}, Failures: []Failure{}, Checks: map[string]string{}}
-	r.Budget = Budget{Time: opts.Budget.Time, Memory: opts.Budget.Memory}
+	r.Budget = opts.Budget
 	if r.Budget.Time <= 0 {
 		r.Budget.Time = DefaultBudgetTime
 	}
 	if r.Budget.Memory == 0 {
 		r.Budget.Memory = DefaultBudgetMemory
 	}
+	r.Budget.OversizedTime = max(cmp.Or(opts.Budget.OversizedTime, DefaultBudgetOversizedTime), r.Budget.Time)
 	defer r.summarize()
 
 	info, err := host.Inspect(ctx, wasm)
@@ -288,6 +294,8 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	k.pipeline("oversized", desc.SubjectKinds[0], opts.Config, grant)
+	k.pipelines["oversized"].Stages[0].Timeout = r.Budget.OversizedTime
 	for _, kind := range desc.SubjectKinds {
 		k.pipeline("probe-"+string(kind), kind, opts.Config, grant)
 		if len(grant) > 0 {
@@ -352,7 +360,11 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 	// Malformed, empty and oversized requests.
 	first := desc.SubjectKinds[0]
 	for _, p := range rawProbes(desc, first, cmpRaw(opts.Subjects[first], minimalSubjects[first]), opts.Config, cmp.Or(opts.OversizedBytes, DefaultOversizedBytes)) {
-		res, err := h.EvaluateRequest(ctx, "probe-"+string(first), p.request)
+		line := "probe-" + string(first)
+		if strings.HasPrefix(p.name, "oversized/") {
+			line = "oversized"
+		}
+		res, err := h.EvaluateRequest(ctx, line, p.request)
 		if err != nil {
 			return r, err
 		}
@@ -510,7 +522,11 @@ func (k *kit) assess(name string, res host.StageResult) bool {
 		}
 		switch res.Reason {
 		case abi.ReasonPluginTimeout:
-			r.fail(CheckBudget, name, "over the time budget of %v: %s", r.Budget.Time, detail)
+			limit := r.Budget.Time
+			if strings.HasPrefix(name, "oversized/") {
+				limit = r.Budget.OversizedTime
+			}
+			r.fail(CheckBudget, name, "over the time budget of %v: %s", limit, detail)
 		case abi.ReasonPluginOutOfMemory:
 			r.fail(CheckBudget, name, "over the memory budget of %d MiB: %s", r.Budget.Memory>>20, detail)
 		case abi.ReasonABIViolation:
