@@ -15,7 +15,9 @@
 ;;                          buffers, bump-allocated and reset on each gate_alloc
 ;;
 ;; JSON is scanned, not decoded: strings are compared as raw JSON tokens
-;; (quotes included), which is exact for the host's encoding (SPEC §5.1).
+;; (quotes included). The subject keeps the agent's escapes while config and
+;; catalog answers are re-encoded (SPEC §5.1), so one name may be spelt two
+;; ways; a mismatch only ever withholds an allow-list match: it fails closed.
 (module
   (import "gatehost_v1" "call" (func $call (param i32 i32 i32 i32) (result i32)))
   (import "gatehost_v1" "result" (func $result (param i32 i32) (result i32)))
