@@ -4,7 +4,7 @@ PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build demo test bench fuzz vet fmt clean help
+.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit
 
 all: build
 
@@ -14,6 +14,7 @@ help:
 	@echo "make test    go vet + go test -race ./..."
 	@echo "make bench   benchmarks: native Go vs the same gate through the host"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
+	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
 
 build: build/gatehost $(WASM)
 
@@ -42,6 +43,15 @@ bench:
 
 fuzz:
 	GO=$(GO) ./scripts/fuzz.sh
+
+# The third-party gate kit end to end, as docs/WRITING-A-GATE.md tells it:
+# scaffold a gate next to this checkout, build, test and check it; then check
+# and run the WAT example gate. The budget is widened for a shared CI machine.
+plugin-kit: build
+	rm -rf build/scaffold && mkdir -p build/scaffold
+	cd build/scaffold && ../gatehost plugin new demo
+	$(MAKE) -C build/scaffold/demo build test check GATEHOST=$(CURDIR)/build/gatehost CHECKFLAGS="--budget-time 5s"
+	$(MAKE) -C examples/effect-guard-wat check run GATEHOST=$(CURDIR)/build/gatehost
 
 clean:
 	rm -rf build var

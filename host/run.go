@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -18,6 +19,8 @@ import (
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
 )
+
+var runIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // Errors of Check, for errors.Is.
 var (
@@ -72,6 +75,13 @@ type RunOptions struct {
 	// replaying a check as of a past time. Gates see it as
 	// Request.Context.Now.
 	Now time.Time
+
+	// RunID, when set, is the run's id instead of a fresh one: 32
+	// lowercase hex digits. With Now it makes a run's requests
+	// byte-identical to an earlier run's, for replaying a check exactly
+	// (the conformance kit's determinism check). Ids in one event log
+	// should stay unique.
+	RunID string
 }
 
 // Check runs the named pipeline on subject, the native JSON of the
@@ -103,8 +113,14 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	if !opts.Now.IsZero() {
 		now = opts.Now.UTC()
 	}
+	runID := opts.RunID
+	if runID == "" {
+		runID = newRunID(now)
+	} else if !runIDRE.MatchString(runID) {
+		return nil, fmt.Errorf("host: RunOptions.RunID %q: want 32 lowercase hex digits", runID)
+	}
 	d := &Decision{
-		RunID:             newRunID(now),
+		RunID:             runID,
 		Pipeline:          p.name,
 		RequestID:         opts.RequestID,
 		CatalogGeneration: snap.Generation(),
@@ -215,6 +231,14 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, abi.ReasonHostError, err, nil)
 	}
+	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, pinned: opts.pinned, worktree: opts.Worktree}
+	return h.callStage(ctx, s, r, req, state)
+}
+
+// callStage hands the encoded request req to an instance of s's plugin and
+// turns what comes back into the stage's result, fail-closed.
+func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []byte, state *runContext) (r StageResult) {
+	r = r0
 	ok, probe, until := s.breaker.admit(h.cfg.Now())
 	if !ok {
 		return failStage(r, abi.ReasonPluginQuarantined,
@@ -228,7 +252,6 @@ func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
 	}
-	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, pinned: opts.pinned, worktree: opts.Worktree}
 	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
 	if err != nil {
 		stdout, stderr := inst.Output()

@@ -7,6 +7,7 @@ package gatetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -61,10 +62,22 @@ type Host struct {
 	// SessionLookup answers session.get for the run's session; nil
 	// answers as for a run without a session.
 	SessionLookup func(tool string) abi.SessionGetAnswer
+	// Operations answers further operations by name, such as
+	// "policy.merge", "check.run" or "query.rows", so that any gate can be
+	// tested natively without a private fake host. It is consulted after
+	// the grant check and before the built-in catalog and session
+	// operations, which an entry replaces.
+	Operations map[string]Operation
 
 	mu   sync.Mutex
 	logs []string
 }
+
+// Operation answers one capability operation: the request is its JSON. The
+// result is encoded as the answer's "result"; an error that is a
+// *abi.CallError is answered as is (bad_request, unknown_operation, …), any
+// other as "unavailable" with its text.
+type Operation func(request []byte) (any, error)
 
 // NewHost returns a Host with the given tools and the catalog capability
 // granted.
@@ -95,6 +108,17 @@ func (h *Host) Call(op string, request []byte) ([]byte, error) {
 func (h *Host) answer(op string, request []byte) []byte {
 	if !slices.Contains(h.Granted, abi.CapabilityOf(op)) {
 		return callError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to this stage", abi.CapabilityOf(op)))
+	}
+	if fn, ok := h.Operations[op]; ok {
+		res, err := fn(request)
+		if err != nil {
+			var ce *abi.CallError
+			if errors.As(err, &ce) {
+				return callError(ce.Code, ce.Message)
+			}
+			return callError(abi.ErrCodeUnavailable, err.Error())
+		}
+		return result(res)
 	}
 	switch op {
 	case abi.OpCatalogGet:

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+const pluginUsage = `Usage:
+  gatehost plugin inspect [--output text|json] MODULE.wasm
+  gatehost plugin check [flags] MODULE.wasm      run the conformance kit (sdk/gatetest)
+  gatehost plugin pin [--config F] [PLUGIN...]   write the plugins' sha256 pins into the config file
+  gatehost plugin new [flags] NAME               scaffold a gate module in ./NAME
+
+Exit codes of check: 0 conforms, 1 does not, 2 usage or input error.
+`
+
+func cmdPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, pluginUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "inspect":
+		return cmdPluginInspect(ctx, args[1:], stdout, stderr)
+	case "check":
+		return cmdPluginCheck(ctx, args[1:], stdout, stderr)
+	case "pin":
+		return cmdPluginPin(ctx, args[1:], stdout, stderr)
+	case "new":
+		return cmdPluginNew(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, pluginUsage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gatehost plugin: unknown subcommand %q\n\n%s", args[0], pluginUsage)
+	return exitUsage
+}
+
+// parseFlags parses args with fs; done is true (with the exit code) when the
+// command should stop: --help, or a usage error.
+func parseFlags(fs *pflag.FlagSet, args []string, nargs func(int) bool) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0, true
+		}
+		return exitUsage, true
+	}
+	if !nargs(fs.NArg()) {
+		fs.Usage()
+		return exitUsage, true
+	}
+	return 0, false
+}
+
+// inspection is what plugin inspect reports.
+type inspection struct {
+	Path       string            `json:"path"`
+	Size       int               `json:"size"`
+	SHA256     string            `json:"sha256"`
+	ABIVersion int               `json:"abi_version,omitempty"`
+	Descriptor json.RawMessage   `json:"descriptor,omitempty"`
+	LoadError  string            `json:"load_error,omitempty"`
+	Module     *host.ModuleInfo  `json:"module"`
+	Memory     map[string]string `json:"memory,omitempty"`
+}
+
+func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("plugin inspect", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	output := fs.String("output", "text", "output: text or json")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gatehost plugin inspect [--output text|json] MODULE.wasm")
+		fs.PrintDefaults()
+	}
+	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
+		return code
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	wasm, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return fail(stderr, err)
+	}
+	sum := sha256.Sum256(wasm)
+	in := inspection{Path: fs.Arg(0), Size: len(wasm), SHA256: hex.EncodeToString(sum[:])}
+	in.Module, err = host.Inspect(ctx, wasm)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("%s: %w", fs.Arg(0), err))
+	}
+	if len(in.Module.Problems) == 0 {
+		d, raw, err := host.Describe(ctx, wasm, "")
+		if err != nil {
+			in.LoadError = err.Error()
+		} else {
+			in.ABIVersion, in.Descriptor = d.ABIVersion, raw
+		}
+	} else {
+		in.LoadError = "the module's shape breaks the ABI; see problems"
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(in)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "module\t%s\n", in.Path)
+	fmt.Fprintf(tw, "size\t%d bytes\n", in.Size)
+	fmt.Fprintf(tw, "sha256\t%s\n", in.SHA256)
+	if in.ABIVersion != 0 {
+		fmt.Fprintf(tw, "abi\tv%d (gate_abi_version and descriptor agree; host speaks v%d.%d)\n", in.ABIVersion, abiMajor, abiMinor)
+	}
+	if m := in.Module.Memory; m != nil {
+		max := "none declared (the stage's memory limit applies)"
+		if m.MaxPages != nil {
+			max = fmt.Sprintf("%d pages (%s)", *m.MaxPages, pages(*m.MaxPages))
+		}
+		fmt.Fprintf(tw, "memory\tmin %d pages (%s), max %s\n", m.MinPages, pages(m.MinPages), max)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout, "\nexports:")
+	for _, e := range in.Module.Exports {
+		fmt.Fprintf(stdout, "  %-6s %s %s\n", e.Kind, e.Name, e.Signature)
+	}
+	fmt.Fprintln(stdout, "\nimports:")
+	if len(in.Module.Imports) == 0 {
+		fmt.Fprintln(stdout, "  (none)")
+	}
+	for _, i := range in.Module.Imports {
+		fmt.Fprintf(stdout, "  %-6s %s.%s %s\n", i.Kind, i.Module, i.Name, i.Signature)
+	}
+	if len(in.Module.Problems) > 0 {
+		fmt.Fprintln(stdout, "\nproblems:")
+		for _, p := range in.Module.Problems {
+			fmt.Fprintln(stdout, "  "+p)
+		}
+	}
+	if in.LoadError != "" {
+		fmt.Fprintf(stdout, "\ndescriptor: does not load: %s\n", in.LoadError)
+		return 0
+	}
+	var pretty strings.Builder
+	var v any
+	_ = json.Unmarshal(in.Descriptor, &v)
+	b, _ := json.MarshalIndent(v, "  ", "  ")
+	pretty.Write(b)
+	fmt.Fprintf(stdout, "\ndescriptor:\n  %s\n", pretty.String())
+	return 0
+}
+
+func pages(n uint32) string {
+	b := uint64(n) * 65536
+	if b >= 1<<20 {
+		return fmt.Sprintf("%g MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
+}
+
+func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("plugin check", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	casesDir := fs.String("cases", "", "directory of case files (*.json: note, subject, config, want_verdict, want_codes, …)")
+	configPath := fs.String("config", "", "gatehost config whose catalog, domains, sessions, policy and checks the gate's capabilities read (default: none)")
+	stageConfig := fs.String("stage-config", "", "stage config, JSON, for the kit's probes and cases without their own")
+	budgetTime := fs.Duration("budget-time", gatetest.DefaultBudgetTime, "time budget per evaluation")
+	budgetMemory := fs.String("budget-memory", "64MiB", "memory budget (linear memory limit)")
+	budgetOversized := fs.Duration("budget-oversized-time", gatetest.DefaultBudgetOversizedTime, "time budget of the oversized probe requests")
+	oversized := fs.String("oversized", "1MiB", "size of the oversized probe requests (the host sends subjects up to 4MiB)")
+	output := fs.String("output", "text", "output: text or json")
+	verbose := fs.BoolP("verbose", "v", false, "list every request the kit sent, not only failures")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gatehost plugin check [flags] MODULE.wasm")
+		fs.PrintDefaults()
+	}
+	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
+		return code
+	}
+	if *output != "text" && *output != "json" {
+		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	}
+	mem, err := parseSize(*budgetMemory)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("%w: --budget-memory: %w", errUsage, err))
+	}
+	over, err := parseSize(*oversized)
+	if err != nil || over == 0 || over > 64<<20 {
+		return fail(stderr, fmt.Errorf("%w: --oversized %q: want a size from 1B to 64MiB", errUsage, *oversized))
+	}
+	opts := gatetest.Options{Budget: gatetest.Budget{Time: *budgetTime, Memory: uint64(mem), OversizedTime: *budgetOversized}, OversizedBytes: int(over)}
+	if *stageConfig != "" {
+		if !json.Valid([]byte(*stageConfig)) {
+			return fail(stderr, fmt.Errorf("%w: --stage-config is not JSON", errUsage))
+		}
+		opts.Config = json.RawMessage(*stageConfig)
+	}
+	if *casesDir != "" {
+		if opts.Cases, err = gatetest.LoadCases(*casesDir); err != nil {
+			return fail(stderr, err)
+		}
+	}
+	if *configPath != "" {
+		cfg, err := loadConfig(*configPath)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		defer closeDomains(cfg.host.Domains)
+		opts.Host = host.Config{Catalog: cfg.host.Catalog, Domains: cfg.host.Domains, Sessions: cfg.host.Sessions,
+			Policy: cfg.host.Policy, Checks: cfg.host.Checks, CacheDir: cfg.host.CacheDir}
+	}
+	wasm, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return fail(stderr, err)
+	}
+	start := time.Now()
+	r, err := gatetest.Check(ctx, wasm, opts)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	code := 0
+	if len(r.Failures) > 0 {
+		code = 1
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r)
+		return code
+	}
+	name := fs.Arg(0)
+	if r.Descriptor != nil {
+		name = fmt.Sprintf("%s (%s %s)", fs.Arg(0), r.Descriptor.Name, r.Descriptor.Version)
+	}
+	fmt.Fprintf(stdout, "gatehost plugin check %s\nsha256 %s, %d bytes; budget %v and %s per evaluation (%v for the %s oversized requests)\n\n",
+		name, r.SHA256, r.Size, r.Budget.Time, *budgetMemory, r.Budget.OversizedTime, *oversized)
+	if *verbose {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, res := range r.Results {
+			what := string(res.Verdict)
+			if res.Reason != "" {
+				what += " (" + res.Reason + ")"
+			}
+			if len(res.Codes) > 0 {
+				what += " " + strings.Join(res.Codes, ",")
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%v\n", res.Case, what, res.Duration.Round(10*time.Microsecond))
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout)
+	}
+	for _, c := range []string{gatetest.CheckModule, gatetest.CheckDescriptor, gatetest.CheckSubjectKinds, gatetest.CheckMalformed,
+		gatetest.CheckResponse, gatetest.CheckEvidence, gatetest.CheckTrap, gatetest.CheckDeterminism,
+		gatetest.CheckCapabilities, gatetest.CheckBudget, gatetest.CheckCase} {
+		fmt.Fprintf(stdout, "%-8s %s\n", strings.ToUpper(r.Checks[c]), c)
+	}
+	if len(r.Failures) > 0 {
+		fmt.Fprintf(stdout, "\n%d failures:\n", len(r.Failures))
+		for _, f := range r.Failures {
+			fmt.Fprintf(stdout, "  %s\n", indentMore(f.Error()))
+		}
+	}
+	cases := 0
+	for _, res := range r.Results {
+		if strings.HasPrefix(res.Case, "case/") {
+			cases++
+		}
+	}
+	verdict := "conforms"
+	if code != 0 {
+		verdict = "DOES NOT CONFORM"
+	}
+	fmt.Fprintf(stdout, "\n%s: %d requests (%d author cases), %d failures; slowest %v (%s); took %v\n",
+		verdict, len(r.Results), cases, len(r.Failures), r.MaxDuration.Round(time.Microsecond), r.Slowest, time.Since(start).Round(time.Millisecond))
+	return code
+}
+
+func indentMore(s string) string { return strings.ReplaceAll(s, "\n", "\n  ") }

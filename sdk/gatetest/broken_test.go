@@ -1,0 +1,77 @@
+package gatetest_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+// TestBrokenGateListsEveryProblem runs the kit on a gate that breaks nearly
+// every rule (testdata/gatetest/broken.wat) and requires one run to report
+// each problem, with its case.
+func TestBrokenGateListsEveryProblem(t *testing.T) {
+	t.Parallel()
+	wasm, err := testwasm.WAT("testdata/gatetest/broken.wat")
+	require.NoError(t, err)
+	cases, err := gatetest.LoadCases(filepath.Join(root(t), "testdata/gatetest/broken-cases"))
+	require.NoError(t, err)
+	r, err := gatetest.Check(context.Background(), wasm, gatetest.Options{
+		Cases: cases, Budget: gatetest.Budget{Time: 500 * time.Millisecond, OversizedTime: time.Second},
+		Host: host.Config{CacheDir: testwasm.CacheDir()},
+	})
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, f := range r.Failures {
+		got[f.Check+" "+f.Case] = true
+	}
+	for _, want := range []string{
+		"descriptor ",                        // declares an unknown capability
+		"evidence kind/tool_call",            // accepted without evidence
+		"trap malformed/not_json",            // traps on bad input
+		"trap empty/whitespace",              //
+		"malformed malformed/abi_version_2",  // a verdict other than inconclusive
+		"budget oversized/unterminated",      // loops past the time budget
+		"case case/accept_empty_plan",        // the author's case
+		"determinism case/accept_empty_plan", // flips between answers
+		"capabilities kind/proposal",         // calls an undeclared capability
+	} {
+		assert.True(t, got[want], "no failure %q among:\n%v", want, r.Err())
+	}
+	for _, c := range []string{gatetest.CheckDescriptor, gatetest.CheckEvidence, gatetest.CheckTrap, gatetest.CheckMalformed,
+		gatetest.CheckBudget, gatetest.CheckCase, gatetest.CheckDeterminism, gatetest.CheckCapabilities} {
+		assert.Equal(t, "fail", r.Checks[c], c)
+	}
+	assert.Equal(t, "pass", r.Checks[gatetest.CheckModule])
+	assert.Error(t, r.Err())
+}
+
+// TestWATExample: the gate written in WAT against abi/SPEC.md alone passes
+// the kit with its own cases.
+func TestWATExample(t *testing.T) {
+	t.Parallel()
+	wasm, err := testwasm.WAT("examples/effect-guard-wat/gate.wat")
+	require.NoError(t, err)
+	dir := root(t)
+	cases, err := gatetest.LoadCases(filepath.Join(dir, "examples/effect-guard-wat/cases"))
+	require.NoError(t, err)
+	tools, err := catalog.Load(filepath.Join(dir, "testdata/exec/catalog.json"), catalog.ImportOptions{Format: catalog.FormatNative})
+	require.NoError(t, err)
+	store, err := catalog.NewStore(tools...)
+	require.NoError(t, err)
+	r, err := gatetest.Check(context.Background(), wasm, gatetest.Options{
+		Cases: cases, Budget: gatetest.Budget{Time: 5 * time.Second}, OversizedBytes: host.MaxSubjectBytes,
+		Host: host.Config{Catalog: store, CacheDir: testwasm.CacheDir()},
+	})
+	require.NoError(t, err)
+	require.NoError(t, r.Err())
+	assert.Len(t, r.Results, 4+11+len(cases))
+}

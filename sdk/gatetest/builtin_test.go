@@ -1,0 +1,103 @@
+package gatetest_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/domain"
+	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/sdk/gatetest"
+)
+
+// The four built-in gates pass the conformance kit, with their own data
+// cases where they have them.
+
+// testBudget is generous because a fresh Go instance under -race on a busy
+// 2-core machine can take long; each gate's real figure is in the log.
+var testBudget = gatetest.Budget{Time: 20 * time.Second}
+
+// oversized is the host's full subject cap.
+const oversized = host.MaxSubjectBytes
+
+func root(t *testing.T) string {
+	t.Helper()
+	r, err := testwasm.Root()
+	require.NoError(t, err)
+	return r
+}
+
+func build(t *testing.T, pkg string) string {
+	t.Helper()
+	p, err := testwasm.Go(pkg)
+	require.NoError(t, err)
+	return p
+}
+
+func githubCatalog(t *testing.T) *catalog.Store {
+	t.Helper()
+	tools, err := catalog.Load(filepath.Join(root(t), "testdata/catalogs/github-mcp-server"), catalog.ImportOptions{Format: catalog.FormatMCP, Server: "github"})
+	require.NoError(t, err)
+	s, err := catalog.NewStore(tools...)
+	require.NoError(t, err)
+	return s
+}
+
+func TestBuiltinStaticVerify(t *testing.T) {
+	t.Parallel()
+	cases, err := gatetest.LoadCases(filepath.Join(root(t), "testdata/static-verify/cases"))
+	require.NoError(t, err)
+	r := gatetest.Run(t, build(t, "plugins/static-verify/wasm"), gatetest.Options{
+		Budget: testBudget, OversizedBytes: oversized, Cases: cases,
+		Host: host.Config{Catalog: githubCatalog(t), CacheDir: testwasm.CacheDir()},
+	})
+	require.Greater(t, len(r.Results), len(cases))
+}
+
+func TestBuiltinExec(t *testing.T) {
+	t.Parallel()
+	gatetest.Run(t, build(t, "plugins/exec/wasm"), gatetest.Options{
+		Budget: testBudget, OversizedBytes: oversized,
+		Subjects: map[abi.SubjectKind]json.RawMessage{
+			abi.SubjectToolCall: json.RawMessage(`{"id":"c1","tool":"create_issue","parameters":{"owner":"o","repo":"r","title":"t"}}`),
+		},
+		Host: host.Config{Catalog: githubCatalog(t), CacheDir: testwasm.CacheDir()},
+	})
+}
+
+func TestBuiltinMerge(t *testing.T) {
+	t.Parallel()
+	gatetest.Run(t, build(t, "plugins/merge/wasm"), gatetest.Options{
+		Budget: testBudget, OversizedBytes: oversized,
+		Host: host.Config{CacheDir: testwasm.CacheDir()},
+	})
+}
+
+func TestBuiltinPreconditions(t *testing.T) {
+	t.Parallel()
+	dir := root(t)
+	cat, err := domain.Load(filepath.Join(dir, "testdata/domains/retail/domain.yaml"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "testdata/domains/retail/db.json"))
+	require.NoError(t, err)
+	var db map[string]map[string]any
+	require.NoError(t, json.Unmarshal(b, &db))
+	example, err := os.ReadFile(filepath.Join(dir, "testdata/domains/examples/retail-cancel-processed.json"))
+	require.NoError(t, err)
+	gatetest.Run(t, build(t, "plugins/preconditions/wasm"), gatetest.Options{
+		Budget: testBudget, OversizedBytes: oversized,
+		Config: json.RawMessage(`{"domain":"retail"}`),
+		Cases: []gatetest.Case{{Name: "retail-cancel-processed", Note: "cancelling a processed order is denied",
+			Subject: example, WantVerdict: abi.Rejected}},
+		Host: host.Config{CacheDir: testwasm.CacheDir(),
+			Domains: map[string]host.Domain{"retail": {Catalog: cat, Source: datasource.NewDocuments(db)}}},
+	})
+}
