@@ -2,7 +2,6 @@ package host_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,21 +24,25 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if repoRoot, err = testwasm.Root(); err == nil {
-		if staticVerifyWasm, err = testwasm.Go("plugins/static-verify/wasm"); err == nil {
-			if flakyWasm, err = testwasm.Go("internal/testguests/flaky"); err == nil {
-				if probeWasm, err = testwasm.Go("internal/testguests/probe"); err == nil {
-					execWasm, err = testwasm.Go("plugins/exec/wasm")
-				}
+	testwasm.Main(m, func() (err error) {
+		if repoRoot, err = testwasm.Root(); err != nil {
+			return err
+		}
+		for _, b := range []struct {
+			dst *string
+			pkg string
+		}{
+			{&staticVerifyWasm, "plugins/static-verify/wasm"},
+			{&flakyWasm, "internal/testguests/flaky"},
+			{&probeWasm, "internal/testguests/probe"},
+			{&execWasm, "plugins/exec/wasm"},
+		} {
+			if *b.dst, err = testwasm.Go(b.pkg); err != nil {
+				return err
 			}
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+		return nil
+	})
 }
 
 func githubCatalog(t testing.TB) *catalog.Store {

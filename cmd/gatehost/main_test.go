@@ -23,17 +23,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if repoRoot, err = testwasm.Root(); err == nil {
-		if svWasm, err = testwasm.Go("plugins/static-verify/wasm"); err == nil {
-			trapWasm, err = testwasm.WAT("testdata/hostile/trap.wat")
+	testwasm.Main(m, func() (err error) {
+		if repoRoot, err = testwasm.Root(); err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
+		if svWasm, err = testwasm.Go("plugins/static-verify/wasm"); err != nil {
+			return err
+		}
+		trapWasm, err = testwasm.WAT("testdata/hostile/trap.wat")
+		return err
+	})
 }
 
 // writeConfig writes a config file into a temp dir whose plugin and catalog

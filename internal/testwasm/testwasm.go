@@ -53,6 +53,35 @@ func outDir() (string, error) {
 	return d, nil
 }
 
+// Main runs the tests of m and removes the modules built meanwhile; call it
+// from TestMain: func TestMain(m *testing.M) { testwasm.Main(m) }. setup,
+// if non-nil, runs first; an error from it fails the binary.
+func Main(m interface{ Run() int }, setup func() error) {
+	code := 1
+	if setup != nil {
+		if err := setup(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			Cleanup()
+			os.Exit(code)
+		}
+	}
+	code = m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the directory the modules of this test binary were built
+// into. The wazero compilation cache (CacheDir) is kept: it is shared.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+		dir = ""
+		built = map[string][]byte{}
+	}
+}
+
 // Go builds the Go guest package pkg (a path relative to the repository
 // root, such as "plugins/static-verify/wasm") with GOOS=wasip1 GOARCH=wasm
 // -buildmode=c-shared and returns the module's path.

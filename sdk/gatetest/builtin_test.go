@@ -101,3 +101,5 @@ func TestBuiltinPreconditions(t *testing.T) {
 			Domains: map[string]host.Domain{"retail": {Catalog: cat, Source: datasource.NewDocuments(db)}}},
 	})
 }
+
+func TestMain(m *testing.M) { testwasm.Main(m, nil) }
