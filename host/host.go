@@ -39,7 +39,7 @@ type Host struct {
 	catalog   *catalog.Store
 	sessions  session.Store
 	log       *eventlog.Log
-	ownLog    bool // the host opened log and closes it
+	ownLog    bool                      // the host opened log and closes it
 	engines   map[uint32]*engine.Engine // by memory limit in pages
 	plugins   map[variant]*plugin
 	pipelines map[string]*pipeline

@@ -103,3 +103,9 @@ func (p *pool) warm(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Runs reports the runs holding a slot (at most MaxConcurrentRuns) and
+// those queued for one (at most MaxQueuedRuns).
+func (h *Host) Runs() (inProgress, queued int) {
+	return len(h.runSlots), int(h.queued.Load())
+}

@@ -127,23 +127,24 @@ const requestIDKey ctxKey = 0
 var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{1,128}$`)
 
 // withRequestID takes the caller's X-Request-Id, or makes one, and echoes
-// it. An id outside [A-Za-z0-9._:/+=-]{1,128} is refused: it goes into
-// logs and the event log.
+// it. An id outside [A-Za-z0-9._:/+=-]{1,128} is refused (it would go into
+// logs and the event log); the refusal carries a fresh id.
 func (s *server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(headerRequestID)
-		if id == "" {
+		valid := id == "" || requestIDRE.MatchString(id)
+		if !valid || id == "" {
 			var b [16]byte
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
-		} else if !requestIDRE.MatchString(id) {
-			r.Header.Del(headerRequestID)
+		}
+		w.Header().Set(headerRequestID, id)
+		r.Header.Set(headerRequestID, id)
+		if !valid {
 			writeError(w, r, http.StatusBadRequest, errInvalidRequest, headerRequestID,
 				fmt.Sprintf("must be 1 to %d characters of A-Z a-z 0-9 . _ : / + = -", maxRequestIDBytes), nil)
 			return
 		}
-		w.Header().Set(headerRequestID, id)
-		r.Header.Set(headerRequestID, id)
 		next.ServeHTTP(w, r)
 	})
 }

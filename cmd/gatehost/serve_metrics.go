@@ -141,6 +141,8 @@ var (
 	catalogGenDesc = prometheus.NewDesc("gatehost_catalog_generation",
 		"Generation of the serving catalog snapshot.", nil, nil)
 	readyDesc = prometheus.NewDesc("gatehost_ready", "1 when /readyz answers ready.", nil, nil)
+	runsDesc  = prometheus.NewDesc("gatehost_runs", "Runs of the serving config, by state: running (holding a run slot) or queued.",
+		[]string{"state"}, nil)
 )
 
 func (c *runtimeCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -148,6 +150,7 @@ func (c *runtimeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- poolDiscardedDesc
 	ch <- catalogGenDesc
 	ch <- readyDesc
+	ch <- runsDesc
 }
 
 func (c *runtimeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -161,6 +164,9 @@ func (c *runtimeCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	defer rt.release()
+	running, queued := rt.h.Runs()
+	ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(running), "running")
+	ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(queued), "queued")
 	ch <- prometheus.MustNewConstMetric(catalogGenDesc, prometheus.GaugeValue, float64(rt.h.Catalog().Snapshot().Generation()))
 	for _, p := range rt.h.PoolStats() {
 		pages := strconv.FormatUint(uint64(p.MemoryPages), 10)
