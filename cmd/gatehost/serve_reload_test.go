@@ -31,13 +31,19 @@ func variantParams(b bool) serveParams {
 	return serveParams{catalog: "a", stageName: "sv-a"}
 }
 
-// TestServeReloadUnderLoad reloads 100 times, alternating configs A and B,
-// while 4 clients check without pause. Every request must succeed, and
+// TestServeReloadUnderLoad reloads 100 times (20 under -race), alternating
+// configs A and B, while 4 clients (2) check without pause. Every request must succeed, and
 // every decision must be wholly of one config: the catalog generation it
 // reports must be the snapshot it ran on (A's catalog accepts the proposal,
 // B's rejects it) and its stage must come from the same config.
 func TestServeReloadUnderLoad(t *testing.T) {
-	const reloads, clients = 100, 4
+	reloads, clients := 100, 4
+	if raceEnabled {
+		// Under the race detector a reload takes seconds (it builds a
+		// wazero runtime); 100 of them do not fit a package's test time.
+		// go test -run TestServeReloadUnderLoad runs all 100.
+		reloads, clients = 20, 2
+	}
 	dir := t.TempDir()
 	cfg := writeServeConfig(t, dir, variantParams(false))
 	ts := startServe(t, cfg, nil)
@@ -104,7 +110,7 @@ func TestServeReloadUnderLoad(t *testing.T) {
 		require.Equal(t, g, uint64(r.d.Stages[0].Evidence["catalog_generation"].(float64)), "the gate saw the same snapshot")
 	}
 	t.Logf("%d reloads in %v (%.0f ms each) under %d clients: %d decisions, 0 failed, over %d catalog generations",
-		reloads, took.Round(time.Millisecond), float64(took.Milliseconds())/reloads, clients, len(results), len(byGen))
+		reloads, took.Round(time.Millisecond), float64(took.Milliseconds())/float64(reloads), clients, len(results), len(byGen))
 	assert.Greater(t, len(byGen), reloads/4, "load overlapped the reloads")
 	assert.Equal(t, uint64(reloads), ts.s.cur.Load().h.Catalog().Snapshot().Generation())
 
