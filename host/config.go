@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 )
 
@@ -42,6 +43,15 @@ type Config struct {
 	// EventLogPath is the hash-chained JSONL event log; "" means no log
 	// (for embedders who audit elsewhere; the CLI always sets one).
 	EventLogPath string
+	// EventLog is an already-open event log the host appends to instead
+	// of opening EventLogPath (set at most one of the two). The host never
+	// closes it: its owner does, after every host using it is closed. This
+	// lets hosts that replace one another (a server's reload) share the one
+	// writer the log's lock allows.
+	EventLog *eventlog.Log
+	// Hooks receives decisions and quarantine changes, for metrics; nil
+	// means none.
+	Hooks *Hooks
 	// CacheDir is the wazero compilation cache: "" means
 	// os.UserCacheDir()/gatehost/wazero, CacheOff disables it.
 	CacheDir string

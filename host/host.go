@@ -39,6 +39,7 @@ type Host struct {
 	catalog   *catalog.Store
 	sessions  session.Store
 	log       *eventlog.Log
+	ownLog    bool                      // the host opened log and closes it
 	engines   map[uint32]*engine.Engine // by memory limit in pages
 	plugins   map[variant]*plugin
 	pipelines map[string]*pipeline
@@ -149,13 +150,19 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		_ = h.Close(context.Background())
 		return nil, err
 	}
-	if cfg.EventLogPath != "" {
+	if cfg.EventLog != nil {
+		if cfg.EventLogPath != "" {
+			_ = h.Close(context.Background())
+			return nil, cfgErr("event_log", "set EventLog or EventLogPath, not both")
+		}
+		h.log = cfg.EventLog
+	} else if cfg.EventLogPath != "" {
 		l, err := eventlog.Open(cfg.EventLogPath, eventlog.Options{Logger: h.logger})
 		if err != nil {
 			_ = h.Close(context.Background())
 			return nil, fmt.Errorf("host: event log: %w", err)
 		}
-		h.log = l
+		h.log, h.ownLog = l, true
 	}
 	return h, nil
 }
@@ -333,8 +340,8 @@ func (h *Host) Pipelines() []PipelineInfo {
 	return out
 }
 
-// Close releases every module and instance and closes the event log. Runs
-// in progress must have returned.
+// Close releases every module and instance and closes the event log it
+// opened (never a Config.EventLog). Runs in progress must have returned.
 func (h *Host) Close(ctx context.Context) error {
 	var err error
 	h.closeOnce.Do(func() {
@@ -345,7 +352,7 @@ func (h *Host) Close(ctx context.Context) error {
 		for _, e := range h.engines {
 			err = errors.Join(err, e.Close(ctx))
 		}
-		if h.log != nil {
+		if h.log != nil && h.ownLog {
 			err = errors.Join(err, h.log.Close())
 		}
 	})

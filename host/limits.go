@@ -62,6 +62,7 @@ func (h *Host) reportOutcome(s *stage, probe bool, r StageResult) {
 	if tr == nil {
 		return
 	}
+	h.quarantineChanged(s.cfg.Plugin, tr.quarantined)
 	rec := eventlog.Record{Kind: "quarantine_lifted", Plugin: s.cfg.Plugin, Stage: s.cfg.Name,
 		ModuleSHA256: s.plugin.sha256, ABIVersion: abi.MajorVersion}
 	if tr.quarantined {

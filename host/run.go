@@ -151,8 +151,11 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	if err := h.record(p, d, subject, opts); err != nil {
 		d.Verdict = abi.Inconclusive
 		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
-		return d, fmt.Errorf("%w: %w", ErrEventLog, err)
+		err = fmt.Errorf("%w: %w", ErrEventLog, err)
+		h.decided(d, err)
+		return d, err
 	}
+	h.decided(d, nil)
 	return d, nil
 }
 

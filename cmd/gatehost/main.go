@@ -2,6 +2,7 @@
 // planned actions must pass — from the command line.
 //
 //	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
+//	gatehost serve [--config F] [--listen ADDR] [flags]
 //	gatehost log verify [--config F] [--output text|json]
 //	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
 //	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
@@ -37,6 +38,7 @@ const usage = `gatehost runs gates: sandboxed WebAssembly checks an AI agent's a
 
 Usage:
   gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
+  gatehost serve [flags]             serve the HTTP decision API (POST /v1/pipelines/NAME/check)
   gatehost log verify [flags]        verify the event log's hash chain
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
   gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "check":
 		return cmdCheck(ctx, args[1:], stdin, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "log":
 		if len(args) < 2 || args[1] != "verify" {
 			fmt.Fprintln(stderr, "gatehost log: want 'gatehost log verify'")

@@ -84,6 +84,21 @@ func NewStore(tools ...Tool) (*Store, error) {
 	return s, nil
 }
 
+// NewStoreAt is NewStore with the first snapshot at generation gen rather
+// than 0. A process that replaces its catalog wholesale (a server reloading
+// its config) uses it to keep generations rising across stores, so that a
+// generation never names two different catalogs.
+func NewStoreAt(gen uint64, tools ...Tool) (*Store, error) {
+	s, err := NewStore(tools...)
+	if err != nil {
+		return nil, err
+	}
+	snap := *s.cur.Load()
+	snap.gen = gen
+	s.cur.Store(&snap)
+	return s, nil
+}
+
 // emptySnapshot is the zero Store's catalog. It is never modified.
 var emptySnapshot = &Snapshot{}
 

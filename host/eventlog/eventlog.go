@@ -24,6 +24,22 @@ type Options struct {
 	// LockTimeout is how long Open waits while another process holds the
 	// log (one writer at a time); default 10s, negative means fail at once.
 	LockTimeout time.Duration
+	// OnCommit, if set, is called after each group commit (see Log), from
+	// the committing goroutine without the log's lock held: for metrics.
+	// It must not call the Log.
+	OnCommit func(Commit)
+}
+
+// Commit describes one group commit, for Options.OnCommit.
+type Commit struct {
+	// Records and Bytes are what the commit wrote.
+	Records int
+	Bytes   int
+	// Fsync is the time the log file's fsync took; 0 with NoSync or when
+	// the write failed first.
+	Fsync time.Duration
+	// Err is the failure that broke the log, if any.
+	Err error
 }
 
 // DefaultLockTimeout is Options.LockTimeout's default.
@@ -257,16 +273,25 @@ func (l *Log) Append(recs ...Record) ([]Record, error) {
 // l.mu held and releases it during I/O; l.committing keeps it to one at a time.
 func (l *Log) commit() {
 	batch, seq, hash := l.queue, l.seq, l.hash
+	records := int(seq - l.durableSeq)
 	l.queue, l.spare = l.spare[:0], nil
 	l.committing = true
 	l.mu.Unlock()
 
 	op, err := "write", error(nil)
+	var fsync time.Duration
 	if _, err = l.f.Write(batch); err == nil {
+		start := time.Now()
 		op, err = "fsync", l.sync(l.f)
+		if !l.opts.NoSync {
+			fsync = time.Since(start)
+		}
 	}
 	if err == nil {
 		op, err = "head update", l.writeHead(seq, hash)
+	}
+	if l.opts.OnCommit != nil {
+		l.opts.OnCommit(Commit{Records: records, Bytes: len(batch), Fsync: fsync, Err: err})
 	}
 
 	l.mu.Lock()

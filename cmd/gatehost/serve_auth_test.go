@@ -1,0 +1,186 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	tokenA = "tok-A-0123456789abcdef0123456789"
+	tokenB = "tok-B-fedcba9876543210fedcba9876"
+)
+
+func TestServeAuth(t *testing.T) {
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokFile, []byte("# operators\n"+tokenA+"\n\n"), 0o600))
+	t.Setenv(tokenEnv, tokenB)
+	ts := startServe(t, writeServeConfig(t, dir, serveParams{}), func(o *serveOptions) { o.tokenFile = tokFile })
+	check := "/v1/pipelines/admission/check"
+	// A wrong token that shares all but its last byte with a real one.
+	nearly := tokenA[:len(tokenA)-1] + "X"
+	cases := []struct {
+		name   string
+		method string
+		path   string
+		auth   string
+		status int
+	}{
+		{"missing token", "POST", check, "", 401},
+		{"wrong token", "POST", check, "Bearer " + nearly, 401},
+		{"prefix of a token", "POST", check, "Bearer " + tokenA[:20], 401},
+		{"token plus a suffix", "POST", check, "Bearer " + tokenA + "x", 401},
+		{"not a bearer scheme", "POST", check, "Basic " + tokenA, 401},
+		{"lower-case scheme", "POST", check, "bearer " + tokenA, 401},
+		{"token from the file", "POST", check, "Bearer " + tokenA, 200},
+		{"token from the environment", "POST", check, "Bearer " + tokenB, 200},
+		{"list needs a token", "GET", "/v1/pipelines", "", 401},
+		{"metrics need a token", "GET", "/metrics", "", 401},
+		{"metrics with a token", "GET", "/metrics", "Bearer " + tokenB, 200},
+		{"healthz is open", "GET", "/healthz", "", 200},
+		{"readyz is open", "GET", "/readyz", "", 200},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var hdr []string
+			if c.auth != "" {
+				hdr = []string{"Authorization", c.auth}
+			}
+			a := ts.do(t, c.method, c.path, readThenWrite, hdr...)
+			require.Equal(t, c.status, a.status, string(a.body))
+			if c.status == 401 {
+				assert.Equal(t, errUnauthorized, a.apiErr(t).Error.Code)
+				assert.Contains(t, a.header.Get("WWW-Authenticate"), "Bearer")
+			}
+		})
+	}
+	assert.NotContains(t, ts.logs.String(), tokenA[6:], "tokens are never logged")
+}
+
+func TestLoadTokens(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o600))
+		return p
+	}
+	cases := []struct {
+		name    string
+		file    string
+		env     string
+		n       int
+		wantErr string
+	}{
+		{name: "none", n: 0},
+		{name: "file", file: write("ok", "# c\n"+tokenA+"\n  "+tokenB+"  \n"), n: 2},
+		{name: "env, commas", env: tokenA + "," + tokenB, n: 2},
+		{name: "both", file: write("one", tokenA), env: tokenB, n: 2},
+		{name: "short token", env: "short", wantErr: "at least 16"},
+		{name: "empty file", file: write("empty", "# nothing\n"), wantErr: "no token"},
+		{name: "missing file", file: filepath.Join(dir, "absent"), wantErr: "--token-file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ts, err := loadTokens(c.file, c.env)
+			if c.wantErr != "" {
+				require.ErrorContains(t, err, c.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, ts.sums, c.n)
+			if c.n > 0 {
+				assert.True(t, ts.match(tokenB) || ts.match(tokenA))
+				assert.False(t, ts.match(""))
+			}
+		})
+	}
+}
+
+// TestTokenCompareTimingSafe: a check takes the same time whether a guess
+// shares nothing with a token, all but its last byte, or is a different
+// length, and whichever token it matches. A byte-by-byte compare that stops
+// at the first difference (==, bytes.Equal) fails this: with 4 KiB tokens
+// it is tens of times slower on a near miss than on a first-byte miss.
+func TestTokenCompareTimingSafe(t *testing.T) {
+	long := strings.Repeat("k", 4096)
+	set, err := loadTokens("", long+","+strings.Repeat("j", 4096))
+	require.NoError(t, err)
+	guesses := map[string]string{
+		"first byte wrong": "X" + long[1:],
+		"last byte wrong":  long[:4095] + "X",
+		"short":            "X",
+		"match":            long,
+	}
+	// The minimum of many rounds is the cost of the code, not of the
+	// machine's other load.
+	timeOf := func(g string) time.Duration {
+		best := time.Duration(1 << 62)
+		for range 200 {
+			start := time.Now()
+			for range 20 {
+				set.match(g)
+			}
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	// Hashing a 1-byte guess is cheaper than a 4 KiB one, and that length
+	// is the caller's own; what must not vary is the time over guesses of
+	// one length.
+	times := map[string]time.Duration{}
+	for name, g := range guesses {
+		times[name] = timeOf(g)
+	}
+	t.Logf("per 20 checks: %v", times)
+	same := []time.Duration{times["first byte wrong"], times["last byte wrong"], times["match"]}
+	ratio := float64(slices.Max(same)) / float64(slices.Min(same))
+	assert.Less(t, ratio, 1.5, "check time depends on how much of the guess is right: %v", times)
+	assert.True(t, set.match(long))
+	assert.False(t, set.match(guesses["last byte wrong"]))
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key, and
+// returns their paths and a pool that trusts it.
+func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gatehost test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kb, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func tlsClientConfig(pool *x509.CertPool) *tls.Config {
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
