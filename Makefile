@@ -12,7 +12,7 @@ help:
 	@echo "make build   build/gatehost and build/plugins/<gate>.wasm"
 	@echo "make demo    check real proposals against the GitHub MCP catalog, then verify the event log"
 	@echo "make test    go vet + go test -race ./..."
-	@echo "make bench   benchmarks: native Go vs the same gate through the host"
+	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 
 build: build/gatehost $(WASM)
@@ -38,7 +38,7 @@ test: vet
 	$(GO) test -race ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	GO=$(GO) ./scripts/bench.sh
 
 fuzz:
 	GO=$(GO) ./scripts/fuzz.sh

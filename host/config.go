@@ -89,6 +89,10 @@ type Config struct {
 	// stages granted the query capability. Every view must be evaluable
 	// by its source, or New refuses the config.
 	Domains map[string]Domain
+
+	// noInterrupt runs guests without the deadline check (benchmarks of
+	// its cost only; set through export_test.go, never in production).
+	noInterrupt bool
 }
 
 // Defaults of the run limits.

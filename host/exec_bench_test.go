@@ -69,22 +69,24 @@ func BenchmarkExec(b *testing.B) {
 			}
 		}
 	})
-	b.Run("wasm", func(b *testing.B) {
-		h := newHost(b, host.Config{
-			Plugins:  map[string]host.PluginConfig{"exec": {Path: execWasm}},
-			Catalog:  store,
-			Sessions: sessions,
-			Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-				Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig,
-			}}}},
-			PoolSize: 1,
-		})
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: "bench"})
-			if err != nil || d.Verdict != abi.Accepted {
-				b.Fatal(err, d.Verdict)
+	for _, v := range deadlineVariants {
+		b.Run("wasm"+v.suffix, func(b *testing.B) {
+			h := newHost(b, v.cfg(host.Config{
+				Plugins:  map[string]host.PluginConfig{"exec": {Path: execWasm}},
+				Catalog:  store,
+				Sessions: sessions,
+				Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
+					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig,
+				}}}},
+				PoolSize: 1,
+			}))
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: "bench"})
+				if err != nil || d.Verdict != abi.Accepted {
+					b.Fatal(err, d.Verdict)
+				}
 			}
-		}
-	})
+		})
+	}
 }

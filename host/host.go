@@ -285,7 +285,7 @@ func (h *Host) engine(ctx context.Context, pages uint32) (*engine.Engine, error)
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.New(ctx, engine.Options{CacheDir: dir, MemoryLimitPages: pages, Calls: calls{h.logger}, Logger: h.logger})
+	e, err := engine.New(ctx, engine.Options{CacheDir: dir, MemoryLimitPages: pages, Calls: calls{h.logger}, Logger: h.logger, NoInterrupt: h.cfg.noInterrupt})
 	if err != nil {
 		return nil, err
 	}

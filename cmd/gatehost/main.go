@@ -7,6 +7,7 @@
 //	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
 //	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
 //	gatehost domain validate [--output text|json] FILE…
+//	gatehost bench [--config F] --pipeline P [-n N] [--concurrency C] [--output text|json] SUBJECT|-
 //	gatehost version
 //
 // Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
@@ -41,6 +42,7 @@ Usage:
   gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
+  gatehost bench [flags] SUBJECT|-   time a pipeline: latency percentiles, throughput, allocations
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
@@ -80,6 +82,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdMergeVerify(ctx, args[1:], stdout, stderr)
 	case "domain":
 		return cmdDomain(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0
