@@ -73,7 +73,7 @@ func BenchmarkAdmission10Actions(b *testing.B) {
 	r := newAdmissionRig(b)
 	ctx := context.Background()
 	b.Run("native", func(b *testing.B) {
-		svHost := gatetest.NewHost(r.tools...)
+		svHost := gatetest.SinglePass(gatetest.NewHost(r.tools...))
 		qHost := host.NewNativeQueryHost(r.domains)
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		sv := abi.Request{SubjectKind: abi.SubjectProposal, Subject: r.subj}

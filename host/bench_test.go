@@ -25,7 +25,7 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 		for _, t := range store.Snapshot().List() {
 			tools = append(tools, t.ABI())
 		}
-		h := gatetest.NewHost(tools...)
+		h := gatetest.SinglePass(gatetest.NewHost(tools...))
 		req := abi.Request{SubjectKind: abi.SubjectProposal, Subject: json.RawMessage(subj)}
 		b.ReportAllocs()
 		for b.Loop() {

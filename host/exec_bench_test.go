@@ -10,6 +10,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/plugins/exec"
+	"github.com/gatehost/gatehost/sdk/gatetest"
 )
 
 // snapCatalog and setSessions are exec's views over the host's own types,
@@ -61,7 +62,7 @@ func BenchmarkExec(b *testing.B) {
 		}
 	})
 	b.Run("native", func(b *testing.B) {
-		gh := nativeExecHost(snap, set, "bench")
+		gh := gatetest.SinglePass(nativeExecHost(snap, set, "bench"))
 		b.ReportAllocs()
 		for b.Loop() {
 			if r := evalNative(b, gh, snap, call, "bench", nil, githubExecConfig); r.Verdict != abi.Accepted {

@@ -40,6 +40,12 @@ func (n *NativeQueryHost) Call(op string, req []byte) ([]byte, error) {
 	return sdk.DecodeAnswer(calls{slog.Default()}.Call(context.Background(), rc, op, req))
 }
 
+// CallEnvelope implements sdk.EnvelopeCaller, as the guest's host does.
+func (n *NativeQueryHost) CallEnvelope(op string, req []byte) ([]byte, error) {
+	rc := &runContext{host: n.h, granted: []string{CapabilityQuery}}
+	return calls{slog.Default()}.Call(context.Background(), rc, op, req), nil
+}
+
 func (n *NativeQueryHost) Log(sdk.Level, string) {}
 
 // WithoutInterrupt returns cfg with guests run without the deadline check,

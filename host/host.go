@@ -44,6 +44,8 @@ type Host struct {
 	pipelines map[string]*pipeline
 	// breakers holds each plugin's quarantine state, by plugin name.
 	breakers map[string]*breaker
+	// compiled holds the modules precompile compiled, until load takes them.
+	compiled map[variant]precompiled
 	// runSlots admits MaxConcurrentRuns runs; queued counts runs waiting.
 	runSlots chan struct{}
 	queued   atomic.Int64
@@ -170,8 +172,7 @@ func (h *Host) build(ctx context.Context) error {
 	if len(names) == 0 && len(h.cfg.Plugins) > 0 {
 		h.logger.Warn("host: no pipelines configured")
 	}
-	modules := map[string][]byte{}
-	sums := map[string]string{}
+	modules, sums := h.precompile(ctx)
 	for _, pname := range names {
 		pc := h.cfg.Pipelines[pname]
 		field := "pipelines." + pname
@@ -267,7 +268,12 @@ func (h *Host) plugin(ctx context.Context, name string, pages uint32, wasm []byt
 		return nil, err
 	}
 	start := time.Now()
-	p, err := load(ctx, e, name, wasm, sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
+	pre, ok := h.compiled[key]
+	delete(h.compiled, key)
+	if !ok {
+		pre.mod, pre.err = e.Compile(ctx, wasm)
+	}
+	p, err := load(ctx, e, name, pre, sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,16 @@ func (wasmHost) Log(level Level, msg string) {
 	hostLog(int32(level), unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
 }
 
-func (wasmHost) Call(op string, request []byte) ([]byte, error) {
+func (h wasmHost) Call(op string, request []byte) ([]byte, error) {
+	answer, err := h.CallEnvelope(op, request)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeAnswer(answer)
+}
+
+// CallEnvelope implements EnvelopeCaller.
+func (wasmHost) CallEnvelope(op string, request []byte) ([]byte, error) {
 	n := hostCall(unsafe.Pointer(unsafe.StringData(op)), uint32(len(op)),
 		unsafe.Pointer(unsafe.SliceData(request)), uint32(len(request)))
 	if n < 0 {
@@ -80,5 +89,5 @@ func (wasmHost) Call(op string, request []byte) ([]byte, error) {
 	if got := hostResult(unsafe.Pointer(unsafe.SliceData(answer[:1])), uint32(n)); got != n {
 		return nil, statusError(got)
 	}
-	return DecodeAnswer(answer)
+	return answer, nil
 }
