@@ -172,6 +172,11 @@ func (h *Host) build(ctx context.Context) error {
 	if len(names) == 0 && len(h.cfg.Plugins) > 0 {
 		h.logger.Warn("host: no pipelines configured")
 	}
+	if h.cfg.OnlyPipeline != "" {
+		if _, ok := h.cfg.Pipelines[h.cfg.OnlyPipeline]; !ok {
+			return cfgErr("only_pipeline", "no pipeline named %q", h.cfg.OnlyPipeline)
+		}
+	}
 	modules, sums := h.precompile(ctx)
 	for _, pname := range names {
 		pc := h.cfg.Pipelines[pname]
@@ -219,6 +224,9 @@ func (h *Host) build(ctx context.Context) error {
 					return cfgErr(sf+".capabilities", "unknown capability %q (known: %v)", c, knownCapabilities())
 				}
 			}
+			if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
+				continue // checked, not loaded (Config.OnlyPipeline)
+			}
 			if _, ok := modules[sc.Plugin]; !ok {
 				wasm, sum, err := readModule(sc.Plugin, pcfg)
 				if err != nil {
@@ -249,6 +257,9 @@ func (h *Host) build(ctx context.Context) error {
 				h.breakers[sc.Plugin] = br
 			}
 			p.stages = append(p.stages, &stage{cfg: sc, plugin: pl, breaker: br, config: conf, configDigest: digest(conf)})
+		}
+		if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
+			continue
 		}
 		if !enforcing {
 			h.logger.Warn("host: pipeline has no enforcing stage; every run will be inconclusive", "pipeline", pname)

@@ -30,7 +30,10 @@ func (h *Host) precompile(ctx context.Context) (modules map[string][]byte, sums 
 	}
 	var jobs []job
 	seen := map[variant]bool{}
-	for _, pc := range h.cfg.Pipelines {
+	for pname, pc := range h.cfg.Pipelines {
+		if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
+			continue
+		}
 		for _, sc := range pc.Stages {
 			pcfg, ok := h.cfg.Plugins[sc.Plugin]
 			limit := cmp.Or(sc.MemoryLimit, DefaultMemoryLimit)

@@ -108,6 +108,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	cfg.host.Logger = logger
+	onlyPipeline(&cfg.host, *pipelineName)
 	if !*record {
 		cfg.host.EventLogPath = ""
 	}
