@@ -29,6 +29,7 @@ demo: build
 vet:
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/... ./internal/testguests/...
+	$(GO) vet -tags gatehost_wazero ./internal/engine/...
 
 fmt:
 	gofmt -w $(GOFILES)
@@ -36,6 +37,7 @@ fmt:
 test: vet
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
 	$(GO) test -race ./...
+	$(GO) test -tags gatehost_wazero ./internal/engine/... ./host -run 'TestHostilePlugins|TestRunawayLoopOvershoot'
 
 bench:
 	GO=$(GO) ./scripts/bench.sh

@@ -4,6 +4,7 @@ package sdk
 
 import (
 	"context"
+	"runtime"
 	"unsafe"
 
 	"github.com/gatehost/gatehost/abi"
@@ -44,7 +45,14 @@ func gateDescribe() uint64 {
 //go:wasmexport gate_evaluate
 func gateEvaluate(ptr unsafe.Pointer, size uint32) uint64 {
 	in := unsafe.Slice((*byte)(ptr), size)
-	return publish(Handle(context.Background(), registered, wasmHost{}, in))
+	out := publish(Handle(context.Background(), registered, wasmHost{}, in))
+	// The guest runs only inside a call, on one thread: the GC's
+	// background workers run only when this goroutine yields. Without
+	// this, a cycle started under load may not finish before the next
+	// calls allocate, and the heap (whose linear memory never shrinks)
+	// grows until the instance runs out of memory.
+	runtime.Gosched()
+	return out
 }
 
 func publish(b []byte) uint64 {
