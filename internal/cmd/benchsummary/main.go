@@ -158,7 +158,7 @@ func main() {
 		fmt.Println()
 		fmt.Println("### `gatehost bench --pipeline admission-github testdata/static-verify/bench-10-actions.json`")
 		fmt.Println()
-		fmt.Println("| run | decisions | concurrency | p50 | p90 | p99 | decisions/s | allocs/decision | RSS first → last (drift) |")
+		fmt.Println("| run | decisions | concurrency | p50 | p90 | p99 | decisions/s | allocs/decision | RSS after warm-up → after 1/10 → end (drift after 1/10) |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	}
 	for _, m := range matches {
@@ -180,8 +180,8 @@ func main() {
 			continue
 		}
 		rss := "–"
-		if len(rep.RSS) > 0 {
-			rss = fmt.Sprintf("%d → %d KiB (%+.1f%%)", rep.RSS[0], rep.RSS[len(rep.RSS)-1], 100*rep.Drift)
+		if len(rep.RSS) > 2 {
+			rss = fmt.Sprintf("%d → %d → %d KiB (%+.1f%%)", rep.RSS[0], rep.RSS[1], rep.RSS[len(rep.RSS)-1], 100*rep.Drift)
 		}
 		fmt.Printf("| %s | %d | %d | %d µs | %d µs | %d µs | %.0f | %.0f | %s |\n", strings.TrimSuffix(filepath.Base(m), ".json"),
 			rep.Decisions, rep.Concurrency, rep.P50, rep.P90, rep.P99, rep.Throughput, rep.Allocs, rss)
