@@ -12,7 +12,7 @@ help:
 	@echo "make build   build/gatehost and build/plugins/<gate>.wasm"
 	@echo "make demo    check real proposals against the GitHub MCP catalog, then verify the event log"
 	@echo "make test    go vet + go test -race ./..."
-	@echo "make bench   benchmarks: native Go vs the same gate through the host"
+	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
 
@@ -30,6 +30,7 @@ demo: build
 vet:
 	$(GO) vet ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/... ./plugins/... ./internal/testguests/...
+	$(GO) vet -tags gatehost_wazy ./internal/engine/...
 
 fmt:
 	gofmt -w $(GOFILES)
@@ -37,9 +38,10 @@ fmt:
 test: vet
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
 	$(GO) test -race ./...
+	$(GO) test -tags gatehost_wazy ./internal/engine/... ./host -run 'TestHostilePlugins|TestRunawayLoopOvershoot'
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	GO=$(GO) ./scripts/bench.sh
 
 fuzz:
 	GO=$(GO) ./scripts/fuzz.sh

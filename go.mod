@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/go-viper/mapstructure/v2 v2.4.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/samyfodil/wazy v0.8.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/spf13/pflag v1.0.10
 	github.com/spf13/viper v1.21.0

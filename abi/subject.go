@@ -103,11 +103,19 @@ func CapabilityOf(op string) string {
 // CatalogGetRequest and CatalogGetAnswer are the messages of OpCatalogGet.
 type CatalogGetRequest struct {
 	Name string `json:"name"`
+	// KnownSchemaDigest (ABI 1.x, optional) is the schema digest of the
+	// input schema the gate already holds for this name. When the tool's
+	// schema_digest equals it, the host leaves input_schema out of the
+	// answer and sets schema_omitted.
+	KnownSchemaDigest string `json:"known_schema_digest,omitempty"`
 }
 
 type CatalogGetAnswer struct {
 	Found bool  `json:"found"`
 	Tool  *Tool `json:"tool,omitempty"`
+	// SchemaOmitted (optional) says Tool.InputSchema was left out because
+	// its digest is the request's known_schema_digest.
+	SchemaOmitted bool `json:"schema_omitted,omitempty"`
 }
 
 // CatalogListAnswer is the answer of OpCatalogList.

@@ -25,7 +25,7 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 		for _, t := range store.Snapshot().List() {
 			tools = append(tools, t.ABI())
 		}
-		h := gatetest.NewHost(tools...)
+		h := gatetest.SinglePass(gatetest.NewHost(tools...))
 		req := abi.Request{SubjectKind: abi.SubjectProposal, Subject: json.RawMessage(subj)}
 		b.ReportAllocs()
 		for b.Loop() {
@@ -35,19 +35,33 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 			}
 		}
 	})
-	b.Run("wasm", func(b *testing.B) {
-		h := newHost(b, host.Config{
-			Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
-			Catalog:   store,
-			Pipelines: onePipeline("sv", "catalog"),
-			PoolSize:  1,
-		})
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := h.Check(ctx, "p", subj, host.RunOptions{})
-			if err != nil || d.Verdict != abi.Accepted {
-				b.Fatal(err, d.Verdict, d.Stages[0].Reason)
+	for _, v := range deadlineVariants {
+		b.Run("wasm"+v.suffix, func(b *testing.B) {
+			h := newHost(b, v.cfg(host.Config{
+				Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
+				Catalog:   store,
+				Pipelines: onePipeline("sv", "catalog"),
+				PoolSize:  1,
+			}))
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := h.Check(ctx, "p", subj, host.RunOptions{})
+				if err != nil || d.Verdict != abi.Accepted {
+					b.Fatal(err, d.Verdict, d.Stages[0].Reason)
+				}
 			}
-		}
-	})
+		})
+	}
+}
+
+// deadlineVariants run a wasm benchmark twice: as the host runs gates (the
+// deadline stops a runaway guest; name "wasm") and without the deadline
+// check ("wasm-nodeadline"), which no production host does, to measure what
+// the check costs.
+var deadlineVariants = []struct {
+	suffix string
+	cfg    func(host.Config) host.Config
+}{
+	{"", func(c host.Config) host.Config { return c }},
+	{"-nodeadline", host.WithoutInterrupt},
 }

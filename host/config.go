@@ -99,6 +99,17 @@ type Config struct {
 	// stages granted the query capability. Every view must be evaluable
 	// by its source, or New refuses the config.
 	Domains map[string]Domain
+
+	// OnlyPipeline, when set, makes New check every pipeline's config but
+	// compile and load only the plugins of this pipeline, and serve only
+	// it: for one-shot commands, whose cold start is mostly compilation.
+	// Checks that need a plugin (its descriptor, its config schema) are
+	// then made for this pipeline alone. It must name a pipeline.
+	OnlyPipeline string
+
+	// noInterrupt runs guests without the deadline check (benchmarks of
+	// its cost only; set through export_test.go, never in production).
+	noInterrupt bool
 }
 
 // Defaults of the run limits.

@@ -39,7 +39,8 @@ func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor
 		return abi.Descriptor{}, nil, err
 	}
 	defer e.Close(ctx)
-	p, err := load(ctx, e, "module", wasm, "", 1, DefaultLoadTimeout)
+	mod, err := e.Compile(ctx, wasm)
+	p, err := load(ctx, e, "module", precompiled{mod, err}, "", 1, DefaultLoadTimeout)
 	if err != nil {
 		return abi.Descriptor{}, nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/plugins/exec"
+	"github.com/gatehost/gatehost/sdk"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
 
@@ -181,7 +182,7 @@ func nativeExecHost(snap *catalog.Snapshot, set *session.Set, sess string) *gate
 	return gh
 }
 
-func evalNative(t testing.TB, gh *gatetest.Host, snap *catalog.Snapshot, call []byte, sess string, confirm *abi.Confirmation, config json.RawMessage) abi.Response {
+func evalNative(t testing.TB, gh sdk.Host, snap *catalog.Snapshot, call []byte, sess string, confirm *abi.Confirmation, config json.RawMessage) abi.Response {
 	t.Helper()
 	resp, err := gatetest.Evaluate(context.Background(), exec.Gate, abi.Request{
 		SubjectKind: abi.SubjectToolCall, Subject: call, Config: config,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/gatehost/gatehost/internal/engine"
 	"github.com/gatehost/gatehost/sdk"
 )
 
@@ -39,4 +40,43 @@ func (n *NativeQueryHost) Call(op string, req []byte) ([]byte, error) {
 	return sdk.DecodeAnswer(calls{slog.Default()}.Call(context.Background(), rc, op, req))
 }
 
+// CallEnvelope implements sdk.EnvelopeCaller, as the guest's host does.
+func (n *NativeQueryHost) CallEnvelope(op string, req []byte) ([]byte, error) {
+	rc := &runContext{host: n.h, granted: []string{CapabilityQuery}}
+	return calls{slog.Default()}.Call(context.Background(), rc, op, req), nil
+}
+
 func (n *NativeQueryHost) Log(sdk.Level, string) {}
+
+// WithoutInterrupt returns cfg with guests run without the deadline check,
+// so a benchmark can measure what the check costs. A looping guest is then
+// never stopped: benchmarks only.
+func WithoutInterrupt(cfg Config) Config {
+	cfg.noInterrupt = true
+	return cfg
+}
+
+// FillPool creates instances of the named plugin until its pool holds
+// PoolSize idle ones, and returns how many it holds and their guest memory
+// in bytes.
+func FillPool(ctx context.Context, h *Host, plugin string) (n int, guestBytes uint64, err error) {
+	for v, p := range h.plugins {
+		if v.plugin != plugin {
+			continue
+		}
+		var held []*engine.Instance
+		for range cap(p.pool.slots) {
+			inst, err := p.pool.get(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			held = append(held, inst)
+		}
+		for _, inst := range held {
+			guestBytes += inst.MemoryBytes()
+			p.pool.put(inst, true)
+		}
+		n += len(held)
+	}
+	return n, guestBytes, nil
+}

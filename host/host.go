@@ -45,6 +45,8 @@ type Host struct {
 	pipelines map[string]*pipeline
 	// breakers holds each plugin's quarantine state, by plugin name.
 	breakers map[string]*breaker
+	// compiled holds the modules precompile compiled, until load takes them.
+	compiled map[variant]precompiled
 	// runSlots admits MaxConcurrentRuns runs; queued counts runs waiting.
 	runSlots chan struct{}
 	queued   atomic.Int64
@@ -177,8 +179,12 @@ func (h *Host) build(ctx context.Context) error {
 	if len(names) == 0 && len(h.cfg.Plugins) > 0 {
 		h.logger.Warn("host: no pipelines configured")
 	}
-	modules := map[string][]byte{}
-	sums := map[string]string{}
+	if h.cfg.OnlyPipeline != "" {
+		if _, ok := h.cfg.Pipelines[h.cfg.OnlyPipeline]; !ok {
+			return cfgErr("only_pipeline", "no pipeline named %q", h.cfg.OnlyPipeline)
+		}
+	}
+	modules, sums := h.precompile(ctx)
 	for _, pname := range names {
 		pc := h.cfg.Pipelines[pname]
 		field := "pipelines." + pname
@@ -225,6 +231,9 @@ func (h *Host) build(ctx context.Context) error {
 					return cfgErr(sf+".capabilities", "unknown capability %q (known: %v)", c, knownCapabilities())
 				}
 			}
+			if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
+				continue // checked, not loaded (Config.OnlyPipeline)
+			}
 			if _, ok := modules[sc.Plugin]; !ok {
 				wasm, sum, err := readModule(sc.Plugin, pcfg)
 				if err != nil {
@@ -256,6 +265,9 @@ func (h *Host) build(ctx context.Context) error {
 			}
 			p.stages = append(p.stages, &stage{cfg: sc, plugin: pl, breaker: br, config: conf, configDigest: digest(conf)})
 		}
+		if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
+			continue
+		}
 		if !enforcing {
 			h.logger.Warn("host: pipeline has no enforcing stage; every run will be inconclusive", "pipeline", pname)
 		}
@@ -274,7 +286,12 @@ func (h *Host) plugin(ctx context.Context, name string, pages uint32, wasm []byt
 		return nil, err
 	}
 	start := time.Now()
-	p, err := load(ctx, e, name, wasm, sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
+	pre, ok := h.compiled[key]
+	delete(h.compiled, key)
+	if !ok {
+		pre.mod, pre.err = e.Compile(ctx, wasm)
+	}
+	p, err := load(ctx, e, name, pre, sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +309,7 @@ func (h *Host) engine(ctx context.Context, pages uint32) (*engine.Engine, error)
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.New(ctx, engine.Options{CacheDir: dir, MemoryLimitPages: pages, Calls: calls{h.logger}, Logger: h.logger})
+	e, err := engine.New(ctx, engine.Options{CacheDir: dir, MemoryLimitPages: pages, Calls: calls{h.logger}, Logger: h.logger, NoInterrupt: h.cfg.noInterrupt})
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func (prefixPolicy) Merge(_ context.Context, req abi.PolicyMergeRequest) (abi.Po
 	return a, nil
 }
 
-func newMergeHost(t testing.TB, logPath string) *host.Host {
+func newMergeHost(t testing.TB, logPath string, opts ...func(host.Config) host.Config) *host.Host {
 	wasm, err := mergeWasm()
 	require.NoError(t, err)
 	stage := func(cfg string, caps ...string) host.PipelineConfig {
@@ -53,7 +53,7 @@ func newMergeHost(t testing.TB, logPath string) *host.Host {
 		return host.PipelineConfig{Subject: abi.SubjectMerge, Stages: []host.StageConfig{{
 			Name: "merge", Plugin: "merge", Capabilities: caps, Config: raw, MemoryLimit: 256 << 20}}}
 	}
-	return newHost(t, host.Config{
+	cfg := host.Config{
 		Plugins: map[string]host.PluginConfig{"merge": {Path: wasm}},
 		Pipelines: map[string]host.PipelineConfig{
 			"none":      stage("", "policy", "check"),
@@ -70,7 +70,11 @@ func newMergeHost(t testing.TB, logPath string) *host.Host {
 			"broken": {Argv: []string{"/nonexistent/gatehost-check"}},
 		},
 		EventLogPath: logPath,
-	})
+	}
+	for _, o := range opts {
+		cfg = o(cfg)
+	}
+	return newHost(t, cfg)
 }
 
 func str(s string) *string { return &s }
@@ -265,14 +269,16 @@ func BenchmarkMergeExtract2000Lines(b *testing.B) {
 			}
 		}
 	})
-	b.Run("wasm-gate", func(b *testing.B) {
-		h := newMergeHost(b, "")
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := h.Check(ctx, "none", raw, host.RunOptions{})
-			if err != nil || d.Stages[0].Basis != merge.BasisWaived {
-				b.Fatal(err, d.Stages[0])
+	for _, v := range deadlineVariants {
+		b.Run("wasm-gate"+v.suffix, func(b *testing.B) {
+			h := newMergeHost(b, "", v.cfg)
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := h.Check(ctx, "none", raw, host.RunOptions{})
+				if err != nil || d.Stages[0].Basis != merge.BasisWaived {
+					b.Fatal(err, d.Stages[0])
+				}
 			}
-		}
-	})
+		})
+	}
 }

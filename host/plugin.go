@@ -94,13 +94,14 @@ func readModule(name string, pc PluginConfig) ([]byte, string, error) {
 	return wasm, got, nil
 }
 
-// load compiles wasm on e, instantiates one probe instance, checks its ABI
-// major and descriptor, and returns the plugin with the probe in its pool.
-func load(ctx context.Context, e *engine.Engine, name string, wasm []byte, sum string, poolSize int, timeout time.Duration) (*plugin, error) {
+// load takes a module compiled on e (by precompile, or just now),
+// instantiates one probe instance, checks its ABI major and descriptor, and
+// returns the plugin with the probe in its pool.
+func load(ctx context.Context, e *engine.Engine, name string, pre precompiled, sum string, poolSize int, timeout time.Duration) (*plugin, error) {
 	fail := func(err error) error { return &LoadError{Plugin: name, Err: err} }
 	// Compilation runs no guest code, so only instantiation and describe
 	// are bounded: a slow machine must not fail a good module.
-	mod, err := e.Compile(ctx, wasm)
+	mod, err := pre.mod, pre.err
 	if err != nil {
 		return nil, fail(err)
 	}

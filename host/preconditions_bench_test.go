@@ -55,20 +55,22 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 				}
 			}
 		})
-		b.Run("wasm"+suffix, func(b *testing.B) {
-			h := newHost(b, host.Config{
-				Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(b)}},
-				Pipelines: pcPipelines("retail", "retail_sql"),
-				Domains:   domains,
-				PoolSize:  1,
-			})
-			b.ReportAllocs()
-			for b.Loop() {
-				d, err := h.Check(ctx, dom+"-exec", subj, host.RunOptions{})
-				if err != nil || d.Verdict == abi.Inconclusive {
-					b.Fatal(err, d.Stages[0].Reason, d.Stages[0].Evidence)
+		for _, v := range deadlineVariants {
+			b.Run("wasm"+suffix+v.suffix, func(b *testing.B) {
+				h := newHost(b, v.cfg(host.Config{
+					Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(b)}},
+					Pipelines: pcPipelines("retail", "retail_sql"),
+					Domains:   domains,
+					PoolSize:  1,
+				}))
+				b.ReportAllocs()
+				for b.Loop() {
+					d, err := h.Check(ctx, dom+"-exec", subj, host.RunOptions{})
+					if err != nil || d.Verdict == abi.Inconclusive {
+						b.Fatal(err, d.Stages[0].Reason, d.Stages[0].Evidence)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

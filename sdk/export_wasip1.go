@@ -4,6 +4,7 @@ package sdk
 
 import (
 	"context"
+	"runtime"
 	"unsafe"
 
 	"github.com/gatehost/gatehost/abi"
@@ -44,7 +45,14 @@ func gateDescribe() uint64 {
 //go:wasmexport gate_evaluate
 func gateEvaluate(ptr unsafe.Pointer, size uint32) uint64 {
 	in := unsafe.Slice((*byte)(ptr), size)
-	return publish(Handle(context.Background(), registered, wasmHost{}, in))
+	out := publish(Handle(context.Background(), registered, wasmHost{}, in))
+	// The guest runs only inside a call, on one thread: the GC's
+	// background workers run only when this goroutine yields. Without
+	// this, a cycle started under load may not finish before the next
+	// calls allocate, and the heap (whose linear memory never shrinks)
+	// grows until the instance runs out of memory.
+	runtime.Gosched()
+	return out
 }
 
 func publish(b []byte) uint64 {
@@ -70,7 +78,16 @@ func (wasmHost) Log(level Level, msg string) {
 	hostLog(int32(level), unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))
 }
 
-func (wasmHost) Call(op string, request []byte) ([]byte, error) {
+func (h wasmHost) Call(op string, request []byte) ([]byte, error) {
+	answer, err := h.CallEnvelope(op, request)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeAnswer(answer)
+}
+
+// CallEnvelope implements EnvelopeCaller.
+func (wasmHost) CallEnvelope(op string, request []byte) ([]byte, error) {
 	n := hostCall(unsafe.Pointer(unsafe.StringData(op)), uint32(len(op)),
 		unsafe.Pointer(unsafe.SliceData(request)), uint32(len(request)))
 	if n < 0 {
@@ -80,5 +97,5 @@ func (wasmHost) Call(op string, request []byte) ([]byte, error) {
 	if got := hostResult(unsafe.Pointer(unsafe.SliceData(answer[:1])), uint32(n)); got != n {
 		return nil, statusError(got)
 	}
-	return DecodeAnswer(answer)
+	return answer, nil
 }

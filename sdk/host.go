@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/gatehost/gatehost/abi"
 )
@@ -52,17 +53,47 @@ func DecodeAnswer(answer []byte) ([]byte, error) {
 		return nil, callError{env.Error}
 	}
 	if env.Result == nil {
-		return nil, errors.New("sdk: host answer has neither result nor error")
+		return nil, errNoResult
 	}
 	return env.Result, nil
 }
 
+// EnvelopeCaller is implemented by a Host that can return a call's whole
+// answer envelope ({"result"} or {"error"}) undecoded. Call then decodes
+// envelope and result in one pass instead of two; the guest's Host does.
+type EnvelopeCaller interface {
+	// CallEnvelope invokes op and returns the answer envelope. Its error
+	// is a transport failure (abi.Status*), never a *abi.CallError.
+	CallEnvelope(op string, request []byte) ([]byte, error)
+}
+
 // Call invokes op with req encoded as JSON and decodes the result into T.
+// A refusal is returned as a *abi.CallError (errors.As), wrapped.
 func Call[T any](h Host, op string, req any) (T, error) {
 	var zero T
 	body, err := json.Marshal(req)
 	if err != nil {
 		return zero, fmt.Errorf("sdk: encode %s request: %w", op, err)
+	}
+	if ec, ok := h.(EnvelopeCaller); ok {
+		raw, err := ec.CallEnvelope(op, body)
+		if err != nil {
+			return zero, fmt.Errorf("sdk: %s: %w", op, err)
+		}
+		var env struct {
+			Result *T             `json:"result"`
+			Error  *abi.CallError `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil {
+			return zero, fmt.Errorf("sdk: decode %s answer: %w", op, err)
+		}
+		switch {
+		case env.Error != nil:
+			return zero, fmt.Errorf("sdk: %s: %w", op, callError{env.Error})
+		case env.Result == nil:
+			return zero, fmt.Errorf("sdk: %s: %w", op, errNoResult)
+		}
+		return *env.Result, nil
 	}
 	raw, err := h.Call(op, body)
 	if err != nil {
@@ -75,12 +106,43 @@ func Call[T any](h Host, op string, req any) (T, error) {
 	return out, nil
 }
 
+var errNoResult = errors.New("sdk: host answer has neither result nor error")
+
 // CatalogGet looks a tool up by id, wire name or alias in the run's pinned
 // catalog snapshot. found is false when no tool has that name.
+//
+// The tool comes with its input schema. The SDK remembers the schema of
+// each tool it has looked up (a pooled instance serves many runs) and asks
+// the host to leave it out when its digest is still the one remembered
+// (known_schema_digest, abi/SPEC.md §7.7), so a warm instance does not
+// decode every schema on every run.
 func CatalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
-	a, err := Call[abi.CatalogGetAnswer](h, abi.OpCatalogGet, abi.CatalogGetRequest{Name: name})
+	req := abi.CatalogGetRequest{Name: name}
+	known, haveKnown := schemas.get(name)
+	if haveKnown {
+		req.KnownSchemaDigest = known.digest
+	}
+	a, err := Call[abi.CatalogGetAnswer](h, abi.OpCatalogGet, req)
 	if err != nil || !a.Found || a.Tool == nil {
 		return abi.Tool{}, false, err
+	}
+	if a.SchemaOmitted {
+		if !haveKnown || a.Tool.SchemaDigest != known.digest {
+			// The host left out a schema we do not hold: ask again
+			// for the whole record rather than guess.
+			a, err = Call[abi.CatalogGetAnswer](h, abi.OpCatalogGet, abi.CatalogGetRequest{Name: name})
+			if err != nil || !a.Found || a.Tool == nil {
+				return abi.Tool{}, false, err
+			}
+			if a.SchemaOmitted {
+				return abi.Tool{}, false, fmt.Errorf("sdk: %s: schema of %q omitted though not known", abi.OpCatalogGet, name)
+			}
+		} else {
+			a.Tool.InputSchema = known.schema
+		}
+	}
+	if !a.SchemaOmitted && isDigest(a.Tool.SchemaDigest) {
+		schemas.put(name, knownSchema{digest: a.Tool.SchemaDigest, schema: a.Tool.InputSchema})
 	}
 	return *a.Tool, true, nil
 }
@@ -88,4 +150,56 @@ func CatalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
 // CatalogList lists the tools of the run's pinned catalog snapshot.
 func CatalogList(h Host) (abi.CatalogListAnswer, error) {
 	return Call[abi.CatalogListAnswer](h, abi.OpCatalogList, struct{}{})
+}
+
+// schemaCacheMax bounds the remembered schemas: a catalog that churns
+// cannot grow a long-lived instance's memory without bound.
+const schemaCacheMax = 1024
+
+type knownSchema struct {
+	digest string
+	schema json.RawMessage
+}
+
+// schemas remembers tools' input schemas by the name they were looked up
+// under. The mutex is for native use; in a guest there is one thread.
+var schemas = schemaCache{m: map[string]knownSchema{}}
+
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]knownSchema
+}
+
+func (c *schemaCache) get(name string) (knownSchema, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.m[name]
+	return k, ok
+}
+
+func (c *schemaCache) put(name string, k knownSchema) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[name]; !ok && len(c.m) >= schemaCacheMax {
+		for n := range c.m { // evict one; which does not matter
+			delete(c.m, n)
+			break
+		}
+	}
+	c.m[name] = k
+}
+
+// isDigest reports whether d looks like a schema digest (64 lowercase hex
+// digits). Only such digests are remembered: a malformed one could make two
+// different schemas look the same.
+func isDigest(d string) bool {
+	if len(d) != 64 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

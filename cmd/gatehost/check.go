@@ -74,6 +74,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, err)
 	}
 	cfg.host.Logger = logger
+	onlyPipeline(&cfg.host, *pipelineName)
 	defer closeDomains(cfg.host.Domains)
 	h, err := host.New(ctx, cfg.host)
 	if err != nil {

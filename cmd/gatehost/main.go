@@ -9,6 +9,7 @@
 //	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
 //	gatehost domain validate [--output text|json] FILE…
 //	gatehost plugin inspect|check|pin|new [flags] …
+//	gatehost bench [--config F] --pipeline P [-n N] [--concurrency C] [--output text|json] SUBJECT|-
 //	gatehost version
 //
 // Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
@@ -45,6 +46,7 @@ Usage:
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
   gatehost plugin SUB [flags]        inspect, check (conformance kit), pin or scaffold (new) a gate module
+  gatehost bench [flags] SUBJECT|-   time a pipeline: latency percentiles, throughput, allocations
   gatehost version                   print the version and ABI
 
 Run 'gatehost COMMAND --help' for a command's flags.
@@ -88,6 +90,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdDomain(ctx, args[1:], stdout, stderr)
 	case "plugin":
 		return cmdPlugin(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
 		return 0

@@ -134,7 +134,7 @@ type server struct {
 
 	// first is the config read at start; run builds its runtime.
 	first *loaded
-	cur   atomic.Pointer[runtime]
+	cur   atomic.Pointer[loadedConfig]
 	// reloadMu serialises reloads; configDigest is the last config file
 	// content a reload tried, so a bad file is not retried every poll.
 	reloadMu     sync.Mutex
@@ -154,10 +154,10 @@ type server struct {
 	buildErr error
 }
 
-// runtime is one loaded config: a host with its pipelines, serving until a
+// loadedConfig is one loaded config: a host with its pipelines, serving until a
 // reload retires it. Requests hold a reference while they use it; the host
 // is closed once the last one lets go.
-type runtime struct {
+type loadedConfig struct {
 	h         *host.Host
 	cfg       *loaded
 	pipelines map[string]host.PipelineInfo
@@ -172,7 +172,7 @@ type runtime struct {
 	drained chan struct{}
 }
 
-func (rt *runtime) acquire() bool {
+func (rt *loadedConfig) acquire() bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.retired {
@@ -182,7 +182,7 @@ func (rt *runtime) acquire() bool {
 	return true
 }
 
-func (rt *runtime) release() {
+func (rt *loadedConfig) release() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.refs--
@@ -192,7 +192,7 @@ func (rt *runtime) release() {
 }
 
 // retire refuses new references; drained closes when the last is released.
-func (rt *runtime) retire() {
+func (rt *loadedConfig) retire() {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.retired {
@@ -204,7 +204,7 @@ func (rt *runtime) retire() {
 	}
 }
 
-func (rt *runtime) close() error {
+func (rt *loadedConfig) close() error {
 	err := rt.h.Close(context.Background())
 	closeDomains(rt.cfg.host.Domains)
 	return err
@@ -417,7 +417,7 @@ func (s *server) builtOrNil() <-chan struct{} {
 // compiled, pools warm, catalog loaded. The catalog's first generation
 // continues prev's: the same generation when the catalog is unchanged, one
 // more when it changed (one wholesale mutation, DESIGN §5).
-func (s *server) build(ctx context.Context, l *loaded, prev *runtime) (rt *runtime, err error) {
+func (s *server) build(ctx context.Context, l *loaded, prev *loadedConfig) (rt *loadedConfig, err error) {
 	defer func() {
 		if err != nil {
 			closeDomains(l.host.Domains)
@@ -453,7 +453,7 @@ func (s *server) build(ctx context.Context, l *loaded, prev *runtime) (rt *runti
 		_ = h.Close(context.Background())
 		return nil, hostError(l.file, err)
 	}
-	rt = &runtime{h: h, cfg: l, pipelines: map[string]host.PipelineInfo{}, list: h.Pipelines(), drained: make(chan struct{})}
+	rt = &loadedConfig{h: h, cfg: l, pipelines: map[string]host.PipelineInfo{}, list: h.Pipelines(), drained: make(chan struct{})}
 	for _, p := range rt.list {
 		rt.pipelines[p.Name] = p
 	}
@@ -511,7 +511,7 @@ func (s *server) reload(ctx context.Context, trigger string) error {
 	return nil
 }
 
-func (s *server) prepare(ctx context.Context, prev *runtime) (*runtime, *tokenSet, error) {
+func (s *server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, *tokenSet, error) {
 	toks, err := loadTokens(s.opts.tokenFile, os.Getenv(tokenEnv))
 	if err != nil {
 		return nil, nil, err

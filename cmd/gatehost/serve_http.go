@@ -240,7 +240,7 @@ func (s *server) withAuth(next http.Handler) http.Handler {
 
 // acquire returns the current runtime with a reference held, or nil before
 // the first config is ready and after shutdown began.
-func (s *server) acquire() *runtime {
+func (s *server) acquire() *loadedConfig {
 	for {
 		rt := s.cur.Load()
 		if rt == nil {

@@ -13,11 +13,8 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-
 	"github.com/gatehost/gatehost/abi"
+	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
 // PageSize is the WebAssembly page size in bytes.
@@ -33,6 +30,11 @@ type Options struct {
 	Calls CallHandler
 	// Logger receives guest log messages and engine diagnostics.
 	Logger *slog.Logger
+	// NoInterrupt turns off stopping guests when their context is done,
+	// where the runtime allows it (wasmrt.InterruptOptional). A looping
+	// guest then runs forever: only benchmarks measuring the cost of the
+	// check set it; the host never does.
+	NoInterrupt bool
 }
 
 // CallHandler answers capability calls from guests. The state argument is
@@ -45,8 +47,8 @@ type CallHandler interface {
 
 // Engine owns one wazero runtime. It is safe for concurrent use.
 type Engine struct {
-	rt    wazero.Runtime
-	cache wazero.CompilationCache
+	rt    rt.Runtime
+	cache rt.CompilationCache
 	opts  Options
 }
 
@@ -59,22 +61,21 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.MemoryLimitPages == 0 || opts.MemoryLimitPages > 65536 {
 		return nil, fmt.Errorf("engine: memory limit %d pages out of range 1..65536", opts.MemoryLimitPages)
 	}
-	cfg := wazero.NewRuntimeConfig().
-		// Without this a looping guest cannot be stopped at all; see
-		// docs/RATIONALE.md for its cost.
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(opts.MemoryLimitPages)
+	cfg := rt.NewRuntimeConfig().WithMemoryLimitPages(opts.MemoryLimitPages)
+	// Without the deadline check a looping guest cannot be stopped at all;
+	// see package wasmrt and docs/PERFORMANCE.md for its cost.
+	cfg = rt.WithInterrupt(cfg, !opts.NoInterrupt)
 	e := &Engine{opts: opts}
 	if opts.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		c, err := rt.NewCompilationCacheWithDir(opts.CacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("engine: compilation cache %s: %w", opts.CacheDir, err)
 		}
 		e.cache = c
 		cfg = cfg.WithCompilationCache(c)
 	}
-	e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
+	e.rt = rt.NewRuntimeWithConfig(ctx, cfg)
+	if err := rt.InstantiateWASI(ctx, e.rt); err != nil {
 		_ = e.Close(ctx)
 		return nil, fmt.Errorf("engine: instantiate WASI: %w", err)
 	}
@@ -143,19 +144,19 @@ var allowedWASI = func() map[string]bool {
 
 var allowedHost = map[string]bool{abi.ImportLog: true, abi.ImportCall: true, abi.ImportResult: true}
 
-type signature struct{ params, results []api.ValueType }
+type signature struct{ params, results []rt.ValueType }
 
 var requiredExports = map[string]signature{
-	abi.ExportABIVersion: {nil, []api.ValueType{api.ValueTypeI32}},
-	abi.ExportAlloc:      {[]api.ValueType{api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}},
-	abi.ExportDescribe:   {nil, []api.ValueType{api.ValueTypeI64}},
-	abi.ExportEvaluate:   {[]api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI64}},
+	abi.ExportABIVersion: {nil, []rt.ValueType{rt.ValueTypeI32}},
+	abi.ExportAlloc:      {[]rt.ValueType{rt.ValueTypeI32}, []rt.ValueType{rt.ValueTypeI32}},
+	abi.ExportDescribe:   {nil, []rt.ValueType{rt.ValueTypeI64}},
+	abi.ExportEvaluate:   {[]rt.ValueType{rt.ValueTypeI32, rt.ValueTypeI32}, []rt.ValueType{rt.ValueTypeI64}},
 }
 
 // Module is a compiled, checked gate module.
 type Module struct {
 	e          *Engine
-	cm         wazero.CompiledModule
+	cm         rt.CompiledModule
 	initialize bool
 	MinPages   uint32
 }
@@ -223,20 +224,20 @@ func (m *Module) check() error {
 	return nil
 }
 
-func sigString(params, results []api.ValueType) string {
+func sigString(params, results []rt.ValueType) string {
 	s := "("
 	for i, p := range params {
 		if i > 0 {
 			s += ","
 		}
-		s += api.ValueTypeName(p)
+		s += rt.ValueTypeName(p)
 	}
 	s += ")->("
 	for i, r := range results {
 		if i > 0 {
 			s += ","
 		}
-		s += api.ValueTypeName(r)
+		s += rt.ValueTypeName(r)
 	}
 	return s + ")"
 }

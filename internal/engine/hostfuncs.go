@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero/api"
-
 	"github.com/gatehost/gatehost/abi"
+	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
 // Per-evaluation bounds on host function use. A guest past them traps:
@@ -38,24 +37,24 @@ func frameOf(ctx context.Context) *frame {
 }
 
 func (e *Engine) instantiateHostModule(ctx context.Context) error {
-	i32 := api.ValueTypeI32
+	i32 := rt.ValueTypeI32
 	b := e.rt.NewHostModuleBuilder(abi.ImportModule)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(e.hostLog), []api.ValueType{i32, i32, i32}, nil).
+		WithGoModuleFunction(rt.GoModuleFunc(e.hostLog), []rt.ValueType{i32, i32, i32}, nil).
 		WithParameterNames("level", "ptr", "len").Export(abi.ImportLog)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(e.hostCall), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(rt.GoModuleFunc(e.hostCall), []rt.ValueType{i32, i32, i32, i32}, []rt.ValueType{i32}).
 		WithParameterNames("op_ptr", "op_len", "req_ptr", "req_len").Export(abi.ImportCall)
 	b.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(e.hostResult), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(rt.GoModuleFunc(e.hostResult), []rt.ValueType{i32, i32}, []rt.ValueType{i32}).
 		WithParameterNames("ptr", "len").Export(abi.ImportResult)
 	_, err := b.Instantiate(ctx)
 	return err
 }
 
-func (e *Engine) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
-	level := api.DecodeI32(stack[0])
-	ptr, n := api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+func (e *Engine) hostLog(ctx context.Context, mod rt.Module, stack []uint64) {
+	level := rt.DecodeI32(stack[0])
+	ptr, n := rt.DecodeU32(stack[1]), rt.DecodeU32(stack[2])
 	f := frameOf(ctx)
 	if f != nil {
 		if f.logs >= maxLogEntries {
@@ -81,9 +80,9 @@ func (e *Engine) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	e.opts.Calls.Log(ctx, state, level, msg)
 }
 
-func (e *Engine) hostCall(ctx context.Context, mod api.Module, stack []uint64) {
-	opPtr, opLen := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
-	reqPtr, reqLen := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
+func (e *Engine) hostCall(ctx context.Context, mod rt.Module, stack []uint64) {
+	opPtr, opLen := rt.DecodeU32(stack[0]), rt.DecodeU32(stack[1])
+	reqPtr, reqLen := rt.DecodeU32(stack[2]), rt.DecodeU32(stack[3])
 	f := frameOf(ctx)
 	if f != nil {
 		f.calls++
@@ -93,13 +92,13 @@ func (e *Engine) hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		f.pending = nil
 	}
 	if reqLen > abi.MaxHostRequestBytes || opLen > 256 {
-		stack[0] = api.EncodeI32(int32(abi.StatusTooLarge))
+		stack[0] = rt.EncodeI32(int32(abi.StatusTooLarge))
 		return
 	}
 	op, ok1 := mod.Memory().Read(opPtr, opLen)
 	req, ok2 := mod.Memory().Read(reqPtr, reqLen)
 	if !ok1 || !ok2 || !utf8.Valid(op) {
-		stack[0] = api.EncodeI32(int32(abi.StatusFault))
+		stack[0] = rt.EncodeI32(int32(abi.StatusFault))
 		return
 	}
 	var state any
@@ -111,25 +110,25 @@ func (e *Engine) hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 	if f == nil {
 		// No call in progress: nothing can be pending, so the answer is
 		// unreachable. Report it as a fault.
-		stack[0] = api.EncodeI32(int32(abi.StatusFault))
+		stack[0] = rt.EncodeI32(int32(abi.StatusFault))
 		return
 	}
 	f.pending = answer
-	stack[0] = api.EncodeI32(int32(len(answer)))
+	stack[0] = rt.EncodeI32(int32(len(answer)))
 }
 
-func (e *Engine) hostResult(ctx context.Context, mod api.Module, stack []uint64) {
-	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+func (e *Engine) hostResult(ctx context.Context, mod rt.Module, stack []uint64) {
+	ptr, n := rt.DecodeU32(stack[0]), rt.DecodeU32(stack[1])
 	f := frameOf(ctx)
 	switch {
 	case f == nil || f.pending == nil:
-		stack[0] = api.EncodeI32(int32(abi.StatusNoResult))
+		stack[0] = rt.EncodeI32(int32(abi.StatusNoResult))
 	case int(n) != len(f.pending):
-		stack[0] = api.EncodeI32(int32(abi.StatusLength))
+		stack[0] = rt.EncodeI32(int32(abi.StatusLength))
 	case !mod.Memory().Write(ptr, f.pending):
-		stack[0] = api.EncodeI32(int32(abi.StatusFault))
+		stack[0] = rt.EncodeI32(int32(abi.StatusFault))
 	default:
 		f.pending = nil
-		stack[0] = api.EncodeI32(int32(n))
+		stack[0] = rt.EncodeI32(int32(n))
 	}
 }

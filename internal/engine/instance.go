@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
-
 	"github.com/gatehost/gatehost/abi"
+	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
 // outputCap bounds what is kept of a guest's stdout and stderr per call: the
@@ -32,10 +29,10 @@ func (f *Fault) Unwrap() error { return f.Err }
 // or panicked may answer later calls with corrupt state.
 type Instance struct {
 	m              *Module
-	mod            api.Module
-	alloc, eval    api.Function
-	describe       api.Function
-	version        api.Function
+	mod            rt.Module
+	alloc, eval    rt.Function
+	describe       rt.Function
+	version        rt.Function
 	stdout, stderr tailBuffer
 }
 
@@ -43,7 +40,7 @@ type Instance struct {
 // ctx: a slow initializer is stopped by ctx's deadline.
 func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
 	inst := &Instance{m: m}
-	cfg := wazero.NewModuleConfig().
+	cfg := rt.NewModuleConfig().
 		WithName("").
 		WithStartFunctions(). // _initialize is called below, to classify its failure
 		WithStdout(&inst.stdout).
@@ -89,7 +86,7 @@ func (i *Instance) ABIVersion(ctx context.Context) (int32, error) {
 	if err != nil {
 		return 0, i.fault(ctx, err)
 	}
-	return api.DecodeI32(res[0]), nil
+	return rt.DecodeI32(res[0]), nil
 }
 
 // Describe calls gate_describe and returns a copy of the descriptor JSON,
@@ -114,7 +111,7 @@ func (i *Instance) Evaluate(ctx context.Context, state any, request []byte, maxB
 	if err != nil {
 		return nil, i.fault(ctx, err)
 	}
-	ptr := api.DecodeU32(res[0])
+	ptr := rt.DecodeU32(res[0])
 	if ptr == 0 && len(request) > 0 {
 		return nil, &Fault{Reason: abi.ReasonABIViolation, Err: fmt.Errorf("%s(%d) returned 0", abi.ExportAlloc, len(request))}
 	}
@@ -150,13 +147,13 @@ func (i *Instance) resetOutput() {
 
 // fault classifies a failed guest call.
 func (i *Instance) fault(ctx context.Context, err error) *Fault {
-	var exit *sys.ExitError
+	var exit *rt.ExitError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded),
-		errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+		errors.As(err, &exit) && exit.ExitCode() == rt.ExitCodeDeadlineExceeded:
 		return &Fault{Reason: abi.ReasonPluginTimeout, Err: err}
 	case errors.Is(ctx.Err(), context.Canceled),
-		errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+		errors.As(err, &exit) && exit.ExitCode() == rt.ExitCodeContextCanceled:
 		return &Fault{Reason: ReasonCanceled, Err: err}
 	case i.outOfMemory():
 		return &Fault{Reason: abi.ReasonPluginOutOfMemory, Err: err}

@@ -104,6 +104,11 @@ func Go(pkg string) (string, error) {
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", path, "./"+pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	// GUEST_GOEXPERIMENT sets GOEXPERIMENT for guests only, so a benchmark
+	// can compare guest builds against the same native baseline.
+	if v, ok := os.LookupEnv("GUEST_GOEXPERIMENT"); ok {
+		cmd.Env = append(cmd.Env, "GOEXPERIMENT="+v)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("testwasm: go build %s: %w\n%s", pkg, err, b)
 	}

@@ -1,0 +1,63 @@
+//go:build !gatehost_wazy
+
+package wasmrt
+
+import (
+	"context"
+
+	wazero "github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Name identifies the runtime in benchmarks and logs.
+const Name = "wazero v1.12.0"
+
+// InterruptOptional is true: stock wazero stops a guest whose context is
+// done only with WithCloseOnContextDone, which checks at every loop header
+// through a call into Go.
+const InterruptOptional = true
+
+// WithInterrupt turns the deadline check on or off.
+func WithInterrupt(cfg RuntimeConfig, on bool) RuntimeConfig { return cfg.WithCloseOnContextDone(on) }
+
+type (
+	Runtime          = wazero.Runtime
+	RuntimeConfig    = wazero.RuntimeConfig
+	CompilationCache = wazero.CompilationCache
+	CompiledModule   = wazero.CompiledModule
+	ModuleConfig     = wazero.ModuleConfig
+	Module           = api.Module
+	Function         = api.Function
+	GoModuleFunc     = api.GoModuleFunc
+	ValueType        = api.ValueType
+	ExitError        = sys.ExitError
+)
+
+const (
+	ValueTypeI32             = api.ValueTypeI32
+	ValueTypeI64             = api.ValueTypeI64
+	ExitCodeContextCanceled  = sys.ExitCodeContextCanceled
+	ExitCodeDeadlineExceeded = sys.ExitCodeDeadlineExceeded
+)
+
+func NewRuntimeConfig() RuntimeConfig { return wazero.NewRuntimeConfig() }
+func NewModuleConfig() ModuleConfig   { return wazero.NewModuleConfig() }
+func NewRuntimeWithConfig(ctx context.Context, cfg RuntimeConfig) Runtime {
+	return wazero.NewRuntimeWithConfig(ctx, cfg)
+}
+func NewCompilationCacheWithDir(dir string) (CompilationCache, error) {
+	return wazero.NewCompilationCacheWithDir(dir)
+}
+
+// InstantiateWASI installs wasi_snapshot_preview1 in r.
+func InstantiateWASI(ctx context.Context, r Runtime) error {
+	_, err := wasi_snapshot_preview1.Instantiate(ctx, r)
+	return err
+}
+
+func ValueTypeName(t ValueType) string { return api.ValueTypeName(t) }
+func DecodeI32(v uint64) int32         { return api.DecodeI32(v) }
+func DecodeU32(v uint64) uint32        { return api.DecodeU32(v) }
+func EncodeI32(v int32) uint64         { return api.EncodeI32(v) }
