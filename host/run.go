@@ -195,7 +195,7 @@ func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) error {
 	}
 	schema := subjectSchemas[kind]
 	if schema != "" {
-		if err := abischema.Validate(schema, subject); err != nil {
+		if err := abischema.ValidateValue(schema, v); err != nil { // decoded once, above
 			return &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
 		}
 	}

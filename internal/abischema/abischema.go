@@ -67,6 +67,20 @@ func Validate(name string, doc []byte) error {
 	return SafeValidate(s, v)
 }
 
+// ValidateValue checks v, a document already decoded by Decode, against the
+// named schema: for callers that need the decoded value anyway.
+func ValidateValue(name string, v any) error {
+	once.Do(load)
+	if initErr != nil {
+		return initErr
+	}
+	s, ok := compiled[name]
+	if !ok {
+		return fmt.Errorf("abischema: unknown schema %q", name)
+	}
+	return SafeValidate(s, v)
+}
+
 // SafeValidate runs s.Validate(v) and turns a panic of the validator into an
 // error: the documents it checks come from agents and gates, and no input may
 // take the host down.
