@@ -140,7 +140,8 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // tool name has in the host's catalog; a name that resolves to nothing gets
 // none, and the gate denies it anyway.
 func confirmationFor(h *host.Host, name, token string) *abi.Confirmation {
-	if token == "" {
+	// A blank token confirms nothing: it is what a missing one looks like.
+	if strings.TrimSpace(token) == "" {
 		return nil
 	}
 	t, ok := h.Catalog().Snapshot().Get(name)

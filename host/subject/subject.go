@@ -38,6 +38,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gatehost/gatehost/internal/abischema"
+
 	"github.com/gatehost/gatehost/abi"
 )
 
@@ -152,6 +154,22 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 // Every error is an *Error, and the returned Format is then its Format.
 func ParseProposal(data []byte, f Format) (abi.Proposal, Format, error) {
+	v, got, err := parseProposal(data, f)
+	if err != nil {
+		return v, got, err
+	}
+	// A member name twice in one object, exactly or under case folding, is
+	// read differently by different parsers: the gate could check one tool
+	// while the executor runs another. (Case variants of known fields are
+	// reported with their field by the parser above.)
+	if err := abischema.CheckNames(data, nil); err != nil {
+		return abi.Proposal{}, got, &Error{Format: got, Index: -1, Reason: err.Error(), Err: err}
+	}
+	return v, got, nil
+}
+
+// parseProposal is ParseProposal without the final member-name check.
+func parseProposal(data []byte, f Format) (abi.Proposal, Format, error) {
 	p, err := parse(data, &f)
 	if err != nil {
 		return abi.Proposal{}, f, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/gatehost/gatehost/internal/abischema"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -388,7 +390,7 @@ func TestParseProposalBadArguments(t *testing.T) {
 // Parameters keep the agent's bytes: white space, key order, duplicate keys
 // and numbers beyond float64 all reach the gates as sent.
 func TestParseProposalParametersByteExact(t *testing.T) {
-	const args = `{ "b" : 1.000000000000000000001,"a":[ 1 , 2e400 ],"a":"dup", "s":"\u00e9\n" }`
+	const args = `{ "b" : 1.000000000000000000001,"a":[ 1 , 2e300 ], "s":"\u00e9\n" }`
 	inputs := map[string]string{
 		"native":    `{"actions":[{"tool":"t","parameters":` + args + `}]}`,
 		"mcp":       `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + args + `}}]`,
@@ -437,6 +439,28 @@ func TestParseProposalNativeNumbers(t *testing.T) {
 	for _, n := range []string{"1e400", "1e9999999", "-1e400"} {
 		_, _, err := ParseProposal([]byte(`{"actions":[],"context":{"max":`+n+`}}`), FormatAuto)
 		assert.Error(t, err, n)
+	}
+}
+
+// Duplicate member names anywhere in the input are refused: parsers that
+// keep the first value would read another tool or other arguments.
+func TestDuplicateMembersRefused(t *testing.T) {
+	for _, in := range []string{
+		`{"actions":[{"tool":"delete_file","tool":"get_me"}]}`,
+		`{"actions":[{"tool":"x","parameters":{"a":1,"a":2}}]}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}]`,
+		`{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"a","name":"b","arguments":"{}"}}]}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":{"k":1,"\u212a":2}}]}`,
+	} {
+		_, _, err := ParseProposal([]byte(in), FormatAuto)
+		assert.ErrorIs(t, err, abischema.ErrMemberName, in)
+	}
+	for _, in := range []string{
+		`{"tool":"merge_pull_request","parameters":{},"tool":"create_pull_request"}`,
+		`{"name":"merge_pull_request","name":"create_pull_request","arguments":{}}`,
+	} {
+		_, _, err := ParseToolCall([]byte(in), FormatAuto)
+		assert.ErrorIs(t, err, abischema.ErrMemberName, in)
 	}
 }
 

@@ -3,6 +3,8 @@ package subject
 import (
 	"unicode/utf8"
 
+	"github.com/gatehost/gatehost/internal/abischema"
+
 	"github.com/gatehost/gatehost/abi"
 )
 
@@ -26,6 +28,22 @@ import (
 // Errors are *Error values as for ParseProposal; arguments are never echoed.
 // ParseToolCall never panics.
 func ParseToolCall(data []byte, f Format) (abi.ToolCall, Format, error) {
+	v, got, err := parseToolCall(data, f)
+	if err != nil {
+		return v, got, err
+	}
+	// A member name twice in one object, exactly or under case folding, is
+	// read differently by different parsers: the gate could check one tool
+	// while the executor runs another. (Case variants of known fields are
+	// reported with their field by the parser above.)
+	if err := abischema.CheckNames(data, nil); err != nil {
+		return abi.ToolCall{}, got, &Error{Format: got, Index: -1, Reason: err.Error(), Err: err}
+	}
+	return v, got, nil
+}
+
+// parseToolCall is ParseToolCall without the final member-name check.
+func parseToolCall(data []byte, f Format) (abi.ToolCall, Format, error) {
 	whole := loc{format: f, index: -1}
 	switch f {
 	case FormatAuto, FormatNative, FormatMCP, FormatOpenAI, FormatAnthropic:
