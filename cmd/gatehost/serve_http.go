@@ -302,6 +302,19 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneLine(err.Error()), nil)
 		return
 	}
+	// A waiver is an operator's audited permission. Over HTTP the caller
+	// may be the agent itself, so a merge subject may not carry one here:
+	// waivers come from the operator, through gatehost merge-verify --waiver.
+	if info.Subject == abi.SubjectMerge {
+		var m struct {
+			Waiver json.RawMessage `json:"waiver"`
+		}
+		if json.Unmarshal(native, &m) == nil && len(m.Waiver) > 0 && string(m.Waiver) != "null" {
+			writeError(w, r, http.StatusBadRequest, errInvalidSubject, "/waiver",
+				"a merge subject sent over HTTP may not carry a waiver: waivers are the operator's (gatehost merge-verify --waiver)", nil)
+			return
+		}
+	}
 	opts := host.RunOptions{Session: q.Get("session"), RequestID: r.Header.Get(headerRequestID), Confirmation: conf}
 	d, err := rt.h.Check(r.Context(), name, native, opts)
 	switch {
