@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -78,18 +77,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "Usage: gatehost bench [flags] --pipeline P SUBJECT|-")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args, exactly(1)); done {
+		return code
+	}
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	switch {
-	case fs.NArg() != 1:
-		fs.Usage()
-		return exitUsage
-	case *output != "text" && *output != "json":
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
 	case *n < 1:
 		return fail(stderr, fmt.Errorf("%w: -n %d: want at least 1", errUsage, *n))
 	case *concurrency < 1:

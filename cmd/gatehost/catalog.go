@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -34,22 +33,16 @@ func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	format := fs.String("format", "", "diff: format of PATH: mcp, openai, anthropic or native (default: detect)")
 	server := fs.String("server", "", "diff: the MCP server PATH's tools come from (namespace mcp.<server>)")
 	fs.Usage = func() { fmt.Fprint(stderr, catalogUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
-	}
-	switch {
-	case sub == "show" && fs.NArg() != 0, sub == "diff" && fs.NArg() != 1:
-		fs.Usage()
-		return exitUsage
-	case sub != "show" && sub != "diff":
+	want, ok := map[string]int{"show": 0, "diff": 1}[sub]
+	if !ok {
 		fmt.Fprintf(stderr, "gatehost catalog: unknown subcommand %q\n\n%s", sub, catalogUsage)
 		return exitUsage
+	}
+	if code, done := parseFlags(fs, args[1:], exactly(want)); done {
+		return code
+	}
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,18 +39,11 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "Usage: gatehost check [flags] SUBJECT|-")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args, exactly(1)); done {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	var now time.Time
 	if *nowFlag != "" {

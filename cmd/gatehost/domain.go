@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -110,13 +109,10 @@ func cmdDomain(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Usage: gatehost domain validate [flags] FILE…")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args[1:], func(n int) bool { return n > 0 }); done {
+		return code
 	}
-	if fs.NArg() == 0 || (*output != "text" && *output != "json") {
+	if *output != "text" && *output != "json" {
 		fs.Usage()
 		return exitUsage
 	}

@@ -27,8 +27,8 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 	if fs.NArg() != 0 {
 		return fail(stderr, fmt.Errorf("%w: log verify takes no arguments", errUsage))
 	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {

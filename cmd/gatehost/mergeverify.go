@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,18 +36,15 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "Usage: gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args, exactly(0)); done {
+		return code
 	}
-	if fs.NArg() != 0 || *repo == "" || *base == "" || *head == "" {
+	if *repo == "" || *base == "" || *head == "" {
 		fs.Usage()
 		return exitUsage
 	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	logger, err := newLogger(stderr, *logLevel, *output == "json")
 	if err != nil {

@@ -50,8 +50,20 @@ func cmdPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitUsage
 }
 
-// parseFlags parses args with fs; done is true (with the exit code) when the
-// command should stop: --help, or a usage error.
+// exactly returns an argument-count check for parseFlags.
+func exactly(n int) func(int) bool { return func(got int) bool { return got == n } }
+
+// checkOutput validates an --output flag.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return fmt.Errorf("%w: --output %q: want text or json", errUsage, output)
+	}
+	return nil
+}
+
+// parseFlags parses args into fs. done is true when the command should end
+// now with code: after --help (0), a flag error, or an argument count nargs
+// refuses (2, with the usage printed).
 func parseFlags(fs *pflag.FlagSet, args []string, nargs func(int) bool) (code int, done bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -89,8 +101,8 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
 		return code
 	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	wasm, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
@@ -190,8 +202,8 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
 		return code
 	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	mem, err := parseSize(*budgetMemory)
 	if err != nil {

@@ -46,8 +46,8 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return exitUsage
 	}
-	if *output != "text" && *output != "json" {
-		return fail(stderr, fmt.Errorf("%w: --output %q: want text or json", errUsage, *output))
+	if err := checkOutput(*output); err != nil {
+		return fail(stderr, err)
 	}
 	tools := fs.Args()
 	switch sub {
