@@ -48,9 +48,6 @@ func parseAnthropic(in *input, l loc) (abi.Proposal, error) {
 		}
 		switch typ {
 		case "tool_use":
-			if err := checkFold(o, cl, toolUseKeys); err != nil {
-				return abi.Proposal{}, err
-			}
 		case "text", "thinking", "redacted_thinking":
 			continue
 		default:
@@ -58,23 +55,9 @@ func parseAnthropic(in *input, l loc) (abi.Proposal, error) {
 			// skipping them would let them pass unchecked.
 			return abi.Proposal{}, cl.at("type").errorf(nil, "unsupported content block type %s: want tool_use, text, thinking or redacted_thinking", quote(typ))
 		}
-		id, _, err := o.str(cl, "id")
+		a, err := toolUseBlock(o, cl)
 		if err != nil {
 			return abi.Proposal{}, err
-		}
-		name, err := o.name(cl, "name")
-		if err != nil {
-			return abi.Proposal{}, err
-		}
-		a := abi.Action{ID: id, Type: abi.ActionToolCall, Tool: name}
-		// The API always sends input; its absence is as wrong as a non-object.
-		switch input := o["input"]; kindOf(input) {
-		case '{':
-			a.Parameters = input
-		case 0:
-			a.ParseError = "input is missing"
-		default:
-			a.ParseError = "input must be a JSON object, got " + kindName(input)
 		}
 		actions = append(actions, a)
 	}

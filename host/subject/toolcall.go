@@ -143,6 +143,7 @@ func toolUseBlock(o object, l loc) (abi.Action, error) {
 		return abi.Action{}, err
 	}
 	a := abi.Action{ID: id, Type: abi.ActionToolCall, Tool: name}
+	// The API always sends input; its absence is as wrong as a non-object.
 	switch input := o["input"]; kindOf(input) {
 	case '{':
 		a.Parameters = input
