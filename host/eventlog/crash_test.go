@@ -34,7 +34,8 @@ func TestCrashChild(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(3)
 	}
-	var mu sync.Mutex // one ack line per write(2)
+	fmt.Fprintln(os.Stdout, "ready") // the log exists: the parent may kill from now on
+	var mu sync.Mutex                // one ack line per write(2)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -89,10 +90,16 @@ func TestCrashSIGKILL(t *testing.T) {
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
 		acks := map[uint64]string{} // seq → "w n"
+		ready := make(chan bool, 1) // whether the child said it opened the log
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			sc := bufio.NewScanner(stdout)
+			opened := false
+			for !opened && sc.Scan() {
+				opened = sc.Text() == "ready"
+			}
+			ready <- opened
 			for sc.Scan() {
 				seq, wn, ok := strings.Cut(sc.Text(), " ")
 				s, err := strconv.ParseUint(seq, 10, 64)
@@ -102,7 +109,15 @@ func TestCrashSIGKILL(t *testing.T) {
 			}
 			_, _ = io.Copy(io.Discard, stdout)
 		}()
-		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+		// Kill only once the child has opened the log, however slow the
+		// machine: a child killed earlier tests nothing. The delay after
+		// that only varies where in its appends the kill lands.
+		if !<-ready {
+			<-done
+			_ = cmd.Wait()
+			t.Fatalf("round %d: child ended before opening the log: %s", round, stderr.String())
+		}
+		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		<-done
 		err = cmd.Wait()

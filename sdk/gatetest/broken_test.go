@@ -68,7 +68,7 @@ func TestWATExample(t *testing.T) {
 	store, err := catalog.NewStore(tools...)
 	require.NoError(t, err)
 	r, err := gatetest.Check(context.Background(), wasm, gatetest.Options{
-		Cases: cases, Budget: gatetest.Budget{Time: 5 * time.Second}, OversizedBytes: host.MaxSubjectBytes,
+		Cases: cases, Budget: testBudget, OversizedBytes: host.MaxSubjectBytes,
 		Host: host.Config{Catalog: store, CacheDir: testwasm.CacheDir()},
 	})
 	require.NoError(t, err)

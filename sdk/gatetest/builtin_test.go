@@ -21,9 +21,12 @@ import (
 // The four built-in gates pass the conformance kit, with their own data
 // cases where they have them.
 
-// testBudget is generous because a fresh Go instance under -race on a busy
-// 2-core machine can take long; each gate's real figure is in the log.
-var testBudget = gatetest.Budget{Time: 20 * time.Second}
+// testBudget only bounds a gate that hangs: these tests check conformance,
+// not speed, and run under -race on machines as loaded as CI's. How fast
+// each gate is lives in the benchmarks (docs/PERFORMANCE.md), and the
+// default budget is checked on the built modules by make plugin-kit; each
+// gate's real figure is in the log.
+var testBudget = gatetest.Budget{Time: time.Minute, OversizedTime: 5 * time.Minute}
 
 // oversized is the host's full subject cap.
 const oversized = host.MaxSubjectBytes
