@@ -108,69 +108,82 @@ func TestQuarantineTimeline(t *testing.T) {
 // TestOverloaded: over the cap of concurrent runs a run waits for its
 // deadline (or the queue timeout) and is then inconclusive with
 // host_overloaded; beyond the queue cap it is refused at once; a canceled
-// caller gets canceled. None of them calls a guest.
+// caller gets canceled. None of them calls a guest. The run holding the one
+// slot loops until the test cancels it, so no step depends on how fast the
+// machine is.
 func TestOverloaded(t *testing.T) {
 	loop, err := testwasm.WAT("testdata/hostile/infinite-loop.wat")
 	require.NoError(t, err)
-	h := newHost(t, host.Config{
-		Plugins: map[string]host.PluginConfig{"loop": {Module: loop}, "flaky": {Path: flakyWasm}},
-		Pipelines: map[string]host.PipelineConfig{
-			"loop": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: 1500 * time.Millisecond}}},
-			"good": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "flaky"}}},
-		},
-		MaxConcurrentRuns: 1,
-		MaxQueuedRuns:     1,
-		QueueTimeout:      200 * time.Millisecond,
-	})
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d, err := h.Check(ctx, "loop", []byte(okProposal), host.RunOptions{})
-		assert.NoError(t, err)
-		assert.Equal(t, abi.ReasonPluginTimeout, d.Stages[0].Reason)
-	}()
-	require.Eventually(t, func() bool { return host.RunsInProgress(h) == 1 }, 5*time.Second, time.Millisecond)
-
-	check := func(ctx context.Context, want string) {
+	newOverloadHost := func(queueTimeout time.Duration) *host.Host {
+		return newHost(t, host.Config{
+			Plugins: map[string]host.PluginConfig{"loop": {Module: loop}, "flaky": {Path: flakyWasm}},
+			Pipelines: map[string]host.PipelineConfig{
+				"loop": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: 10 * time.Minute}}},
+				"good": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "flaky"}}},
+			},
+			MaxConcurrentRuns: 1,
+			MaxQueuedRuns:     1,
+			QueueTimeout:      queueTimeout,
+		})
+	}
+	// hold runs the looping gate in the one run slot until release is
+	// called, which waits for the run to end.
+	hold := func(h *host.Host) (release func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			d, err := h.Check(ctx, "loop", []byte(okProposal), host.RunOptions{})
+			assert.NoError(t, err)
+			assert.Equal(t, "canceled", d.Stages[0].Reason)
+		}()
+		require.Eventually(t, func() bool { return host.RunsInProgress(h) == 1 }, time.Minute, time.Millisecond)
+		return func() { cancel(); <-done }
+	}
+	check := func(h *host.Host, ctx context.Context, want string) *host.Decision {
 		t.Helper()
-		start := time.Now()
 		d, err := h.Check(ctx, "good", []byte(okProposal), host.RunOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, abi.Inconclusive, d.Verdict)
 		assert.Equal(t, want, d.Stages[0].Reason, "%v", d.Stages[0].Evidence)
-		t.Logf("%s after %v", want, time.Since(start).Round(time.Millisecond))
+		return d
 	}
+
+	h := newOverloadHost(200 * time.Millisecond)
+	release := hold(h)
 	// Queue timeout.
-	check(ctx, abi.ReasonHostOverloaded)
+	check(h, context.Background(), abi.ReasonHostOverloaded)
 	// The caller's deadline, earlier than the queue timeout.
-	dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	check(dctx, abi.ReasonHostOverloaded)
+	dctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	check(h, dctx, abi.ReasonHostOverloaded)
 	cancel()
 	// Canceled while waiting.
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	check(cctx, "canceled")
-	// Queue full: refused at once.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		check(ctx, abi.ReasonHostOverloaded)
-	}()
-	require.Eventually(t, func() bool { return host.RunsQueued(h) == 1 }, 5*time.Second, time.Millisecond)
-	start := time.Now()
-	d, err := h.Check(ctx, "good", []byte(okProposal), host.RunOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, abi.ReasonHostOverloaded, d.Stages[0].Reason)
-	assert.ErrorIs(t, d.Err(), host.ErrHostOverloaded)
-	assert.Contains(t, d.Stages[0].Evidence["error"], "queue full")
-	assert.Less(t, time.Since(start), 150*time.Millisecond, "a full queue refuses without waiting")
-	wg.Wait()
+	check(h, cctx, "canceled")
+	release()
 	// Capacity is back: served.
-	d, err = h.Check(ctx, "good", []byte(okProposal), host.RunOptions{})
+	d, err := h.Check(context.Background(), "good", []byte(okProposal), host.RunOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, abi.Accepted, d.Verdict)
+
+	// Queue full: refused at once ("queue full", not a queue timeout). The
+	// queued run waits until the test cancels it.
+	h = newOverloadHost(10 * time.Minute)
+	release = hold(h)
+	qctx, cancelQueued := context.WithCancel(context.Background())
+	queued := make(chan struct{})
+	go func() {
+		defer close(queued)
+		check(h, qctx, "canceled")
+	}()
+	require.Eventually(t, func() bool { return host.RunsQueued(h) == 1 }, time.Minute, time.Millisecond)
+	d = check(h, context.Background(), abi.ReasonHostOverloaded)
+	assert.ErrorIs(t, d.Err(), host.ErrHostOverloaded)
+	assert.Contains(t, d.Stages[0].Evidence["error"], "queue full")
+	cancelQueued()
+	<-queued
+	release()
 }
 
 // TestPoolWaitIsOverload: a run that waits past its deadline for an instance
