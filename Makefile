@@ -11,7 +11,7 @@ all: build
 help:
 	@echo "make build   build/gatehost and build/plugins/<gate>.wasm"
 	@echo "make demo    check real proposals against the GitHub MCP catalog, then verify the event log"
-	@echo "make test    go vet, gofmt, no tracked build outputs, go test -race ./..."
+	@echo "make test    go vet, gofmt, no tracked build outputs or dangling citations, go test -race ./..."
 	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"

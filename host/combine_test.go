@@ -10,7 +10,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 )
 
-// referenceVerdict restates DESIGN §4 independently of Combine: count, then
+// referenceVerdict restates abi/SPEC.md §9.4 independently of Combine: count, then
 // decide by precedence.
 func referenceVerdict(stages []host.StageResult) abi.Verdict {
 	counts := map[abi.Verdict]int{}

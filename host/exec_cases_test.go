@@ -48,7 +48,7 @@ func replaceSchema(id, schema string) func(b *catalog.Builder) error {
 	}
 }
 
-// execCases are the origin's test cases (REFERENCE §3) and one case per
+// execCases are the origin's test cases (docs/GATES.md#exec) and one case per
 // denial code and basis.
 var execCases = []struct {
 	name  string
@@ -208,7 +208,7 @@ func assertSameAnswer(t *testing.T, native abi.Response, wasm host.StageResult) 
 	assert.JSONEq(t, string(ne), string(we))
 }
 
-// TestExecOriginCasesNativeEqualsWasm runs every origin case of REFERENCE §3
+// TestExecOriginCasesNativeEqualsWasm runs every origin case of docs/GATES.md#exec
 // through the wasm gate in a host and natively, and requires both to give
 // the wanted answer and the same answer.
 func TestExecOriginCasesNativeEqualsWasm(t *testing.T) {

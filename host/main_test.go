@@ -12,7 +12,7 @@ import (
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
-// Modules built once for the whole test binary (DESIGN §7: compiling per test
+// Modules built once for the whole test binary (docs/RATIONALE.md, Tests: compiling per test
 // case does not fit CI's time).
 var (
 	staticVerifyWasm string

@@ -2,6 +2,10 @@
 # Fails when the repository tracks a build output: a native executable or a
 # WebAssembly module outside testdata/, or any file over 1 MiB outside
 # testdata/ (real data sets live there, each with its SOURCE.md).
+# Also fails when a tracked file outside testdata/ cites the design or
+# reference notes the repository does not contain (by section or file name)
+# or a numbered seed document: the facts belong in docs/GATES.md,
+# docs/RATIONALE.md or abi/SPEC.md, and citations point there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 max=$((1 << 20))
@@ -25,4 +29,23 @@ while IFS= read -r -d '' f; do
     bad=1
   fi
 done < <(git ls-files -z)
+
+# Dangling citations. The patterns are spelled so that this file does not
+# match itself; a citation wrapped after the note's name is caught by the
+# last alternative (the capitalised name alone at the end of a line).
+cites='(REFERENCE|DESIGN)[[:space:]]*§|(REFERENCE|DESIGN)\.md|[Ss]eed[[:space:]]+[0-9]{3}([^0-9]|$)|(^|[^A-Za-z_])(REFERENCE|DESIGN)[[:space:]]*$'
+found=$(git grep -n -I -E "$cites" -- . ':(exclude)testdata/') && rc=0 || rc=$?
+case $rc in
+0)
+  while IFS= read -r line; do
+    echo "check-tree: $line: cites a document outside the repository; point at docs/GATES.md, docs/RATIONALE.md or abi/SPEC.md" >&2
+  done <<<"$found"
+  bad=1
+  ;;
+1) ;; # no match
+*)
+  echo "check-tree: git grep failed (exit $rc); citations not checked" >&2
+  bad=1
+  ;;
+esac
 exit $bad

@@ -416,7 +416,7 @@ func (s *server) builtOrNil() <-chan struct{} {
 // build turns a loaded config into a serving runtime beside prev: plugins
 // compiled, pools warm, catalog loaded. The catalog's first generation
 // continues prev's: the same generation when the catalog is unchanged, one
-// more when it changed (one wholesale mutation, DESIGN §5).
+// more when it changed (one wholesale mutation, abi/SPEC.md §7.7).
 func (s *server) build(ctx context.Context, l *loaded, prev *loadedConfig) (rt *loadedConfig, err error) {
 	defer func() {
 		if err != nil {

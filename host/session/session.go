@@ -15,7 +15,7 @@
 // capability.
 //
 // Errors are *Error values wrapping one of the Err* sentinels; Error.Code is
-// the stable snake_case code of REFERENCE §3 where one applies.
+// the stable snake_case code of the exec gate (docs/GATES.md#exec) where one applies.
 package session
 
 import (

@@ -1,6 +1,6 @@
 // Package exec is the exec gate: it authorizes one tool call right before it
 // runs, against the run's pinned catalog snapshot and the agent session's
-// tool set (REFERENCE §3, after an agent CLI's ExecutionGate).
+// tool set (docs/GATES.md#exec, after the Synaps CLI's ExecutionGate).
 //
 // Authorize applies seven checks in order; the first that fails decides,
 // with one stable code:

@@ -49,7 +49,7 @@ type DuplicateDeclaration struct {
 // DuplicateDeclarations scans the after side of every parsed Go file for a
 // name declared twice. Functions, types, vars and consts share the package
 // block, so two of them with one name are a duplicate whatever their kinds
-// (the seed's (name, kind) pairs are the subset with equal kinds); methods
+// (the origin's (name, kind) pairs are the subset with equal kinds); methods
 // count by receiver type and name. init functions and the blank identifier
 // may repeat. The same name in two files is not reported (build/test covers
 // that).

@@ -74,7 +74,7 @@ const (
 	ReasonUnknownBuildOutcome = "unknown_build_test_status"
 )
 
-// Decide is the acceptance decision (REFERENCE §2), pure so that it can be
+// Decide is the acceptance decision (docs/GATES.md#merge), pure so that it can be
 // tested exhaustively. Acceptance needs positive evidence; every "we don't
 // know" resolves to rejected or inconclusive:
 //

@@ -3,7 +3,7 @@
 // evidence — a build/test that passed, or an explicit audited waiver; the
 // absence of a failure is never acceptance.
 //
-// Checks, in order (REFERENCE §2):
+// Checks, in order (docs/GATES.md#merge):
 //
 //  1. containment: every changed symbol must lie inside the declared
 //     footprint; skipped, and recorded as skipped, when none was declared;

@@ -152,7 +152,7 @@ var (
 )
 
 // TestDecideTruthTable checks every combination of inputs against the rules
-// of REFERENCE §2 stated as properties, and pins the rows the reference
+// of docs/GATES.md#merge stated as properties, and pins the rows the origin
 // names.
 func TestDecideTruthTable(t *testing.T) {
 	n := 0
@@ -194,7 +194,7 @@ func TestDecideTruthTable(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2*2*4*6*4, n)
-	// The rows REFERENCE §2 spells out.
+	// The rows the origin spells out (docs/GATES.md#merge).
 	clean := Inputs{Policy: PolicyAllow, Waiver: WaiverNone}
 	with := func(f func(*Inputs)) Inputs { c := clean; f(&c); return c }
 	assert.Equal(t, Outcome{abi.Accepted, BasisVerified, ""}, Decide(with(func(i *Inputs) { i.BuildTest = BuildPassed })))

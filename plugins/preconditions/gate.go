@@ -1,5 +1,5 @@
 // Package preconditions is the preconditions gate: it denies a domain write
-// whose catalog-declared preconditions do not hold (REFERENCE §4). The
+// whose catalog-declared preconditions do not hold (docs/GATES.md#preconditions). The
 // domain catalog and the rows its views return come from the host's query
 // capability; the gate resolves each precondition's bind from the call's
 // parameters, asks the host for the rows, and tests the predicate.
