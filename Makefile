@@ -18,8 +18,11 @@ help:
 
 build: build/gatehost $(WASM)
 
+# The version printed by gatehost version: the checkout's git description.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 build/gatehost: $(GOFILES) go.mod go.sum
-	$(GO) build -trimpath -o $@ ./cmd/gatehost
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/gatehost
 
 build/plugins/%.wasm: $(GOFILES) go.mod go.sum
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$*/wasm

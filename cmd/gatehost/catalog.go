@@ -21,7 +21,11 @@ const catalogUsage = `Usage: gatehost catalog SUBCOMMAND [flags]
 `
 
 func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprint(stdout, catalogUsage)
+		return 0
+	}
+	if len(args) == 0 {
 		fmt.Fprint(stderr, catalogUsage)
 		return exitUsage
 	}

@@ -98,6 +98,10 @@ func wrapSrc(field string) func(*datasource.Documents, error) (datasource.DataSo
 // cmdDomain is `gatehost domain validate FILE…`: exit 0 when every catalog is
 // valid, 1 when one is not, 2 on a usage error.
 func cmdDomain(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stdout, "Usage: gatehost domain validate [--output text|json] FILE…")
+		return 0
+	}
 	if len(args) == 0 || args[0] != "validate" {
 		fmt.Fprintln(stderr, "gatehost domain: want 'gatehost domain validate [--output text|json] FILE…'")
 		return exitUsage

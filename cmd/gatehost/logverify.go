@@ -18,14 +18,12 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
 	output := fs.String("output", "text", "output: text or json")
 	anchor := fs.String("anchor", "", "hash of a record known good from outside the log; the chain must contain it")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: gatehost log verify [flags]")
+		fs.PrintDefaults()
 	}
-	if fs.NArg() != 0 {
-		return fail(stderr, fmt.Errorf("%w: log verify takes no arguments", errUsage))
+	if code, done := parseFlags(fs, args, exactly(0)); done {
+		return code
 	}
 	if err := checkOutput(*output); err != nil {
 		return fail(stderr, err)

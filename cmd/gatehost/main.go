@@ -10,7 +10,9 @@
 //	gatehost domain validate [--output text|json] FILE…
 //	gatehost plugin inspect|check|pin|new [flags] …
 //	gatehost bench [--config F] --pipeline P [-n N] [--concurrency C] [--output text|json] SUBJECT|-
-//	gatehost version
+//	gatehost version | --version
+//	gatehost help [COMMAND]
+//	gatehost completion bash|zsh|fish
 //
 // Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 a usage,
 // config or input error. Of log verify: 0 the chain holds, 1 it does not,
@@ -47,15 +49,18 @@ Usage:
   gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
   gatehost plugin SUB [flags]        inspect, check (conformance kit), pin or scaffold (new) a gate module
   gatehost bench [flags] SUBJECT|-   time a pipeline: latency percentiles, throughput, allocations
-  gatehost version                   print the version and ABI
+  gatehost version                   print the version and ABI (also --version)
+  gatehost help [COMMAND]            this text, or a command's flags
+  gatehost completion bash|zsh|fish  print a shell completion script
 
 Run 'gatehost COMMAND --help' for a command's flags.
 Exit codes of check and merge-verify: 0 accepted, 1 rejected, 3 inconclusive, 2 usage/config/input error.
 Exit codes of domain validate: 0 valid, 1 invalid, 2 usage error.
 `
 
-// version is set at link time with -ldflags "-X main.version=…".
-var version = "dev"
+// version, when set at link time with -ldflags "-X main.version=…", is
+// printed instead of what the build info says (see buildVersion).
+var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,6 +80,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "serve":
 		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "log":
+		if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
+			fmt.Fprintln(stdout, "Usage: gatehost log verify [flags]   (gatehost log verify --help lists them)")
+			return 0
+		}
 		if len(args) < 2 || args[1] != "verify" {
 			fmt.Fprintln(stderr, "gatehost log: want 'gatehost log verify'")
 			return exitUsage
@@ -92,10 +101,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdPlugin(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, args[1:], stdout, stderr)
-	case "version":
-		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", version, abiMajor, abiMinor)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "gatehost %s (ABI v%d.%d)\n", buildVersion(), abiMajor, abiMinor)
 		return 0
-	case "-h", "--help", "help":
+	case "completion":
+		return cmdCompletion(args[1:], stdout, stderr)
+	case "help":
+		if len(args) > 1 && args[1] != "help" {
+			// "help CMD" is "CMD --help"; for log and the commands with
+			// subcommands the usage lists them.
+			return run(ctx, append(args[1:], "--help"), stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}

@@ -69,6 +69,9 @@ func parseFlags(fs *pflag.FlagSet, args []string, nargs func(int) bool) (code in
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0, true
 		}
+		// pflag says nothing itself under ContinueOnError.
+		fmt.Fprintf(fs.Output(), "gatehost %s: %v\n", fs.Name(), err)
+		fs.Usage()
 		return exitUsage, true
 	}
 	if !nargs(fs.NArg()) {

@@ -77,15 +77,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "Usage: gatehost serve [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
+	if code, done := parseFlags(fs, args, exactly(0)); done {
+		return code
 	}
 	if *maxBody != "" {
 		n, err := parseSize(*maxBody)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -29,7 +28,11 @@ the file named by sessions.path in the config.
 `
 
 func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprint(stdout, sessionUsage)
+		return 0
+	}
+	if len(args) == 0 {
 		fmt.Fprint(stderr, sessionUsage)
 		return exitUsage
 	}
@@ -40,11 +43,8 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	id := fs.String("session", "", "session id")
 	output := fs.String("output", "text", "output: text or json")
 	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseFlags(fs, args[1:], func(int) bool { return true }); done {
+		return code
 	}
 	if err := checkOutput(*output); err != nil {
 		return fail(stderr, err)

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// everyCommand is each command line that takes flags, as a user types it.
+var everyCommand = [][]string{
+	{"check"}, {"serve"}, {"log", "verify"}, {"session", "show"}, {"session", "activate"},
+	{"catalog", "show"}, {"catalog", "diff"}, {"merge-verify"}, {"domain", "validate"},
+	{"plugin", "inspect"}, {"plugin", "check"}, {"plugin", "pin"}, {"plugin", "new"}, {"bench"},
+}
+
+// TestUnknownFlagIsNamed: an unknown flag exits 2 and says which flag, with
+// the command's usage, on every command.
+func TestUnknownFlagIsNamed(t *testing.T) {
+	for _, c := range everyCommand {
+		t.Run(strings.Join(c, "_"), func(t *testing.T) {
+			code, out, errOut := runCLI(append(c, "--no-such-flag")...)
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, errOut, "unknown flag: --no-such-flag")
+			assert.Contains(t, errOut, "Usage: gatehost "+c[0])
+			assert.Empty(t, out)
+		})
+	}
+}
+
+// TestHelpEverywhere: --help, -h and help CMD exit 0 on every command and
+// on the commands that only group subcommands.
+func TestHelpEverywhere(t *testing.T) {
+	lines := append([][]string{{"log"}, {"session"}, {"catalog"}, {"domain"}, {"plugin"}, {"completion"}}, everyCommand...)
+	for _, c := range lines {
+		for _, form := range []struct {
+			name string
+			args []string
+		}{
+			{"--help", append(append([]string{}, c...), "--help")},
+			{"-h", append(append([]string{}, c...), "-h")},
+			{"help", append([]string{"help"}, c...)},
+		} {
+			t.Run(strings.Join(c, "_")+"/"+form.name, func(t *testing.T) {
+				code, out, errOut := runCLI(form.args...)
+				assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+				assert.Contains(t, out+errOut, "Usage")
+			})
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		code, out, _ := runCLI(args...)
+		assert.Equal(t, 0, code, args)
+		assert.Contains(t, out, "gatehost check [flags]")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := runCLI(args...)
+		assert.Equal(t, 0, code)
+		assert.Regexp(t, `^gatehost \S+.* \(ABI v\d+\.\d+\)\n$`, out)
+		assert.NotContains(t, out, "gatehost dev ")
+	}
+	old := version
+	t.Cleanup(func() { version = old })
+	version = "v9.8.7"
+	_, out, _ := runCLI("version")
+	assert.Contains(t, out, "gatehost v9.8.7 (ABI")
+}
+
+// TestCompletion: each shell's script is printed, and the bash one is valid
+// bash that completes commands and subcommands.
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := runCLI("completion", sh)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "complete")
+		assert.Contains(t, out, "merge-verify")
+	}
+	code, _, errOut := runCLI("completion", "tcsh")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `unknown shell "tcsh"`)
+	code, _, _ = runCLI("completion")
+	assert.Equal(t, exitUsage, code)
+
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	_, script, _ := runCLI("completion", "bash")
+	path := filepath.Join(t.TempDir(), "gatehost.bash")
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+	// Complete "gatehost ses" and "gatehost session re" with the script.
+	probe := `source "$1"
+COMP_WORDS=(gatehost ses); COMP_CWORD=1; _gatehost; echo "${COMPREPLY[*]}"
+COMP_WORDS=(gatehost session re); COMP_CWORD=2; _gatehost; echo "${COMPREPLY[*]}"`
+	out, err := exec.Command(bash, "-c", probe, "probe", path).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "session\nrevoke rebuild\n", string(out))
+}
