@@ -41,7 +41,7 @@ fmt:
 test: vet
 	./scripts/check-tree.sh
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 	$(GO) test -tags gatehost_wazy ./internal/engine/... ./host -run 'TestHostilePlugins|TestRunawayLoopOvershoot'
 
 bench:

@@ -10,16 +10,16 @@ import (
 	"github.com/gatehost/gatehost/host"
 )
 
-// TestGuestMemoryFlat runs 3,000 admission decisions on one instance per
+// TestGuestMemoryFlat runs 1,500 admission decisions on one instance per
 // gate and checks that the guests' linear memory stays where it was after
-// the first 250, and that no instance was discarded. A standard-Go guest
+// the first 150, and that no instance was discarded. A standard-Go guest
 // runs only inside calls; before gate_evaluate yielded to the GC's
 // workers, a GC cycle could stay unfinished across calls and an instance
 // grew by tens of MiB within a few hundred decisions until it ran out of
 // memory.
 func TestGuestMemoryFlat(t *testing.T) {
 	if testing.Short() {
-		t.Skip("3,000 decisions")
+		t.Skip("1,500 decisions")
 	}
 	r := newAdmissionRig(t)
 	cfg := r.cfg
@@ -34,9 +34,9 @@ func TestGuestMemoryFlat(t *testing.T) {
 		return sv, pc
 	}
 	var sv0, pc0 uint64
-	for i := 1; i <= 3000; i++ {
+	for i := 1; i <= 1500; i++ {
 		r.check(t, h)
-		if i == 250 {
+		if i == 150 {
 			sv0, pc0 = guest()
 		}
 	}
