@@ -103,7 +103,7 @@ func TestLoadTokens(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Len(t, ts.sums, c.n)
+			assert.Len(t, ts.creds, c.n)
 			if c.n > 0 {
 				assert.True(t, ts.match(tokenB) || ts.match(tokenA))
 				assert.False(t, ts.match(""))
