@@ -454,6 +454,26 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		ts.approve(t, "exec", "dev", callA)
 	})
 
+	t.Run("a reload re-reads the approver tokens", func(t *testing.T) {
+		const bob = "approver-bob-0123456789abcdef0123"
+		apprFile := filepath.Join(dir, "approvers")
+		// A token in both channels: the reload fails, alice still approves.
+		writeAtomic(t, apprFile, agentDev+" name=mallory\n")
+		require.ErrorIs(t, ts.s.reload(context.Background(), "test"), errTokenReused)
+		ts.approve(t, "exec", "dev", callA)
+
+		writeAtomic(t, apprFile, bob+" name=bob\n")
+		require.NoError(t, ts.s.reload(context.Background(), "test"))
+		assert.Equal(t, 401, ts.mint(t, approver, "exec", "dev", callA).status, "alice's token is gone")
+		a := ts.mint(t, bob, "exec", "dev", callA)
+		require.Equal(t, 201, a.status, string(a.body))
+		var ap approval
+		require.NoError(t, json.Unmarshal(a.body, &ap))
+		assert.Equal(t, "bob", ap.Approver)
+		writeAtomic(t, apprFile, approver+" name=alice\n")
+		require.NoError(t, ts.s.reload(context.Background(), "test"))
+	})
+
 	t.Run("schema changed after the approval", func(t *testing.T) {
 		ap := ts.approve(t, "exec", "dev", callA)
 		changed := catalogWithChangedSchema(t, "merge_pull_request.json")

@@ -303,3 +303,40 @@ func TestApproverTokens(t *testing.T) {
 	_, err = newServer(serveOptions{configPath: cfg, approverTokenFile: write("both2", tokenA)}, slog.New(slog.DiscardHandler))
 	assert.ErrorIs(t, err, errTokenReused)
 }
+
+func TestServeApprovalTTLFlag(t *testing.T) {
+	for _, v := range []string{"0s", "999ms", "-1m", "25h"} {
+		code, _, errOut := runCLI("serve", "--approval-ttl", v)
+		assert.Equal(t, exitUsage, code, v)
+		assert.Contains(t, errOut, "--approval-ttl", v)
+	}
+}
+
+// FuzzTokenFile: any token-file content loads or fails with a tokenError,
+// never panics, and an error never quotes a token.
+func FuzzTokenFile(f *testing.F) {
+	for _, s := range []string{
+		tokenA, tokenA + " sessions=dev,ci name=bot\n" + tokenB + " sessions=*",
+		"# c\n\n" + tokenA + "\tsessions=a,,b", tokenA + " x", "short", tokenA + " name=" + tokenB,
+		tokenA + " sessions=a sessions=b", "\xff\xfe" + tokenA, tokenA + " sessions=" + strings.Repeat("a", 200),
+	} {
+		f.Add(s)
+	}
+	path := filepath.Join(f.TempDir(), "tokens")
+	f.Fuzz(func(t *testing.T, s string) {
+		require.NoError(t, os.WriteFile(path, []byte(s), 0o600))
+		set, err := loadTokens(path, "")
+		if err != nil {
+			var te *tokenError
+			require.ErrorAs(t, err, &te)
+			for _, line := range strings.Split(s, "\n") {
+				tok := firstWord(line)
+				if len(tok) >= minTokenBytes && strings.Count(s, tok) == 1 {
+					assert.NotContains(t, err.Error(), tok)
+				}
+			}
+			return
+		}
+		assert.False(t, set.empty())
+	})
+}
