@@ -53,15 +53,15 @@ const (
 // Why a presented approval confirms nothing: the reason of an
 // approval_refused record.
 const (
-	refuseUnknown         = "approval_unknown"
-	refuseExpired         = "approval_expired"
-	refuseUsed            = "approval_used"
-	refusePipeline        = "approval_pipeline_mismatch"
-	refuseSession         = "approval_session_mismatch"
-	refuseSubject         = "approval_subject_mismatch"
-	refuseTool            = "approval_tool_mismatch"
-	refuseSchemaDigest    = "approval_schema_digest_mismatch"
-	refuseToolNotCataloge = "approval_tool_not_in_catalog"
+	refuseUnknown          = "approval_unknown"
+	refuseExpired          = "approval_expired"
+	refuseUsed             = "approval_used"
+	refusePipeline         = "approval_pipeline_mismatch"
+	refuseSession          = "approval_session_mismatch"
+	refuseSubject          = "approval_subject_mismatch"
+	refuseTool             = "approval_tool_mismatch"
+	refuseSchemaDigest     = "approval_schema_digest_mismatch"
+	refuseToolNotCataloged = "approval_tool_not_in_catalog"
 )
 
 var approvalIDRE = regexp.MustCompile(`^ap-[0-9a-f]{32}$`)
@@ -96,7 +96,7 @@ func newApprovalStore() *approvalStore {
 	return &approvalStore{m: map[string]*approval{}, max: maxApprovals}
 }
 
-var errTooManyApprovals = errors.New("too many approvals outstanding")
+var errApprovalStoreFull = errors.New("too many approvals outstanding")
 
 // reserve checks there is room for one more approval at now, dropping the
 // expired ones first.
@@ -109,7 +109,7 @@ func (s *approvalStore) reserve(now time.Time) error {
 		}
 	}
 	if len(s.m) >= s.max {
-		return errTooManyApprovals
+		return errApprovalStoreFull
 	}
 	return nil
 }
@@ -261,7 +261,7 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	if err := s.approvals.reserve(now); err != nil {
 		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
-		writeError(w, r, http.StatusTooManyRequests, errTooManyApprovalsCode, "",
+		writeError(w, r, http.StatusTooManyRequests, errTooManyApprovals, "",
 			fmt.Sprintf("%d approvals are outstanding; wait for some to be used or expire", maxApprovals), nil)
 		return
 	}
@@ -302,7 +302,7 @@ func (s *server) resolveConfirmation(r *http.Request, rt *loadedConfig, pipeline
 	b := binding{pipeline: pipeline, session: sess, subjectSHA256: subjectSHA256(native)}
 	now := s.now()
 	var a *approval
-	reason := refuseToolNotCataloge
+	reason := refuseToolNotCataloged
 	if t, ok := rt.h.Catalog().Snapshot().Get(toolName); ok {
 		b.tool, b.schemaDigest = t.ID, t.SchemaDigest
 		a, reason = s.approvals.consume(presented, b, now)

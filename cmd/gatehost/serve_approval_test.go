@@ -449,7 +449,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		ts.approve(t, "exec", "dev", callA)
 		a := ts.mint(t, approver, "exec", "dev", callA)
 		require.Equal(t, 429, a.status, string(a.body))
-		assert.Equal(t, errTooManyApprovalsCode, a.apiErr(t).Error.Code)
+		assert.Equal(t, errTooManyApprovals, a.apiErr(t).Error.Code)
 		clock.Add(time.Hour) // expired ones make room
 		ts.approve(t, "exec", "dev", callA)
 	})

@@ -21,27 +21,27 @@ import (
 
 // HTTP API error codes (README "gatehost serve"). Stable, snake_case.
 const (
-	errInvalidSubject       = "invalid_subject"
-	errInvalidRequest       = "invalid_request"
-	errUnknownPipeline      = "unknown_pipeline"
-	errSubjectTooLarge      = "subject_too_large"
-	errUnauthorized         = "unauthorized"
-	errForbidden            = "forbidden"
-	errSessionForbidden     = "session_forbidden"
-	errApprovalsOff         = "approvals_disabled"
-	errTooManyApprovalsCode = "too_many_approvals"
-	errHostOverloaded       = abi.ReasonHostOverloaded
-	errNotReady             = "not_ready"
-	errEventLogFailed       = "event_log_failed"
-	errInternal             = "internal_error"
-	headerRequestID         = "X-Request-Id"
-	headerConfirmation      = "X-Gatehost-Confirmation"
-	headerConfigGen         = "X-Gatehost-Config-Generation"
-	minTokenBytes           = 16
-	maxRequestIDBytes       = 128
-	jsonContentType         = "application/json"
-	healthContentType       = "application/json"
-	metricsRoutePattern     = "GET /metrics"
+	errInvalidSubject   = "invalid_subject"
+	errInvalidRequest   = "invalid_request"
+	errUnknownPipeline  = "unknown_pipeline"
+	errSubjectTooLarge  = "subject_too_large"
+	errUnauthorized     = "unauthorized"
+	errForbidden        = "forbidden"
+	errSessionForbidden = "session_forbidden"
+	errApprovalsOff     = "approvals_disabled"
+	errTooManyApprovals = "too_many_approvals"
+	errHostOverloaded   = abi.ReasonHostOverloaded
+	errNotReady         = "not_ready"
+	errEventLogFailed   = "event_log_failed"
+	errInternal         = "internal_error"
+	headerRequestID     = "X-Request-Id"
+	headerConfirmation  = "X-Gatehost-Confirmation"
+	headerConfigGen     = "X-Gatehost-Config-Generation"
+	minTokenBytes       = 16
+	maxRequestIDBytes   = 128
+	jsonContentType     = "application/json"
+	healthContentType   = "application/json"
+	metricsRoutePattern = "GET /metrics"
 )
 
 // apiError is the body of every non-200 answer of the API.
@@ -299,7 +299,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	// Any other value is resolved against the approvals minted through
 	// POST /v1/approvals; a value the caller made up confirms nothing.
 	if presented != "" {
-		opts.RunID = newServeRunID(s.now())
+		opts.RunID = newServeRunID(time.Now())
 		opts.Confirmation, err = s.resolveConfirmation(r, rt, name, sess, toolName, native, presented, opts.RunID)
 		if err != nil {
 			s.logger.Error("gatehost serve: approval use not recorded; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
