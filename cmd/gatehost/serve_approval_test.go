@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -454,6 +457,49 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		ts.approve(t, "exec", "dev", callA)
 	})
 
+	// ?session= may name only a session the bearer token is bound to.
+	t.Run("session bound to the token", func(t *testing.T) {
+		cases := []struct {
+			name, token, session string
+			status               int
+			code                 string
+		}{
+			{name: "bound session", token: agentDev, session: "dev", status: 200},
+			{name: "second bound session", token: agentDev, session: "dev2", status: 200},
+			{name: "no session", token: agentDev, status: 200},
+			{name: "another token's session", token: agentDev, session: "other", status: 403, code: errSessionForbidden},
+			{name: "the other way round", token: agentOther, session: "dev", status: 403, code: errSessionForbidden},
+			{name: "a session nobody has", token: agentOther, session: "ghost", status: 403, code: errSessionForbidden},
+			{name: "case matters", token: agentDev, session: "DEV", status: 403, code: errSessionForbidden},
+			{name: "not a session id", token: agentDev, session: "dev,other", status: 400, code: errInvalidRequest},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				a := ts.checkCall(t, c.token, "exec", c.session, "", callA, fmt.Sprintf("sess-%d", i))
+				require.Equal(t, c.status, a.status, string(a.body))
+				if c.code != "" {
+					e := a.apiErr(t)
+					assert.Equal(t, c.code, e.Error.Code)
+					assert.Equal(t, "session", e.Error.Field)
+					return
+				}
+				assert.NotEmpty(t, a.decision(t).Verdict)
+			})
+		}
+	})
+
+	t.Run("schema changed after the approval", func(t *testing.T) {
+		ap := ts.approve(t, "exec", "dev", callA)
+		changed := catalogWithChangedSchema(t, filepath.Join(dir, "changed-catalog"), "merge_pull_request.json")
+		writeApprovalConfig(t, dir, changed)
+		require.NoError(t, ts.s.reload(context.Background(), "test"))
+		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "schema-changed")
+		require.Equal(t, 200, a.status, string(a.body))
+		assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
+		assert.Equal(t, refuseSchemaDigest, recordFor(t, records(t, logPath), kindApprovalRefused, "schema-changed").Reason,
+			"approvals outlive a reload, and still bind the schema they were minted for")
+	})
+
 	t.Run("a reload re-reads the approver tokens", func(t *testing.T) {
 		const bob = "approver-bob-0123456789abcdef0123"
 		apprFile := filepath.Join(dir, "approvers")
@@ -470,20 +516,6 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		var ap approval
 		require.NoError(t, json.Unmarshal(a.body, &ap))
 		assert.Equal(t, "bob", ap.Approver)
-		writeAtomic(t, apprFile, approver+" name=alice\n")
-		require.NoError(t, ts.s.reload(context.Background(), "test"))
-	})
-
-	t.Run("schema changed after the approval", func(t *testing.T) {
-		ap := ts.approve(t, "exec", "dev", callA)
-		changed := catalogWithChangedSchema(t, "merge_pull_request.json")
-		writeApprovalConfig(t, dir, changed)
-		require.NoError(t, ts.s.reload(context.Background(), "test"))
-		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "schema-changed")
-		require.Equal(t, 200, a.status, string(a.body))
-		assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
-		assert.Equal(t, refuseSchemaDigest, recordFor(t, records(t, logPath), kindApprovalRefused, "schema-changed").Reason,
-			"approvals outlive a reload, and still bind the schema they were minted for")
 	})
 }
 
@@ -500,12 +532,12 @@ func recordOfApproval(t *testing.T, recs []eventlog.Record, kind, id string) eve
 	return found[0]
 }
 
-// catalogWithChangedSchema copies the GitHub catalog with one tool's
-// schema changed (one more required argument).
-func catalogWithChangedSchema(t *testing.T, file string) string {
+// catalogWithChangedSchema copies the GitHub catalog to dst with one
+// tool's schema changed (one more required argument).
+func catalogWithChangedSchema(t *testing.T, dst, file string) string {
 	t.Helper()
 	src := filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server")
-	dst := t.TempDir()
+	require.NoError(t, os.MkdirAll(dst, 0o755))
 	entries, err := os.ReadDir(src)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -526,51 +558,27 @@ func catalogWithChangedSchema(t *testing.T, file string) string {
 	return dst
 }
 
-// TestServeSessionBoundToToken: ?session= may name only a session the
-// bearer token is bound to.
-func TestServeSessionBoundToToken(t *testing.T) {
-	ts, _, _ := startApprovalServe(t, nil)
-	cases := []struct {
-		name, token, session string
-		status               int
-		code                 string
-	}{
-		{name: "bound session", token: agentDev, session: "dev", status: 200},
-		{name: "second bound session", token: agentDev, session: "dev2", status: 200},
-		{name: "no session", token: agentDev, status: 200},
-		{name: "another token's session", token: agentDev, session: "other", status: 403, code: errSessionForbidden},
-		{name: "the other way round", token: agentOther, session: "dev", status: 403, code: errSessionForbidden},
-		{name: "a session nobody has", token: agentOther, session: "ghost", status: 403, code: errSessionForbidden},
-		{name: "case matters", token: agentDev, session: "DEV", status: 403, code: errSessionForbidden},
-		{name: "not a session id", token: agentDev, session: "dev,other", status: 400, code: errInvalidRequest},
-	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			a := ts.checkCall(t, c.token, "exec", c.session, "", callA, fmt.Sprintf("sess-%d", i))
-			require.Equal(t, c.status, a.status, string(a.body))
-			if c.code != "" {
-				e := a.apiErr(t)
-				assert.Equal(t, c.code, e.Error.Code)
-				assert.Equal(t, "session", e.Error.Field)
-				return
-			}
-			assert.NotEmpty(t, a.decision(t).Verdict)
-		})
-	}
-}
-
 // TestServeApprovalsDisabled: with no approver token nothing can be
-// confirmed over HTTP.
+// confirmed over HTTP: /v1/approvals refuses every caller before any
+// runtime is consulted.
 func TestServeApprovalsDisabled(t *testing.T) {
-	ts, _, _ := startApprovalServe(t, func(o *serveOptions) { o.approverTokenFile = "" })
+	s := &server{opts: serveOptions{retryAfter: time.Second}, logger: slog.New(slog.DiscardHandler), approvals: newApprovalStore()}
+	s.metrics = newMetrics(s)
+	agents, err := loadTokens("", agentDev)
+	require.NoError(t, err)
+	s.tokens.Store(agents)
+	s.approvers.Store(&tokenSet{})
 	for _, tok := range []string{"", agentDev, approver} {
-		a := ts.mint(t, tok, "exec", "dev", callA)
-		require.Equal(t, 403, a.status, string(a.body))
-		assert.Equal(t, errApprovalsOff, a.apiErr(t).Error.Code)
+		req, err := http.NewRequest("POST", "http://gatehost"+approvalsRoute+"?pipeline=exec&session=dev", strings.NewReader(string(callA)))
+		require.NoError(t, err)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		s.handler().ServeHTTP(rec, req)
+		require.Equal(t, 403, rec.Code, rec.Body.String())
+		assert.Equal(t, errApprovalsOff, rec.Header().Get("X-Gatehost-Error"))
 	}
-	a := ts.checkCall(t, agentDev, "exec", "dev", "ap-"+strings.Repeat("a", 32), callA, "off")
-	require.Equal(t, 200, a.status, string(a.body))
-	assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
 }
 
 func TestApprovalStoreConsume(t *testing.T) {
