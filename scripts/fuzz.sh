@@ -18,6 +18,7 @@ targets=(
   "./sdk FuzzHandle"
   "./plugins/static-verify FuzzEvaluate"
   "./cmd/gatehost FuzzLoadConfig"
+  "./cmd/gatehost FuzzTokenFile"
 )
 summary=()
 status=0

@@ -122,7 +122,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
 	}
-	native, _, _, err := nativeSubject(nil, info.Subject, data, subject.Format(*format), "")
+	native, _, _, err := nativeSubject(info.Subject, data, subject.Format(*format), "")
 	if err != nil {
 		return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
 	}

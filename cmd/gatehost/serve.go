@@ -49,10 +49,14 @@ type serveOptions struct {
 	// 0 turns watching off (SIGHUP still reloads).
 	watchInterval time.Duration
 	retryAfter    time.Duration
+	// approverTokenFile holds the tokens of POST /v1/approvals.
+	approverTokenFile string
+	// approvalTTL is how long a minted approval stays usable; 0 means
+	// defaultApprovalTTL.
+	approvalTTL time.Duration
+	// now is the clock of approvals (minting, expiry); nil means time.Now.
+	now func() time.Time
 }
-
-// tokenEnv holds bearer tokens, separated by commas or newlines.
-const tokenEnv = "GATEHOST_AUTH_TOKENS"
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
@@ -61,7 +65,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&o.configPath, "config", "", "config file (default ./gatehost.yaml)")
 	fs.StringVar(&o.listen, "listen", defaultListen, "address to listen on, host:port")
 	fs.BoolVar(&o.insecureListenAny, "insecure-listen-any", false, "allow a non-loopback address without auth")
-	fs.StringVar(&o.tokenFile, "token-file", "", "file of bearer tokens, one a line (also $"+tokenEnv+"); none means no auth")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file of agent bearer tokens, one a line, each optionally bound with sessions=ID,... (also $"+tokenEnv+"); none means no auth")
+	fs.StringVar(&o.approverTokenFile, "approver-token-file", "", "file of approver bearer tokens, the only credentials POST /v1/approvals takes (also $"+approverTokenEnv+"); none means no confirmation over HTTP")
+	fs.DurationVar(&o.approvalTTL, "approval-ttl", defaultApprovalTTL, "how long a minted approval stays usable (1s to 24h)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	maxBody := fs.String("max-body", "", "request body cap, such as 4MiB (default: the config's max_subject_bytes)")
@@ -79,6 +85,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if code, done := parseFlags(fs, args, exactly(0)); done {
 		return code
+	}
+	if o.approvalTTL < time.Second || o.approvalTTL > maxApprovalTTL {
+		return fail(stderr, fmt.Errorf("%w: --approval-ttl %s: want 1s to %s", errUsage, o.approvalTTL, maxApprovalTTL))
 	}
 	if *maxBody != "" {
 		n, err := parseSize(*maxBody)
@@ -132,7 +141,12 @@ type server struct {
 	// content a reload tried, so a bad file is not retried every poll.
 	reloadMu     sync.Mutex
 	configDigest [32]byte
-	tokens       atomic.Pointer[tokenSet]
+	// tokens are the agents' credentials, approvers the credentials of
+	// POST /v1/approvals; no token is in both.
+	tokens    atomic.Pointer[tokenSet]
+	approvers atomic.Pointer[tokenSet]
+	// approvals live in this process's memory, across reloads.
+	approvals *approvalStore
 
 	ready    atomic.Bool
 	stopping atomic.Bool
@@ -206,14 +220,15 @@ func (rt *loadedConfig) close() error {
 // newServer reads the config, the tokens and the TLS files, and opens the
 // event log: every fault an operator can fix is reported before listening.
 func newServer(o serveOptions, logger *slog.Logger) (*server, error) {
-	s := &server{opts: o, logger: logger, built: make(chan struct{})}
+	s := &server{opts: o, logger: logger, built: make(chan struct{}), approvals: newApprovalStore()}
 	s.runCtx, s.cancelRuns = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
-	toks, err := loadTokens(o.tokenFile, os.Getenv(tokenEnv))
+	toks, apprs, err := s.loadCredentials()
 	if err != nil {
 		return nil, err
 	}
 	s.tokens.Store(toks)
+	s.approvers.Store(apprs)
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
@@ -306,7 +321,7 @@ func (s *server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 		scheme = "https"
 	}
 	s.logger.Info("gatehost serve: listening", "url", scheme+"://"+ln.Addr().String(),
-		"auth", !s.tokens.Load().empty(), "config", s.opts.configPath)
+		"auth", !s.tokens.Load().empty(), "approvals", !s.approvers.Load().empty(), "config", s.opts.configPath)
 
 	go s.buildFirst(ctx)
 	var watch <-chan time.Time
@@ -484,7 +499,8 @@ func (s *server) reload(ctx context.Context, trigger string) error {
 		return err
 	}
 	rt.generation = prev.generation + 1
-	s.tokens.Store(toks)
+	s.tokens.Store(toks.agents)
+	s.approvers.Store(toks.approvers)
 	s.cur.Store(rt)
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.configGeneration.Set(float64(rt.generation))
@@ -504,24 +520,46 @@ func (s *server) reload(ctx context.Context, trigger string) error {
 	return nil
 }
 
-func (s *server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, *tokenSet, error) {
+func (s *server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, credentials, error) {
+	toks, apprs, err := s.loadCredentials()
+	if err != nil {
+		return nil, credentials{}, err
+	}
+	if toks.empty() != s.tokens.Load().empty() {
+		// Turning auth off would expose a listener bound for auth.
+		return nil, credentials{}, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
+	}
+	l, err := loadConfig(s.opts.configPath)
+	if err != nil {
+		return nil, credentials{}, err
+	}
+	rt, err := s.build(ctx, l, prev)
+	if err != nil {
+		return nil, credentials{}, err
+	}
+	return rt, credentials{toks, apprs}, nil
+}
+
+// credentials are the two token sets a reload swaps in together.
+type credentials struct{ agents, approvers *tokenSet }
+
+// loadCredentials reads the agent and the approver tokens, and logs how
+// sessions are bound: every fault is reported before anything is served.
+func (s *server) loadCredentials() (*tokenSet, *tokenSet, error) {
 	toks, err := loadTokens(s.opts.tokenFile, os.Getenv(tokenEnv))
 	if err != nil {
 		return nil, nil, err
 	}
-	if toks.empty() != s.tokens.Load().empty() {
-		// Turning auth off would expose a listener bound for auth.
-		return nil, nil, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
-	}
-	l, err := loadConfig(s.opts.configPath)
+	apprs, err := loadApproverTokens(s.opts.approverTokenFile, os.Getenv(approverTokenEnv), toks)
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := s.build(ctx, l, prev)
-	if err != nil {
-		return nil, nil, err
+	if unbound := toks.unbound(); len(toks.creds) == 1 && len(unbound) == 1 {
+		s.logger.Info("gatehost serve: the only agent token has no sessions= field; it may act for any session", "token", unbound[0])
+	} else if len(unbound) > 0 {
+		s.logger.Warn("gatehost serve: agent tokens without a sessions= field may check only without ?session=", "tokens", unbound)
 	}
-	return rt, toks, nil
+	return toks, apprs, nil
 }
 
 // reloadIfChanged reloads when the config file's content differs from what

@@ -2,15 +2,12 @@ package main
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
 )
 
@@ -28,6 +26,10 @@ const (
 	errUnknownPipeline  = "unknown_pipeline"
 	errSubjectTooLarge  = "subject_too_large"
 	errUnauthorized     = "unauthorized"
+	errForbidden        = "forbidden"
+	errSessionForbidden = "session_forbidden"
+	errApprovalsOff     = "approvals_disabled"
+	errTooManyApprovals = "too_many_approvals"
 	errHostOverloaded   = abi.ReasonHostOverloaded
 	errNotReady         = "not_ready"
 	errEventLogFailed   = "event_log_failed"
@@ -57,63 +59,11 @@ type apiError struct {
 	Decision *host.Decision `json:"decision,omitempty"`
 }
 
-// tokenSet holds the SHA-256 of each accepted bearer token. Comparing
-// digests of equal length, with subtle.ConstantTimeCompare, against every
-// token without stopping at a match, makes the time of a check independent
-// of how much of a guess is right, of its length, and of which token
-// matched.
-type tokenSet struct{ sums [][sha256.Size]byte }
-
-func (t *tokenSet) empty() bool { return t == nil || len(t.sums) == 0 }
-
-// match reports whether given is one of the tokens, in constant time.
-func (t *tokenSet) match(given string) bool {
-	sum := sha256.Sum256([]byte(given))
-	ok := 0
-	for i := range t.sums {
-		ok |= subtle.ConstantTimeCompare(sum[:], t.sums[i][:])
-	}
-	return ok == 1
-}
-
-// loadTokens reads tokens from file (one a line; blank lines and lines
-// starting with # ignored) and from env (separated by commas or newlines).
-// A token shorter than 16 bytes is refused: it could be guessed.
-func loadTokens(file, env string) (*tokenSet, error) {
-	var raw []string
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("--token-file: %w", err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				raw = append(raw, line)
-			}
-		}
-		if len(raw) == 0 {
-			return nil, fmt.Errorf("--token-file %s: no token in it", file)
-		}
-	}
-	for _, tok := range strings.FieldsFunc(env, func(r rune) bool { return r == ',' || r == '\n' }) {
-		if tok = strings.TrimSpace(tok); tok != "" {
-			raw = append(raw, tok)
-		}
-	}
-	t := &tokenSet{}
-	for i, tok := range raw {
-		if len(tok) < minTokenBytes {
-			return nil, fmt.Errorf("bearer token %d: %d bytes; at least %d are required", i+1, len(tok), minTokenBytes)
-		}
-		t.sums = append(t.sums, sha256.Sum256([]byte(tok)))
-	}
-	return t, nil
-}
-
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/pipelines/{name}/check", s.handleCheck)
 	mux.HandleFunc("GET /v1/pipelines", s.handlePipelines)
+	mux.HandleFunc("POST "+approvalsRoute, s.handleMintApproval)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle(metricsRoutePattern, s.metrics.handler())
@@ -209,32 +159,56 @@ func routeOf(r *http.Request) string {
 		return "/v1/pipelines/{name}/check"
 	case "GET /v1/pipelines", "GET /healthz", "GET /readyz", metricsRoutePattern:
 		return strings.TrimPrefix(p, "GET ")
+	case "POST " + approvalsRoute:
+		return approvalsRoute
 	}
 	return "other"
 }
 
-// withAuth requires a bearer token, when tokens are configured, on every
-// route but the health probes.
+// withAuth authenticates a request by its bearer token and tells the two
+// channels apart. /v1/approvals takes approver tokens only (403
+// approvals_disabled when none is configured): a person's confirmation must
+// come through a channel the agent's credential cannot use. Every other
+// route but the health probes takes agent tokens only, when any are
+// configured; the matched credential goes into the request's context for
+// its session binding.
 func (s *server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		toks := s.tokens.Load()
-		if toks.empty() || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		auth := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(auth, "Bearer ")
+		agents, approvers := s.tokens.Load(), s.approvers.Load()
+		mine, other, otherName := agents, approvers, "an approver token"
+		if isApprovalRoute(r.URL.Path) {
+			if approvers.empty() {
+				writeError(w, r, http.StatusForbidden, errApprovalsOff, "",
+					"no approver token is configured (--approver-token-file or $"+approverTokenEnv+"); confirmations cannot be issued over HTTP", nil)
+				return
+			}
+			mine, other, otherName = approvers, agents, "an agent token"
+		} else if agents.empty() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatehost"`)
 			writeError(w, r, http.StatusUnauthorized, errUnauthorized, "Authorization", "a bearer token is required", nil)
 			return
 		}
-		if !toks.match(tok) {
+		c := mine.lookup(tok)
+		if c == nil {
+			if other.lookup(tok) != nil {
+				writeError(w, r, http.StatusForbidden, errForbidden, "Authorization",
+					otherName+" may not use this route: agents check, approvers approve", nil)
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatehost", error="invalid_token"`)
 			writeError(w, r, http.StatusUnauthorized, errUnauthorized, "Authorization", "the bearer token is not valid", nil)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), c)))
 	})
 }
 
@@ -279,25 +253,30 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 		sw.pipeline = name
 	}
 	q := r.URL.Query()
-	format := q.Get("format")
-	switch subject.Format(format) {
-	case subject.FormatAuto, subject.FormatNative, subject.FormatMCP, subject.FormatOpenAI, subject.FormatAnthropic:
-	default:
-		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "format", fmt.Sprintf("%q is not native, mcp, openai or anthropic", format), nil)
+	format := subject.Format(q.Get("format"))
+	if !knownFormat(format) {
+		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "format", fmt.Sprintf("%q is not native, mcp, openai or anthropic", cut(string(format), 32)), nil)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rt.maxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, r, http.StatusRequestEntityTooLarge, errSubjectTooLarge, "",
-				fmt.Sprintf("the body exceeds the cap of %d bytes", mbe.Limit), nil)
-			return
-		}
-		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "", "reading the body: "+err.Error(), nil)
+	// The session is the credential's to name, not the caller's to choose:
+	// another session's grants are another agent's.
+	sess := q.Get("session")
+	if sess != "" && !session.ValidID(sess) {
+		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "session",
+			fmt.Sprintf("want 1 to %d bytes of A-Z a-z 0-9 _ . : -", session.MaxIDBytes), nil)
 		return
 	}
-	native, conf, field, err := nativeSubject(rt.h, info.Subject, body, subject.Format(format), r.Header.Get(headerConfirmation))
+	if c := credentialOf(r.Context()); c != nil && !c.allows(sess) {
+		writeError(w, r, http.StatusForbidden, errSessionForbidden, "session",
+			fmt.Sprintf("this bearer token may not act for session %q; the sessions= field of its token-file line lists the ones it may", sess), nil)
+		return
+	}
+	body, ok := readBody(w, r, rt.maxBody)
+	if !ok {
+		return
+	}
+	presented := strings.TrimSpace(r.Header.Get(headerConfirmation))
+	native, toolName, field, err := nativeSubject(info.Subject, body, format, presented)
 	if err != nil {
 		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneLine(err.Error()), nil)
 		return
@@ -315,7 +294,19 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	opts := host.RunOptions{Session: q.Get("session"), RequestID: r.Header.Get(headerRequestID), Confirmation: conf}
+	opts := host.RunOptions{Session: sess, RequestID: r.Header.Get(headerRequestID)}
+	// A blank header confirms nothing: it is what a missing one looks like.
+	// Any other value is resolved against the approvals minted through
+	// POST /v1/approvals; a value the caller made up confirms nothing.
+	if presented != "" {
+		opts.RunID = newServeRunID(time.Now())
+		opts.Confirmation, err = s.resolveConfirmation(r, rt, name, sess, toolName, native, presented, opts.RunID)
+		if err != nil {
+			s.logger.Error("gatehost serve: approval use not recorded; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
+			writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the confirmation's use could not be recorded; the call was not checked", nil)
+			return
+		}
+	}
 	d, err := rt.h.Check(r.Context(), name, native, opts)
 	switch {
 	case errors.Is(err, host.ErrBadSubject):
@@ -362,32 +353,33 @@ func overloaded(d *host.Decision) bool {
 }
 
 // nativeSubject converts body, in any supported format, to the native JSON
-// of kind, as gatehost check does. field is a JSON Pointer into body (or a
+// of kind, as gatehost check does; for a tool call, toolName is the name
+// the call names its tool by. field is a JSON Pointer into body (or a
 // header name) for errors.
-func nativeSubject(h *host.Host, kind abi.SubjectKind, body []byte, f subject.Format, confirm string) (native []byte, conf *abi.Confirmation, field string, err error) {
+func nativeSubject(kind abi.SubjectKind, body []byte, f subject.Format, confirm string) (native []byte, toolName, field string, err error) {
 	if confirm != "" && kind != abi.SubjectToolCall {
-		return nil, nil, headerConfirmation, fmt.Errorf("applies to tool_call pipelines only")
+		return nil, "", headerConfirmation, fmt.Errorf("applies to tool_call pipelines only")
 	}
 	switch kind {
 	case abi.SubjectToolCall:
 		call, _, err := subject.ParseToolCall(body, f)
 		if err != nil {
-			return nil, nil, subjectField(err), err
+			return nil, "", subjectField(err), err
 		}
 		native, err = json.Marshal(call)
-		return native, confirmationFor(h, call.Tool, confirm), "", err
+		return native, call.Tool, "", err
 	case abi.SubjectProposal:
 		p, _, err := subject.ParseProposal(body, f)
 		if err != nil {
-			return nil, nil, subjectField(err), err
+			return nil, "", subjectField(err), err
 		}
 		native, err = json.Marshal(p)
-		return native, nil, "", err
+		return native, "", "", err
 	}
 	if f != subject.FormatAuto && f != subject.FormatNative {
-		return nil, nil, "format", fmt.Errorf("%s applies to proposals and tool calls only", f)
+		return nil, "", "format", fmt.Errorf("%s applies to proposals and tool calls only", f)
 	}
-	return body, nil, "", nil
+	return body, "", "", nil
 }
 
 func subjectField(err error) string {

@@ -1,0 +1,619 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/testwasm"
+)
+
+const (
+	agentDev   = "agent-dev-0123456789abcdef0123"  // sessions dev, dev2
+	agentOther = "agent-other-0123456789abcdef012" // session other
+	approver   = "approver-0123456789abcdef012345" // name alice
+)
+
+// fakeClock is the approvals' clock: expiry is tested by moving it, not by
+// waiting.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// writeApprovalConfig writes, in dir, a config with two exec pipelines
+// (exec, exec-b) and a proposal pipeline (admission) over the MCP catalog
+// at catalogPath.
+func writeApprovalConfig(t *testing.T, dir, catalogPath string) string {
+	t.Helper()
+	execWasm, err := testwasm.Go("plugins/exec/wasm")
+	require.NoError(t, err)
+	stage := "{plugin: exec, timeout: 60s, capabilities: [catalog, session], config: {confirm_effects: [non_idempotent]}}"
+	cfg := fmt.Sprintf(`catalog:
+  sources:
+    - {format: mcp, path: %s, server: github}
+event_log:
+  path: %s
+sessions:
+  path: %s
+cache_dir: %s
+queue_timeout: 10m
+plugins:
+  exec: {path: %s}
+  static-verify: {path: %s}
+pipelines:
+  exec:
+    subject: tool_call
+    stages: [%s]
+  exec-b:
+    subject: tool_call
+    stages: [%s]
+  admission:
+    subject: proposal
+    stages: [{plugin: static-verify, timeout: 60s, capabilities: [catalog]}]
+`, catalogPath, filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "sessions.json"), testwasm.CacheDir(),
+		execWasm, svWasm, stage, stage)
+	path := filepath.Join(dir, "gatehost.yaml")
+	writeAtomic(t, path, cfg)
+	return path
+}
+
+// startApprovalServe starts a server whose agent tokens are agentDev
+// (sessions dev, dev2) and agentOther (other), whose approver is alice, and
+// whose sessions dev, dev2 and other have merge_pull_request granted.
+func startApprovalServe(t *testing.T, mod func(*serveOptions)) (*testServer, *fakeClock, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := writeApprovalConfig(t, dir, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"))
+	for _, sess := range []string{"dev", "dev2", "other"} {
+		code, _, errOut := runCLI("session", "activate", "--config", cfg, "--session", sess, "merge_pull_request")
+		require.Equal(t, 0, code, errOut)
+	}
+	tokFile := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokFile, []byte("# agents\n"+agentDev+" sessions=dev,dev2 name=bot\n"+agentOther+"\tsessions=other\n"), 0o600))
+	apprFile := filepath.Join(dir, "approvers")
+	require.NoError(t, os.WriteFile(apprFile, []byte(approver+" name=alice\n"), 0o600))
+	t.Setenv(tokenEnv, "")
+	t.Setenv(approverTokenEnv, "")
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	ts := startServe(t, cfg, func(o *serveOptions) {
+		o.tokenFile, o.approverTokenFile, o.now, o.approvalTTL = tokFile, apprFile, clock.Now, 5*time.Minute
+		if mod != nil {
+			mod(o)
+		}
+	})
+	return ts, clock, dir
+}
+
+// Subjects: A is an MCP tools/call merging PR 42; B merges PR 43.
+var (
+	callA = mustRead("testdata/exec/calls/mcp-request.json")
+	callB = []byte(strings.Replace(string(callA), `"pullNumber": 42`, `"pullNumber": 43`, 1))
+)
+
+func mustRead(rel string) []byte {
+	b, err := os.ReadFile(filepath.Join("../..", rel))
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (ts *testServer) mint(t *testing.T, token, pipeline, sess string, body []byte) answer {
+	t.Helper()
+	q := url.Values{}
+	if pipeline != "" {
+		q.Set("pipeline", pipeline)
+	}
+	if sess != "" {
+		q.Set("session", sess)
+	}
+	var hdr []string
+	if token != "" {
+		hdr = []string{"Authorization", "Bearer " + token}
+	}
+	return ts.do(t, "POST", approvalsRoute+"?"+q.Encode(), body, hdr...)
+}
+
+// approve mints an approval with the approver token and returns it.
+func (ts *testServer) approve(t *testing.T, pipeline, sess string, body []byte) approval {
+	t.Helper()
+	a := ts.mint(t, approver, pipeline, sess, body)
+	require.Equal(t, 201, a.status, string(a.body))
+	var ap approval
+	require.NoError(t, json.Unmarshal(a.body, &ap))
+	require.Regexp(t, approvalIDRE, ap.ID)
+	return ap
+}
+
+func (ts *testServer) checkCall(t *testing.T, token, pipeline, sess, confirmation string, body []byte, reqID string) answer {
+	t.Helper()
+	path := "/v1/pipelines/" + pipeline + "/check"
+	if sess != "" {
+		path += "?session=" + url.QueryEscape(sess)
+	}
+	hdr := []string{"Authorization", "Bearer " + token, headerRequestID, reqID}
+	if confirmation != "" {
+		hdr = append(hdr, headerConfirmation, confirmation)
+	}
+	return ts.do(t, "POST", path, body, hdr...)
+}
+
+func hasFinding(d host.Decision, code string) bool {
+	for _, f := range d.Findings {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// records returns the event log's records, in order.
+func records(t *testing.T, path string) []eventlog.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []eventlog.Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, eventlog.MaxRecordBytes+1)
+	for sc.Scan() {
+		var r eventlog.Record
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		out = append(out, r)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// recordFor returns the one record of kind with request id reqID.
+func recordFor(t *testing.T, recs []eventlog.Record, kind, reqID string) eventlog.Record {
+	t.Helper()
+	var found []eventlog.Record
+	for _, r := range recs {
+		if r.Kind == kind && r.RequestID == reqID {
+			found = append(found, r)
+		}
+	}
+	require.Len(t, found, 1, "%s records of request %s", kind, reqID)
+	return found[0]
+}
+
+type approvalData struct {
+	ApprovalID    string    `json:"approval_id"`
+	Session       string    `json:"session"`
+	Tool          string    `json:"tool"`
+	SchemaDigest  string    `json:"schema_digest"`
+	SubjectSHA256 string    `json:"subject_sha256"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	Approver      string    `json:"approver"`
+	Agent         string    `json:"agent"`
+}
+
+func dataOf(t *testing.T, r eventlog.Record) approvalData {
+	t.Helper()
+	var d approvalData
+	require.NoError(t, json.Unmarshal(r.Data, &d), string(r.Data))
+	return d
+}
+
+// TestServeConfirmationNeedsApproval: over HTTP, only an approval minted
+// with an approver token, for this very call, session and pipeline,
+// unexpired and unused, confirms a tool call; whatever else a caller puts
+// in X-Gatehost-Confirmation confirms nothing.
+func TestServeConfirmationNeedsApproval(t *testing.T) {
+	ts, clock, dir := startApprovalServe(t, nil)
+	logPath := filepath.Join(dir, "events.jsonl")
+
+	rejected := func(t *testing.T, a answer) host.Decision {
+		t.Helper()
+		require.Equal(t, 200, a.status, string(a.body))
+		d := a.decision(t)
+		assert.Equal(t, abi.Rejected, d.Verdict)
+		assert.True(t, hasFinding(d, "confirmation_required"), "rejected for want of a confirmation: %s", a.body)
+		return d
+	}
+
+	t.Run("a value the caller made up confirms nothing", func(t *testing.T) {
+		wellFormed := "ap-" + strings.Repeat("0", 32)
+		for i, v := range []string{"self-confirmed", "yes", "ok-by-alice", wellFormed, strings.ToUpper(wellFormed),
+			"ap-" + strings.Repeat("g", 32), strings.Repeat("x", 4000)} {
+			reqID := fmt.Sprintf("made-up-%d", i)
+			rejected(t, ts.checkCall(t, agentDev, "exec", "dev", v, callA, reqID))
+			r := recordFor(t, records(t, logPath), kindApprovalRefused, reqID)
+			assert.Equal(t, refuseUnknown, r.Reason)
+			got := dataOf(t, r)
+			if v == wellFormed {
+				assert.Equal(t, v, got.ApprovalID)
+			} else {
+				assert.Empty(t, got.ApprovalID, "free text is not copied into the log")
+			}
+		}
+		// A blank header is no header: nothing to refuse.
+		rejected(t, ts.checkCall(t, agentDev, "exec", "dev", "   ", callA, "blank"))
+		for _, r := range records(t, logPath) {
+			assert.False(t, r.RequestID == "blank" && strings.HasPrefix(r.Kind, "approval_"), "record %+v", r)
+		}
+	})
+
+	t.Run("a correct approval is accepted exactly once", func(t *testing.T) {
+		ap := ts.approve(t, "exec", "dev", callA)
+		assert.Equal(t, "mcp.github:merge_pull_request", ap.Tool)
+		assert.Equal(t, "alice", ap.Approver)
+		assert.Equal(t, clock.Now().Add(5*time.Minute), ap.ExpiresAt)
+
+		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "use-1")
+		require.Equal(t, 200, a.status, string(a.body))
+		d := a.decision(t)
+		require.Equal(t, abi.Accepted, d.Verdict, string(a.body))
+
+		replay := rejected(t, ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "use-2"))
+		recs := records(t, logPath)
+		assert.Equal(t, refuseUsed, recordFor(t, recs, kindApprovalRefused, "use-2").Reason)
+
+		// The log ties the person's approval to the run it confirmed.
+		used := recordFor(t, recs, kindApprovalUsed, "use-1")
+		assert.Equal(t, d.RunID, used.RunID)
+		assert.Equal(t, "exec", used.Pipeline)
+		decision := recordFor(t, recs, eventlog.KindDecision, "use-1")
+		var dd struct {
+			SubjectSHA256 string `json:"subject_sha256"`
+		}
+		require.NoError(t, json.Unmarshal(decision.Data, &dd))
+		assert.Equal(t, dd.SubjectSHA256, ap.SubjectSHA256, "the approval binds the digest the decision records")
+		assert.Equal(t, dd.SubjectSHA256, dataOf(t, used).SubjectSHA256)
+		assert.Equal(t, "bot", dataOf(t, used).Agent)
+		minted := dataOf(t, recordOfApproval(t, recs, kindApprovalMinted, ap.ID))
+		assert.Equal(t, "alice", minted.Approver)
+		assert.Equal(t, ap.SchemaDigest, minted.SchemaDigest)
+		assert.Equal(t, "dev", minted.Session)
+		assert.NotEqual(t, d.RunID, replay.RunID)
+		_, err := eventlog.Verify(logPath)
+		require.NoError(t, err, "the approval records are part of the hash chain")
+	})
+
+	t.Run("concurrent uses: one acceptance", func(t *testing.T) {
+		ap := ts.approve(t, "exec", "dev", callA)
+		const n = 8
+		verdicts := make([]abi.Verdict, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, fmt.Sprintf("race-%d", i))
+				if assert.Equal(t, 200, a.status, string(a.body)) {
+					verdicts[i] = a.decision(t).Verdict
+				}
+			})
+		}
+		wg.Wait()
+		accepted := 0
+		for _, v := range verdicts {
+			if v == abi.Accepted {
+				accepted++
+			}
+		}
+		assert.Equal(t, 1, accepted, "verdicts %v", verdicts)
+	})
+
+	t.Run("bound to the subject, session and pipeline", func(t *testing.T) {
+		// The call as the host sees it is what is bound, not the bytes: the
+		// native form of A is A.
+		nativeA, _, _, err := nativeSubject(abi.SubjectToolCall, callA, "", "")
+		require.NoError(t, err)
+		cases := []struct {
+			name               string
+			mintSess, mintPipe string
+			useSess, usePipe   string
+			useBody            []byte
+			reason             string
+		}{
+			{name: "subject A used for subject B", mintSess: "dev", mintPipe: "exec", useSess: "dev", usePipe: "exec",
+				useBody: callB, reason: refuseSubject},
+			{name: "another session of the same token", mintSess: "dev2", mintPipe: "exec", useSess: "dev", usePipe: "exec",
+				useBody: callA, reason: refuseSession},
+			{name: "no session", mintSess: "dev", mintPipe: "exec", useSess: "", usePipe: "exec",
+				useBody: callA, reason: refuseSession},
+			{name: "another pipeline", mintSess: "dev", mintPipe: "exec-b", useSess: "dev", usePipe: "exec",
+				useBody: callA, reason: refusePipeline},
+			{name: "another agent's session", mintSess: "other", mintPipe: "exec", useSess: "dev", usePipe: "exec",
+				useBody: callA, reason: refuseSession},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				ap := ts.approve(t, c.mintPipe, c.mintSess, callA)
+				reqID := fmt.Sprintf("bound-%d", i)
+				a := ts.checkCall(t, agentDev, c.usePipe, c.useSess, ap.ID, c.useBody, reqID)
+				if c.useSess != "" {
+					rejected(t, a)
+				} else { // without a session the gate stops before the confirmation policy
+					require.Equal(t, 200, a.status, string(a.body))
+					assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
+				}
+				assert.Equal(t, c.reason, recordFor(t, records(t, logPath), kindApprovalRefused, reqID).Reason)
+				if c.mintSess == "other" {
+					return // agentDev may not act there; agentOther's use is below
+				}
+				// A mismatch does not spend the approval: the call it was
+				// minted for, even in another format, is still confirmed.
+				a = ts.checkCall(t, agentDev, c.mintPipe, c.mintSess, ap.ID, nativeA, reqID+"-ok")
+				require.Equal(t, 200, a.status, string(a.body))
+				assert.Equal(t, abi.Accepted, a.decision(t).Verdict, string(a.body))
+			})
+		}
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		for i, past := range []time.Duration{5 * time.Minute, 5*time.Minute + time.Nanosecond, time.Hour} {
+			ap := ts.approve(t, "exec", "dev", callA)
+			clock.Add(past)
+			reqID := fmt.Sprintf("expired-%d", i)
+			rejected(t, ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, reqID))
+			assert.Equal(t, refuseExpired, recordFor(t, records(t, logPath), kindApprovalRefused, reqID).Reason)
+		}
+		ap := ts.approve(t, "exec", "dev", callA)
+		clock.Add(5*time.Minute - time.Nanosecond)
+		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "not-yet-expired")
+		assert.Equal(t, abi.Accepted, a.decision(t).Verdict, "usable until its expiry")
+	})
+
+	t.Run("the approver channel", func(t *testing.T) {
+		cases := []struct {
+			name   string
+			token  string
+			status int
+			code   string
+		}{
+			{"an agent token may not mint", agentDev, 403, errForbidden},
+			{"nor the other agent's", agentOther, 403, errForbidden},
+			{"no token", "", 401, errUnauthorized},
+			{"a wrong token", approver[:len(approver)-1] + "X", 401, errUnauthorized},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				a := ts.mint(t, c.token, "exec", "dev", callA)
+				require.Equal(t, c.status, a.status, string(a.body))
+				assert.Equal(t, c.code, a.apiErr(t).Error.Code)
+			})
+		}
+		a := ts.checkCall(t, approver, "exec", "dev", "", callA, "approver-checks")
+		require.Equal(t, 403, a.status, string(a.body))
+		assert.Equal(t, errForbidden, a.apiErr(t).Error.Code)
+	})
+
+	t.Run("mint errors", func(t *testing.T) {
+		cases := []struct {
+			name, pipeline, session string
+			body                    []byte
+			status                  int
+			code, field             string
+		}{
+			{name: "no pipeline", session: "dev", body: callA, status: 400, code: errInvalidRequest, field: "pipeline"},
+			{name: "unknown pipeline", pipeline: "nope", session: "dev", body: callA, status: 404, code: errUnknownPipeline, field: "pipeline"},
+			{name: "a proposal pipeline", pipeline: "admission", body: readThenWrite, status: 400, code: errInvalidRequest, field: "pipeline"},
+			{name: "bad session id", pipeline: "exec", session: "a b", body: callA, status: 400, code: errInvalidRequest, field: "session"},
+			{name: "not JSON", pipeline: "exec", session: "dev", body: []byte(`{"name":`), status: 400, code: errInvalidSubject},
+			{name: "a tool the catalog lacks", pipeline: "exec", session: "dev",
+				body: []byte(`{"name":"delete_everything","arguments":{}}`), status: 400, code: errInvalidSubject},
+			{name: "undecodable arguments", pipeline: "exec", session: "dev",
+				body: []byte(`{"id":"c","type":"function","function":{"name":"merge_pull_request","arguments":"{not json"}}`), status: 400, code: errInvalidSubject},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				a := ts.mint(t, approver, c.pipeline, c.session, c.body)
+				require.Equal(t, c.status, a.status, string(a.body))
+				e := a.apiErr(t)
+				assert.Equal(t, c.code, e.Error.Code)
+				assert.Equal(t, c.field, e.Error.Field)
+				assert.NotEmpty(t, e.Error.Message)
+			})
+		}
+		assert.Equal(t, 405, ts.do(t, "GET", approvalsRoute, nil, "Authorization", "Bearer "+approver).status)
+	})
+
+	t.Run("too many outstanding", func(t *testing.T) {
+		ts.s.approvals.mu.Lock()
+		held := len(ts.s.approvals.m)
+		ts.s.approvals.max = held + 1
+		ts.s.approvals.mu.Unlock()
+		defer func() {
+			ts.s.approvals.mu.Lock()
+			ts.s.approvals.max = maxApprovals
+			ts.s.approvals.mu.Unlock()
+		}()
+		ts.approve(t, "exec", "dev", callA)
+		a := ts.mint(t, approver, "exec", "dev", callA)
+		require.Equal(t, 429, a.status, string(a.body))
+		assert.Equal(t, errTooManyApprovals, a.apiErr(t).Error.Code)
+		clock.Add(time.Hour) // expired ones make room
+		ts.approve(t, "exec", "dev", callA)
+	})
+
+	// ?session= may name only a session the bearer token is bound to.
+	t.Run("session bound to the token", func(t *testing.T) {
+		cases := []struct {
+			name, token, session string
+			status               int
+			code                 string
+		}{
+			{name: "bound session", token: agentDev, session: "dev", status: 200},
+			{name: "second bound session", token: agentDev, session: "dev2", status: 200},
+			{name: "no session", token: agentDev, status: 200},
+			{name: "another token's session", token: agentDev, session: "other", status: 403, code: errSessionForbidden},
+			{name: "the other way round", token: agentOther, session: "dev", status: 403, code: errSessionForbidden},
+			{name: "a session nobody has", token: agentOther, session: "ghost", status: 403, code: errSessionForbidden},
+			{name: "case matters", token: agentDev, session: "DEV", status: 403, code: errSessionForbidden},
+			{name: "not a session id", token: agentDev, session: "dev,other", status: 400, code: errInvalidRequest},
+		}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				a := ts.checkCall(t, c.token, "exec", c.session, "", callA, fmt.Sprintf("sess-%d", i))
+				require.Equal(t, c.status, a.status, string(a.body))
+				if c.code != "" {
+					e := a.apiErr(t)
+					assert.Equal(t, c.code, e.Error.Code)
+					assert.Equal(t, "session", e.Error.Field)
+					return
+				}
+				assert.NotEmpty(t, a.decision(t).Verdict)
+			})
+		}
+	})
+
+	t.Run("schema changed after the approval", func(t *testing.T) {
+		ap := ts.approve(t, "exec", "dev", callA)
+		changed := catalogWithChangedSchema(t, filepath.Join(dir, "changed-catalog"), "merge_pull_request.json")
+		writeApprovalConfig(t, dir, changed)
+		require.NoError(t, ts.s.reload(context.Background(), "test"))
+		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "schema-changed")
+		require.Equal(t, 200, a.status, string(a.body))
+		assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
+		assert.Equal(t, refuseSchemaDigest, recordFor(t, records(t, logPath), kindApprovalRefused, "schema-changed").Reason,
+			"approvals outlive a reload, and still bind the schema they were minted for")
+	})
+
+	t.Run("a reload re-reads the approver tokens", func(t *testing.T) {
+		const bob = "approver-bob-0123456789abcdef0123"
+		apprFile := filepath.Join(dir, "approvers")
+		// A token in both channels: the reload fails, alice still approves.
+		writeAtomic(t, apprFile, agentDev+" name=mallory\n")
+		require.ErrorIs(t, ts.s.reload(context.Background(), "test"), errTokenReused)
+		ts.approve(t, "exec", "dev", callA)
+
+		writeAtomic(t, apprFile, bob+" name=bob\n")
+		require.NoError(t, ts.s.reload(context.Background(), "test"))
+		assert.Equal(t, 401, ts.mint(t, approver, "exec", "dev", callA).status, "alice's token is gone")
+		a := ts.mint(t, bob, "exec", "dev", callA)
+		require.Equal(t, 201, a.status, string(a.body))
+		var ap approval
+		require.NoError(t, json.Unmarshal(a.body, &ap))
+		assert.Equal(t, "bob", ap.Approver)
+	})
+}
+
+// recordOfApproval returns the one record of kind for approval id.
+func recordOfApproval(t *testing.T, recs []eventlog.Record, kind, id string) eventlog.Record {
+	t.Helper()
+	var found []eventlog.Record
+	for _, r := range recs {
+		if r.Kind == kind && dataOf(t, r).ApprovalID == id {
+			found = append(found, r)
+		}
+	}
+	require.Len(t, found, 1)
+	return found[0]
+}
+
+// catalogWithChangedSchema copies the GitHub catalog to dst with one
+// tool's schema changed (one more required argument).
+func catalogWithChangedSchema(t *testing.T, dst, file string) string {
+	t.Helper()
+	src := filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server")
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if filepath.Ext(e.Name()) != ".json" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		if e.Name() == file {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(b, &m))
+			m["inputSchema"].(map[string]any)["required"] = []string{"owner", "repo", "pullNumber", "commit_title"}
+			b, err = json.Marshal(m)
+			require.NoError(t, err)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644))
+	}
+	return dst
+}
+
+// TestServeApprovalsDisabled: with no approver token nothing can be
+// confirmed over HTTP: /v1/approvals refuses every caller before any
+// runtime is consulted.
+func TestServeApprovalsDisabled(t *testing.T) {
+	s := &server{opts: serveOptions{retryAfter: time.Second}, logger: slog.New(slog.DiscardHandler), approvals: newApprovalStore()}
+	s.metrics = newMetrics(s)
+	agents, err := loadTokens("", agentDev)
+	require.NoError(t, err)
+	s.tokens.Store(agents)
+	s.approvers.Store(&tokenSet{})
+	for _, tok := range []string{"", agentDev, approver} {
+		req, err := http.NewRequest("POST", "http://gatehost"+approvalsRoute+"?pipeline=exec&session=dev", strings.NewReader(string(callA)))
+		require.NoError(t, err)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		s.handler().ServeHTTP(rec, req)
+		require.Equal(t, 403, rec.Code, rec.Body.String())
+		assert.Equal(t, errApprovalsOff, rec.Header().Get("X-Gatehost-Error"))
+	}
+}
+
+func TestApprovalStoreConsume(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	want := binding{pipeline: "exec", session: "dev", tool: "mcp.github:x", schemaDigest: "d1", subjectSHA256: "s1"}
+	cases := []struct {
+		name   string
+		b      func(b binding) binding
+		at     time.Duration
+		reason string
+	}{
+		{name: "match", b: func(b binding) binding { return b }},
+		{name: "pipeline", b: func(b binding) binding { b.pipeline = "exec-b"; return b }, reason: refusePipeline},
+		{name: "session", b: func(b binding) binding { b.session = "dev2"; return b }, reason: refuseSession},
+		{name: "subject", b: func(b binding) binding { b.subjectSHA256 = "s2"; return b }, reason: refuseSubject},
+		{name: "tool", b: func(b binding) binding { b.tool = "mcp.github:y"; return b }, reason: refuseTool},
+		{name: "schema digest", b: func(b binding) binding { b.schemaDigest = "d2"; return b }, reason: refuseSchemaDigest},
+		{name: "at expiry", b: func(b binding) binding { return b }, at: time.Minute, reason: refuseExpired},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newApprovalStore()
+			s.add(&approval{ID: "ap-1", Pipeline: want.pipeline, Session: want.session, Tool: want.tool,
+				SchemaDigest: want.schemaDigest, SubjectSHA256: want.subjectSHA256, ExpiresAt: now.Add(time.Minute)})
+			a, reason := s.consume("ap-1", c.b(want), now.Add(c.at))
+			assert.Equal(t, c.reason, reason)
+			if c.reason != "" {
+				assert.Nil(t, a)
+				return
+			}
+			require.NotNil(t, a)
+			_, reason = s.consume("ap-1", want, now)
+			assert.Equal(t, refuseUsed, reason)
+		})
+	}
+	_, reason := newApprovalStore().consume("ap-1", want, now)
+	assert.Equal(t, refuseUnknown, reason)
+}
