@@ -15,7 +15,8 @@ type Decision struct {
 	CatalogGeneration uint64 `json:"catalog_generation"`
 	// Stages are all stages of the pipeline, in order.
 	Stages []StageResult `json:"stages"`
-	// Findings are every stage's findings, in stage order.
+	// Findings are every stage's findings, in stage order, then the
+	// host's own (Stage HostStage), such as CodeUndecodableArguments.
 	Findings []Finding `json:"findings"`
 }
 
@@ -42,13 +43,16 @@ type StageResult struct {
 	err *PluginError // set when the host decided the stage; see Err
 }
 
-// Finding is a stage's finding, with the stage it came from.
+// Finding is a stage's finding, with the stage it came from; Stage is
+// HostStage ("") for a finding of the host itself.
 type Finding struct {
 	abi.Finding
 	Stage string `json:"stage"`
 }
 
-// Combine is the fail-closed verdict of a run:
+// Combine is the fail-closed verdict of a run's stages (Check then rejects
+// a subject it flagged as undecodable whatever Combine says; see
+// CodeUndecodableArguments):
 //   - any enforcing stage that rejected → rejected;
 //   - otherwise any enforcing stage that is inconclusive → inconclusive;
 //   - otherwise accepted, if at least one enforcing stage accepted;

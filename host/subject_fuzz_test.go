@@ -27,7 +27,7 @@ func FuzzValidateSubject(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte, k uint8) {
-		err := validateSubject(fuzzKinds[int(k)%len(fuzzKinds)], b, MaxSubjectBytes)
+		_, err := validateSubject(fuzzKinds[int(k)%len(fuzzKinds)], b, MaxSubjectBytes)
 		if err == nil {
 			return
 		}
