@@ -18,6 +18,7 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 var runIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -31,6 +32,11 @@ var (
 	// ErrBadSubject: the subject is not a valid subject of the pipeline's
 	// kind. The error is a *SubjectError.
 	ErrBadSubject = errors.New("invalid subject")
+	// ErrNotIJSON: the subject is not I-JSON (RFC 7493 §2.1): a string or
+	// member name holds an escaped lone surrogate or bytes that are not
+	// UTF-8. Wrapped, with ErrBadSubject, by the *SubjectError, whose
+	// Pointer names the value (the object, for a member name).
+	ErrNotIJSON = ijson.ErrNotIJSON
 	// ErrEventLog: the decision could not be recorded. The Decision
 	// returned with it is inconclusive whatever the stages said: an
 	// unaudited acceptance is not an acceptance.
@@ -39,9 +45,12 @@ var (
 
 // SubjectError is a subject refused at the edge.
 type SubjectError struct {
-	Kind   abi.SubjectKind
-	Reason string
-	Err    error
+	Kind abi.SubjectKind
+	// Pointer is a JSON Pointer (RFC 6901) to the offending value, when
+	// known; "" is the whole subject.
+	Pointer string
+	Reason  string
+	Err     error
 }
 
 func (e *SubjectError) Error() string {
@@ -199,6 +208,11 @@ func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) (any, e
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, &SubjectError{Kind: kind, Reason: "not a JSON object"}
+	}
+	// Readers decode lone surrogates and bad bytes differently; the gates
+	// and the executor must read one value (RFC 7493 §2.1).
+	if err := ijson.Check(subject); err != nil {
+		return nil, ijsonSubjectError(kind, err)
 	}
 	// Every reader of the subject (schema, gates, the executor) must see
 	// the same members: no duplicate or case-variant names.

@@ -10,6 +10,7 @@ targets=(
   "./host FuzzDecodeResponse"
   "./host FuzzValidateSubject"
   "./host/subject FuzzParseProposal"
+  "./host/subject FuzzParseToolCall"
   "./host/catalog FuzzParse"
   "./host/catalog FuzzCanonicalJSON"
   "./host/catalog FuzzMakeID"

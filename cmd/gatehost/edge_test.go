@@ -117,3 +117,42 @@ func TestServeRejectsUndecodable(t *testing.T) {
 		}
 	}
 }
+
+// nonIJSON are subjects with a string two readers would read apart, in
+// each format, and the JSON Pointer the refusal names.
+var nonIJSON = []struct{ name, pipeline, body, field string }{
+	{"openai arguments", "plan-accept-all", `{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"list_issues","arguments":"{\"owner\":\"\\ud800\"}"}}]}`, "/tool_calls/0/function/arguments"},
+	{"anthropic input", "call-accept-all", `{"type":"tool_use","id":"t","name":"list_issues","input":{"owner":"\udc00"}}`, "/input/owner"},
+	{"mcp member name", "plan-accept-all", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_issues","arguments":{"\ud800\u0041":1}}}`, "/params/arguments"},
+	{"native", "call-accept-all", `{"tool":"list_issues","parameters":{"owner":["\udbff"]}}`, "/parameters/owner/0"},
+}
+
+// TestCheckRefusesNonIJSON: gatehost check refuses the input (exit 2)
+// before any gate runs, naming the place.
+func TestCheckRefusesNonIJSON(t *testing.T) {
+	cfg, dir := writeEdgeConfig(t)
+	for _, c := range nonIJSON {
+		path := filepath.Join(dir, "bad.json")
+		require.NoError(t, os.WriteFile(path, []byte(c.body), 0o644))
+		code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", c.pipeline, path)
+		assert.Equal(t, exitUsage, code, "%s: %s%s", c.name, out, errOut)
+		assert.Contains(t, errOut, "not I-JSON", c.name)
+		assert.Contains(t, errOut, c.field, c.name)
+		assert.Empty(t, out, c.name)
+	}
+}
+
+// TestServeRefusesNonIJSON: the HTTP API answers 400 invalid_subject with
+// the JSON Pointer in field.
+func TestServeRefusesNonIJSON(t *testing.T) {
+	cfg, _ := writeEdgeConfig(t)
+	ts := startServe(t, cfg, nil)
+	for _, c := range nonIJSON {
+		a := ts.do(t, "POST", "/v1/pipelines/"+c.pipeline+"/check", []byte(c.body))
+		require.Equal(t, 400, a.status, "%s: %s", c.name, a.body)
+		e := a.apiErr(t)
+		assert.Equal(t, errInvalidSubject, e.Error.Code, c.name)
+		assert.Equal(t, c.field, e.Error.Field, c.name)
+		assert.Contains(t, e.Error.Message, "not I-JSON", c.name)
+	}
+}

@@ -1,10 +1,12 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 // CodeUndecodableArguments is the code of the host's own blocking finding
@@ -92,4 +94,14 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// ijsonSubjectError is the *SubjectError for an ijson.Check failure.
+func ijsonSubjectError(kind abi.SubjectKind, err error) error {
+	se := &SubjectError{Kind: kind, Reason: "not I-JSON (RFC 7493 §2.1)", Err: err}
+	var e *ijson.Error
+	if errors.As(err, &e) {
+		se.Pointer = e.Pointer
+	}
+	return se
 }
