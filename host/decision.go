@@ -32,9 +32,12 @@ type StageResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 	// Reason is the snake_case code of an inconclusive verdict: one of
 	// abi.Reason* when the host decided it, or the gate's own.
-	Reason   string         `json:"reason,omitempty"`
-	Basis    string         `json:"basis,omitempty"`
-	Findings []abi.Finding  `json:"findings"`
+	Reason   string        `json:"reason,omitempty"`
+	Basis    string        `json:"basis,omitempty"`
+	Findings []abi.Finding `json:"findings"`
+	// Evidence is the gate's evidence, or the host's (abi/SPEC.md §9.3).
+	// Numbers a gate wrote are json.Number, as in Findings' Details, so
+	// that they are recorded exactly as written, whatever their size.
 	Evidence map[string]any `json:"evidence,omitempty"`
 	// DurationMicros is the stage's wall time, waiting for an instance
 	// included.

@@ -344,8 +344,12 @@ func decodeResponse(out []byte) (abi.Response, error) {
 	if err := abischema.CheckNames(out, abischema.ResponseStructs); err != nil {
 		return abi.Response{}, err
 	}
+	// Numbers stay json.Number: evidence and finding details reach the
+	// Decision and the event log digit for digit, not rounded to float64.
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
 	var resp abi.Response
-	if err := json.Unmarshal(out, &resp); err != nil {
+	if err := dec.Decode(&resp); err != nil {
 		return abi.Response{}, err
 	}
 	if !resp.Verdict.Valid() { // the schema already says so; belt and braces

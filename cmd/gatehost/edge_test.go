@@ -156,3 +156,21 @@ func TestServeRefusesNonIJSON(t *testing.T) {
 		assert.Contains(t, e.Error.Message, "not I-JSON", c.name)
 	}
 }
+
+// TestGateNumbersExactInOutput: numbers a gate wrote in its evidence and
+// finding details come out of check --output json and the HTTP API digit
+// for digit.
+func TestGateNumbersExactInOutput(t *testing.T) {
+	cfg, dir := writeEdgeConfig(t)
+	path := filepath.Join(dir, "plan.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"actions":[]}`), 0o644))
+	code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", "plan-accept-all", "--output", "json", path)
+	require.Equal(t, exitAccepted, code, out+errOut)
+	ts := startServe(t, cfg, nil)
+	a := ts.do(t, "POST", "/v1/pipelines/plan-accept-all/check", []byte(`{"actions":[]}`))
+	require.Equal(t, 200, a.status, string(a.body))
+	for _, n := range []string{"12345678901234567890", "-9007199254740993", "0.30000000000000000000001", "1E+2", "123456789012345678901234567890", "18446744073709551615", "1.10"} {
+		assert.Contains(t, out, n, "check --output json")
+		assert.Contains(t, string(a.body), n, "HTTP answer")
+	}
+}
