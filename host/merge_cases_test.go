@@ -216,7 +216,7 @@ func TestMergeCheckFailureAndWaiverAudited(t *testing.T) {
 	require.Equal(t, abi.Rejected, d.Verdict)
 	f := d.Findings[len(d.Findings)-1]
 	assert.Equal(t, merge.CodeBuildTestFailed, f.Code)
-	assert.EqualValues(t, 3, f.Details["exit_code"])
+	assert.Equal(t, json.Number("3"), f.Details["exit_code"])
 	assert.Equal(t, "boom\n", f.Details["output_tail"])
 
 	subj, _ = json.Marshal(mergeSubject(false, false, "allow", "applies"))
