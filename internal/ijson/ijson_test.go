@@ -3,6 +3,8 @@ package ijson_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/ijson"
+	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
 func TestCheck(t *testing.T) {
@@ -155,4 +158,25 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("the catalog accepts %q, Check refuses: %v", doc, err)
 		}
 	})
+}
+
+// BenchmarkCheck is the cost Check adds to every subject at the edge: the
+// 10-action proposal of the admission benchmark, and a 1 MiB string-heavy
+// document.
+func BenchmarkCheck(b *testing.B) {
+	root, err := testwasm.Root()
+	require.NoError(b, err)
+	plan, err := os.ReadFile(filepath.Join(root, "testdata/static-verify/bench-10-actions.json"))
+	require.NoError(b, err)
+	big := []byte(`{"a":["` + strings.Repeat(`x\u00e9\ud83d\ude00é`, 1<<16) + `"]}`)
+	for name, doc := range map[string][]byte{"10-actions": plan, "1MiB-strings": big} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if err := ijson.Check(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
