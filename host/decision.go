@@ -15,7 +15,8 @@ type Decision struct {
 	CatalogGeneration uint64 `json:"catalog_generation"`
 	// Stages are all stages of the pipeline, in order.
 	Stages []StageResult `json:"stages"`
-	// Findings are every stage's findings, in stage order.
+	// Findings are every stage's findings, in stage order, then the
+	// host's own (Stage HostStage), such as CodeUndecodableArguments.
 	Findings []Finding `json:"findings"`
 }
 
@@ -31,9 +32,12 @@ type StageResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 	// Reason is the snake_case code of an inconclusive verdict: one of
 	// abi.Reason* when the host decided it, or the gate's own.
-	Reason   string         `json:"reason,omitempty"`
-	Basis    string         `json:"basis,omitempty"`
-	Findings []abi.Finding  `json:"findings"`
+	Reason   string        `json:"reason,omitempty"`
+	Basis    string        `json:"basis,omitempty"`
+	Findings []abi.Finding `json:"findings"`
+	// Evidence is the gate's evidence, or the host's (abi/SPEC.md §9.3).
+	// Numbers a gate wrote are json.Number, as in Findings' Details, so
+	// that they are recorded exactly as written, whatever their size.
 	Evidence map[string]any `json:"evidence,omitempty"`
 	// DurationMicros is the stage's wall time, waiting for an instance
 	// included.
@@ -42,13 +46,16 @@ type StageResult struct {
 	err *PluginError // set when the host decided the stage; see Err
 }
 
-// Finding is a stage's finding, with the stage it came from.
+// Finding is a stage's finding, with the stage it came from; Stage is
+// HostStage ("") for a finding of the host itself.
 type Finding struct {
 	abi.Finding
 	Stage string `json:"stage"`
 }
 
-// Combine is the fail-closed verdict of a run:
+// Combine is the fail-closed verdict of a run's stages (Check then rejects
+// a subject it flagged as undecodable whatever Combine says; see
+// CodeUndecodableArguments):
 //   - any enforcing stage that rejected → rejected;
 //   - otherwise any enforcing stage that is inconclusive → inconclusive;
 //   - otherwise accepted, if at least one enforcing stage accepted;

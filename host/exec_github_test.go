@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,8 +82,8 @@ func TestExecGitHubCatalog(t *testing.T) {
 	require.NoError(t, err)
 	r = checkCall(t, h, "create_pull_request", "dev", nil)
 	assert.Equal(t, abi.Accepted, r.Verdict, "an unrelated change must not kill the session's call")
-	assert.EqualValues(t, 0, r.Evidence["grant_generation"])
-	assert.EqualValues(t, 1, r.Evidence["catalog_generation"])
+	assert.Equal(t, json.Number("0"), r.Evidence["grant_generation"])
+	assert.Equal(t, json.Number("1"), r.Evidence["catalog_generation"])
 
 	// create_pull_request's own schema changes: denied.
 	_, err = store.Update(replaceSchema("mcp.github:create_pull_request", `{"type":"object","properties":{"owner":{"type":"string"}}}`))
@@ -152,7 +153,7 @@ func TestExecRaceCatalogMutations(t *testing.T) {
 				}
 				r := seen{gen: d.CatalogGeneration}
 				for i, st := range d.Stages {
-					assert.Equal(t, float64(d.CatalogGeneration), st.Evidence["catalog_generation"])
+					assert.Equal(t, json.Number(strconv.FormatUint(d.CatalogGeneration, 10)), st.Evidence["catalog_generation"])
 					r.digests[i], _ = st.Evidence["schema_digest"].(string)
 					r.verdict[i] = st.Verdict
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,7 +224,7 @@ func TestSnapshotPinned(t *testing.T) {
 		d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
 		require.NoError(t, err)
 		require.Equal(t, abi.Accepted, d.Verdict)
-		want := float64(d.CatalogGeneration)
+		want := json.Number(strconv.FormatUint(d.CatalogGeneration, 10))
 		tools := d.Stages[0].Evidence["first_tools"]
 		for _, s := range d.Stages {
 			for _, k := range []string{"context_generation", "first_generation", "second_generation"} {

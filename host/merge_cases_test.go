@@ -148,8 +148,8 @@ func TestMergeTruthTableNativeEqualsWasm(t *testing.T) {
 						// The evidence's inputs give the same decision.
 						in := wasm.Evidence["decision"].(map[string]any)
 						out := merge.Decide(merge.Inputs{
-							ContainmentViolations: int(in["containment_violations"].(float64)),
-							DuplicateDeclarations: int(in["duplicate_declarations"].(float64)),
+							ContainmentViolations: atoi(t, in["containment_violations"]),
+							DuplicateDeclarations: atoi(t, in["duplicate_declarations"]),
 							Policy:                merge.PolicyOutcome(in["policy"].(string)),
 							BuildTest:             merge.BuildTestStatus(in["build_test"].(string)),
 							Waiver:                merge.WaiverState(in["waiver"].(string)),
@@ -216,7 +216,7 @@ func TestMergeCheckFailureAndWaiverAudited(t *testing.T) {
 	require.Equal(t, abi.Rejected, d.Verdict)
 	f := d.Findings[len(d.Findings)-1]
 	assert.Equal(t, merge.CodeBuildTestFailed, f.Code)
-	assert.EqualValues(t, 3, f.Details["exit_code"])
+	assert.Equal(t, json.Number("3"), f.Details["exit_code"])
 	assert.Equal(t, "boom\n", f.Details["output_tail"])
 
 	subj, _ = json.Marshal(mergeSubject(false, false, "allow", "applies"))
@@ -281,4 +281,15 @@ func BenchmarkMergeExtract2000Lines(b *testing.B) {
 			}
 		})
 	}
+}
+
+// atoi reads an integer the host decoded from a gate's evidence, where
+// numbers are json.Number.
+func atoi(t *testing.T, v any) int {
+	t.Helper()
+	n, ok := v.(json.Number)
+	require.True(t, ok, "%v is a %T, not a json.Number", v, v)
+	i, err := n.Int64()
+	require.NoError(t, err)
+	return int(i)
 }

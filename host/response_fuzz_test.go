@@ -16,6 +16,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"verdict":"rejected","findings":[{"code":"x","severity":"blocking","message":"m"}],"Verdict":"accepted"}`,
 		`{"verdict":"accepted","evidence":{"a":1},"Findings":[{"code":"x","severity":"blocking","message":"m"}]}`,
 		`{"verdict":"accepted","evidence":{"n":1e9999999}}`,
+		`{"verdict":"accepted","evidence":{"n":12345678901234567890,"f":[0.1000000000000000055511151231257827,1E+2]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -30,6 +31,10 @@ func FuzzDecodeResponse(f *testing.F) {
 		blocking := false
 		for _, fd := range resp.Findings {
 			blocking = blocking || fd.Severity == abi.Blocking
+		}
+		// Re-encoding the evidence changes no number.
+		if resp.Evidence != nil {
+			requireSameNumbers(t, b, resp.Evidence)
 		}
 		switch resp.Verdict {
 		case abi.Accepted:

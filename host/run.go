@@ -18,6 +18,7 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 var runIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -31,6 +32,11 @@ var (
 	// ErrBadSubject: the subject is not a valid subject of the pipeline's
 	// kind. The error is a *SubjectError.
 	ErrBadSubject = errors.New("invalid subject")
+	// ErrNotIJSON: the subject is not I-JSON (RFC 7493 §2.1): a string or
+	// member name holds an escaped lone surrogate or bytes that are not
+	// UTF-8. Wrapped, with ErrBadSubject, by the *SubjectError, whose
+	// Pointer names the value (the object, for a member name).
+	ErrNotIJSON = ijson.ErrNotIJSON
 	// ErrEventLog: the decision could not be recorded. The Decision
 	// returned with it is inconclusive whatever the stages said: an
 	// unaudited acceptance is not an acceptance.
@@ -39,9 +45,12 @@ var (
 
 // SubjectError is a subject refused at the edge.
 type SubjectError struct {
-	Kind   abi.SubjectKind
-	Reason string
-	Err    error
+	Kind abi.SubjectKind
+	// Pointer is a JSON Pointer (RFC 6901) to the offending value, when
+	// known; "" is the whole subject.
+	Pointer string
+	Reason  string
+	Err     error
 }
 
 func (e *SubjectError) Error() string {
@@ -90,6 +99,9 @@ type RunOptions struct {
 //
 // A stage that traps, times out, runs out of memory or answers outside the
 // ABI is inconclusive with a reason code; that is a Decision, not an error.
+// A subject flagged as undecodable (parse_error on the tool call or on any
+// action) is rejected whatever the stages say, with a blocking finding of
+// code CodeUndecodableArguments per flagged part.
 // Check returns an error only for an unknown pipeline (ErrUnknownPipeline),
 // a bad subject (ErrBadSubject, before any stage runs), or a failed event
 // log append (ErrEventLog, with the inconclusive Decision).
@@ -101,9 +113,11 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPipeline, pipelineName)
 	}
-	if err := validateSubject(p.cfg.Subject, subject, h.cfg.MaxSubjectBytes); err != nil {
+	decoded, err := validateSubject(p.cfg.Subject, subject, h.cfg.MaxSubjectBytes)
+	if err != nil {
 		return nil, err
 	}
+	undecodable := undecodableFindings(p.cfg.Subject, decoded)
 	release, refused := h.admit(ctx)
 	defer release()
 	subject = compact(subject)
@@ -148,6 +162,11 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 		}
 	}
 	d.Verdict = Combine(d.Stages)
+	if len(undecodable) > 0 {
+		// The host's own rule, whatever the gates said (abi/SPEC.md §9.4).
+		d.Verdict = abi.Rejected
+		d.Findings = append(d.Findings, undecodable...)
+	}
 	if err := h.record(p, d, subject, opts); err != nil {
 		d.Verdict = abi.Inconclusive
 		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
@@ -177,29 +196,36 @@ var (
 	subjectStructs = map[abi.SubjectKind]abischema.Structs{abi.SubjectProposal: abischema.ProposalStructs, abi.SubjectToolCall: abischema.ToolCallStructs, abi.SubjectMerge: abischema.MergeStructs}
 )
 
-func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) error {
+// validateSubject refuses a subject that is not a valid subject of kind and
+// returns it decoded (numbers as json.Number).
+func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) (any, error) {
 	if len(subject) > maxBytes {
-		return &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), maxBytes)}
+		return nil, &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), maxBytes)}
 	}
 	v, err := abischema.Decode(subject)
 	if err != nil {
-		return &SubjectError{Kind: kind, Reason: "not JSON", Err: err}
+		return nil, &SubjectError{Kind: kind, Reason: "not JSON", Err: err}
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return &SubjectError{Kind: kind, Reason: "not a JSON object"}
+		return nil, &SubjectError{Kind: kind, Reason: "not a JSON object"}
+	}
+	// Readers decode lone surrogates and bad bytes differently; the gates
+	// and the executor must read one value (RFC 7493 §2.1).
+	if err := ijson.Check(subject); err != nil {
+		return nil, ijsonSubjectError(kind, err)
 	}
 	// Every reader of the subject (schema, gates, the executor) must see
 	// the same members: no duplicate or case-variant names.
 	if err := abischema.CheckNames(subject, subjectStructs[kind]); err != nil {
-		return &SubjectError{Kind: kind, Reason: "ambiguous member names", Err: err}
+		return nil, &SubjectError{Kind: kind, Reason: "ambiguous member names", Err: err}
 	}
 	schema := subjectSchemas[kind]
 	if schema != "" {
 		if err := abischema.ValidateValue(schema, v); err != nil { // decoded once, above
-			return &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
+			return nil, &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
 		}
 	}
-	return nil
+	return v, nil
 }
 
 func compact(b []byte) []byte {
@@ -318,8 +344,12 @@ func decodeResponse(out []byte) (abi.Response, error) {
 	if err := abischema.CheckNames(out, abischema.ResponseStructs); err != nil {
 		return abi.Response{}, err
 	}
+	// Numbers stay json.Number: evidence and finding details reach the
+	// Decision and the event log digit for digit, not rounded to float64.
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
 	var resp abi.Response
-	if err := json.Unmarshal(out, &resp); err != nil {
+	if err := dec.Decode(&resp); err != nil {
 		return abi.Response{}, err
 	}
 	if !resp.Verdict.Valid() { // the schema already says so; belt and braces

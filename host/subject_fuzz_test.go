@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 var fuzzKinds = []abi.SubjectKind{abi.SubjectProposal, abi.SubjectToolCall, abi.SubjectMerge}
@@ -21,14 +22,18 @@ func FuzzValidateSubject(f *testing.F) {
 			f.Add(b, uint8(0))
 		}
 	}
-	for _, s := range []string{`{"actions":[]}`, `{"tool":"a","arguments":{}}`, `{"actions":[{"depends_on":[1e400]}]}`, `[]`, `{"a":"\ud800"}`} {
+	for _, s := range []string{`{"actions":[]}`, `{"tool":"a","arguments":{}}`, `{"actions":[{"depends_on":[1e400]}]}`, `[]`, `{"a":"\ud800"}`, `{"tool":"t","parameters":{"\udc00":1}}`, `{"tool":"t","parse_error":""}`} {
 		for i := range fuzzKinds {
 			f.Add([]byte(s), uint8(i))
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte, k uint8) {
-		err := validateSubject(fuzzKinds[int(k)%len(fuzzKinds)], b, MaxSubjectBytes)
+		_, err := validateSubject(fuzzKinds[int(k)%len(fuzzKinds)], b, MaxSubjectBytes)
 		if err == nil {
+			// No stage ever gets a string two readers could read apart.
+			if ierr := ijson.Check(b); ierr != nil {
+				t.Fatalf("accepted %q, which is not I-JSON: %v", b, ierr)
+			}
 			return
 		}
 		var se *SubjectError

@@ -7,8 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 // maxDepth bounds the nesting of arrays and objects. Real schemas nest a few
@@ -330,46 +331,17 @@ func (p *parser) escape() (rune, error) {
 	case 't':
 		return '\t', nil
 	case 'u':
-		r, ok := p.hex4(p.pos)
-		if !ok {
-			return 0, p.fail("bad \\u escape")
+		// The host's one rule for \u escapes and lone surrogates, shared
+		// with every other edge where agent input enters.
+		r, n, err := ijson.UnescapeU(p.data[p.pos-2:])
+		p.pos += n - 2
+		if err != nil {
+			return 0, p.fail("%v", err)
 		}
-		p.pos += 4
-		if !utf16.IsSurrogate(r) {
-			return r, nil
-		}
-		if r < 0xdc00 && p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-			if r2, ok := p.hex4(p.pos + 2); ok && r2 >= 0xdc00 && r2 <= 0xdfff {
-				p.pos += 6
-				return utf16.DecodeRune(r, r2), nil
-			}
-		}
-		return 0, p.fail("lone surrogate in \\u escape")
+		return r, nil
 	}
 	p.pos--
 	return 0, p.fail("invalid escape \\%c", e)
-}
-
-func (p *parser) hex4(at int) (rune, bool) {
-	if at+4 > len(p.data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.data[at : at+4] {
-		var v byte
-		switch {
-		case c >= '0' && c <= '9':
-			v = c - '0'
-		case c >= 'a' && c <= 'f':
-			v = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			v = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(v)
-	}
-	return r, true
 }
 
 func (p *parser) digits() int {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 // parseOpenAI reads an assistant message, a chat completion, a Responses
@@ -140,7 +141,9 @@ func chatToolCall(o object, l loc) (abi.Action, error) {
 		return abi.Action{}, err
 	}
 	a := abi.Action{ID: id, Type: abi.ActionToolCall, Tool: name}
-	a.Parameters, a.ParseError = openAIArguments(fn["arguments"])
+	if a.Parameters, a.ParseError, err = openAIArguments(fn["arguments"], fl.at("arguments")); err != nil {
+		return abi.Action{}, err
+	}
 	return a, nil
 }
 
@@ -205,33 +208,41 @@ func responsesCall(o object, l loc) (abi.Action, error) {
 		return abi.Action{}, err
 	}
 	a := abi.Action{ID: id, Type: abi.ActionToolCall, Tool: name}
-	a.Parameters, a.ParseError = openAIArguments(o["arguments"])
+	if a.Parameters, a.ParseError, err = openAIArguments(o["arguments"], l.at("arguments")); err != nil {
+		return abi.Action{}, err
+	}
 	return a, nil
 }
 
-// openAIArguments decodes an arguments string. What the model wrote there
-// is free text, so a bad value is the action's ParseError, not an error.
-func openAIArguments(raw json.RawMessage) (params json.RawMessage, parseError string) {
+// openAIArguments decodes an arguments string, at l. What the model wrote
+// there is free text, so a value that is not one JSON object is the
+// action's ParseError, not an error. JSON that is not I-JSON is an error,
+// as it would be anywhere else in the input: the string is JSON inside
+// JSON, and its escapes reach the tool as written.
+func openAIArguments(raw json.RawMessage, l loc) (params json.RawMessage, parseError string, err error) {
 	switch kindOf(raw) {
 	case 0, 'n':
-		return emptyObject(), ""
+		return emptyObject(), "", nil
 	case '"':
 	default:
-		return nil, "arguments must be a JSON string, got " + kindName(raw)
+		return nil, "arguments must be a JSON string, got " + kindName(raw), nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, "arguments is not a valid JSON string: " + jsonErrText(err)
+		return nil, "arguments is not a valid JSON string: " + jsonErrText(err), nil
 	}
 	b := trimSpace([]byte(s))
 	if len(b) == 0 {
-		return emptyObject(), ""
+		return emptyObject(), "", nil
 	}
 	if err := json.Unmarshal(b, new(json.RawMessage)); err != nil {
-		return nil, "arguments is not valid JSON: " + jsonErrText(err)
+		return nil, "arguments is not valid JSON: " + jsonErrText(err), nil
+	}
+	if err := ijson.Check(b); err != nil {
+		return nil, "", ijsonError(l, "the JSON in arguments", err)
 	}
 	if b[0] != '{' {
-		return nil, "arguments must encode a JSON object, got " + kindName(b)
+		return nil, "arguments must encode a JSON object, got " + kindName(b), nil
 	}
-	return json.RawMessage(b), ""
+	return json.RawMessage(b), "", nil
 }

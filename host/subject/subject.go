@@ -39,6 +39,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/ijson"
 
 	"github.com/gatehost/gatehost/abi"
 )
@@ -104,6 +105,17 @@ var ErrTooLarge = errors.New("subject: input too large")
 // check" rather than as malformed input.
 var ErrNoToolCalls = errors.New("subject: no tool calls found")
 
+// ErrNotIJSON is wrapped by the *Error for input that is not I-JSON (RFC
+// 7493 §2.1): a string or member name, anywhere in the input or in the
+// JSON inside an OpenAI arguments string, with an escaped lone surrogate
+// ("\ud800", "\udc00", a high surrogate not followed by a low one). Go
+// reads such a string as U+FFFD where Python or JavaScript keep the
+// surrogate, so a gate and the tool could disagree on a value. Field points
+// to the offending value (to the object, for a member name). Invalid UTF-8
+// is refused too, with the same error or, for the whole input, as "input is
+// not valid UTF-8".
+var ErrNotIJSON = ijson.ErrNotIJSON
+
 // Error is the error ParseProposal returns for input it refuses.
 type Error struct {
 	// Format is the format being parsed; FormatAuto if none was determined.
@@ -118,8 +130,8 @@ type Error struct {
 	// Reason says what is wrong, for people. It names members and types, not
 	// the values of arguments, which may be secret.
 	Reason string
-	// Err is the underlying error, if any: ErrTooLarge, ErrNoToolCalls or an
-	// encoding/json error.
+	// Err is the underlying error, if any: ErrTooLarge, ErrNoToolCalls,
+	// ErrNotIJSON or an encoding/json error.
 	Err error
 }
 
@@ -250,7 +262,43 @@ func decodeInput(data []byte, l loc) (*input, error) {
 	if err != nil {
 		return nil, l.errorf(err, "invalid JSON: %s", jsonErrText(err))
 	}
+	// Checked once here, for every format: the raw parameters passed on
+	// keep the agent's escapes, which each reader decodes its own way.
+	if err := ijson.Check(data); err != nil {
+		return nil, ijsonError(l, "", err)
+	}
 	return in, nil
+}
+
+// ijsonError is the *Error for an ijson.Check failure at l. inner names
+// the document checked when it is not the input itself, such as the JSON
+// inside an arguments string: the pointer is then into that document.
+func ijsonError(l loc, inner string, err error) *Error {
+	var e *ijson.Error
+	if !errors.As(err, &e) {
+		return l.errorf(err, "%v", err)
+	}
+	what := "string"
+	if e.Name {
+		what = "member name"
+	}
+	if inner == "" {
+		l.ptr += e.Pointer
+		if e.Name {
+			what = "a member name of the object"
+		} else {
+			what = "the string"
+		}
+		return l.errorf(err, "%s is not I-JSON (RFC 7493 §2.1): %v %s at offset %d", what, e.Err, e.Detail, e.Offset)
+	}
+	where := ""
+	if e.Pointer != "" {
+		where = " at " + e.Pointer
+	}
+	if e.Name {
+		where = " in the object" + where
+	}
+	return l.errorf(err, "%s: a %s%s is not I-JSON (RFC 7493 §2.1): %v %s at offset %d", inner, what, where, e.Err, e.Detail, e.Offset)
 }
 
 // detect names the format of in from marker keys. Markers of more than one

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/ijson"
 )
 
 const callDir = "../../testdata/exec/calls"
@@ -118,7 +119,11 @@ func FuzzParseToolCall(f *testing.F) {
 		}
 	}
 	for _, s := range []string{`{"tool":"a","parameters":{"x":1},"parse_error":"e"}`, `{"name":"a","arguments":7}`,
-		`{"type":"function_call","call_id":"c","name":"a","arguments":"[]"}`, `{"type":"tool_use","name":"a"}`, `{}`, `[]`, ``} {
+		`{"type":"function_call","call_id":"c","name":"a","arguments":"[]"}`, `{"type":"tool_use","name":"a"}`, `{}`, `[]`, ``,
+		`{"tool":"a","parameters":{"k":"\ud83d\ude00"}}`, `{"name":"a","arguments":{"k":"\udc00"}}`,
+		`{"id":"c","type":"function","function":{"name":"a","arguments":"{\"k\":\"\\ud800\"}"}}`,
+		`{"type":"function_call","call_id":"c","name":"a","arguments":"{\"\\udbff\\u0041\":1}"}`,
+		`{"type":"tool_use","id":"t","name":"a","input":{"k":["\ud800"]}}`} {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, fi uint8) {
@@ -131,5 +136,10 @@ func FuzzParseToolCall(f *testing.F) {
 			return
 		}
 		requireValidToolCall(t, c)
+		// Whatever the format, a gate never gets a string it could read
+		// differently from the tool.
+		out, err := json.Marshal(c)
+		require.NoError(t, err)
+		require.NoError(t, ijson.Check(out), "%q parsed to %s", data, out)
 	})
 }
