@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -114,7 +115,14 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return fail(stderr, e)
 		}
 	} else {
-		printDecision(stdout, d)
+		// One write: a reader that stops after the first line (| head -1)
+		// then cannot cut the output short with SIGPIPE and change the
+		// exit code, which is the verdict.
+		var buf bytes.Buffer
+		printDecision(&buf, d)
+		if _, e := stdout.Write(buf.Bytes()); e != nil {
+			return fail(stderr, e)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost:", err)
