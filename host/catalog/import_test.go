@@ -51,7 +51,7 @@ func TestLoadGitHubSnapshots(t *testing.T) {
 		"create_issue":            catalog.EffectNonIdempotent,
 		"delete_file":             catalog.EffectNonIdempotent, // destructive
 		"merge_pull_request":      catalog.EffectNonIdempotent, // destructiveHint absent
-		"assign_copilot_to_issue": catalog.EffectNonIdempotent,  // idempotent, destructiveHint absent
+		"assign_copilot_to_issue": catalog.EffectNonIdempotent, // idempotent, destructiveHint absent
 	} {
 		require.Contains(t, m, name)
 		assert.Equal(t, want, m[name].Effect, name)
