@@ -348,6 +348,9 @@ func FuzzParse(f *testing.F) {
 		`[{"type":"function","name":"a","parameters":{}}]`,
 		`{"tools":[{"name":"a","aliases":["b"],"effect":"read_only"}]}`,
 		`{"tools":[{"name":"a"},{"name":"a"}]}`,
+		`{"name":"a","annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}}`,
+		`{"name":"a","annotations":{"destructiveHint":false,"idempotentHint":true,"title":"t"}}`,
+		`{"name":"a","annotations":{"readOnlyHint":null,"destructiveHint":"false"}}`,
 	} {
 		f.Add([]byte(s), "")
 	}
@@ -376,6 +379,22 @@ func FuzzParse(f *testing.F) {
 				d, err := catalog.Digest(tl.InputSchema)
 				if err != nil || d != tl.SchemaDigest {
 					t.Fatalf("digest of %q: %v", tl.ID, err)
+				}
+				if p, err := catalog.PolicyDigestOf(tl); err != nil || p != tl.PolicyDigest || len(p) != 64 {
+					t.Fatalf("policy digest of %q: %q, want %q (%v)", tl.ID, tl.PolicyDigest, p, err)
+				}
+				if h := tl.Hints; h != nil {
+					// An MCP tool's effect is exactly what its hints give,
+					// and only a read-only hint makes it read_only.
+					if tl.Effect != h.Effect() || (tl.Effect == catalog.EffectReadOnly) != h.ReadOnly {
+						t.Fatalf("%q: effect %s from hints %+v", tl.ID, tl.Effect, *h)
+					}
+					if h.ReadOnly && (h.Destructive || !h.Idempotent) {
+						t.Fatalf("%q: hints not normalised: %+v", tl.ID, *h)
+					}
+					if tl.Effect == catalog.EffectIdempotentWrite && h.Destructive {
+						t.Fatalf("%q: a destructive tool classed idempotent_write", tl.ID)
+					}
 				}
 			}
 			if _, err := catalog.NewStore(tools...); err != nil {
