@@ -65,8 +65,8 @@ const (
 // Drift lists what differs between the pin and t's current record, in the
 // order DriftSchema, DriftProvenance, then DriftPolicy or DriftUnpinned;
 // empty when the pin still holds. It is the one comparison Rebuild,
-// ActivateMany and `gatehost session show` make, and the one the exec gate
-// makes on the pin's wire form.
+// ActivateMany and `gatehost session show` make; the exec gate makes the
+// same one on the pin's wire form (abi.SessionPin, abi.SessionGrant).
 func (p Pin) Drift(t catalog.Tool) []string {
 	var d []string
 	if p.SchemaDigest != t.SchemaDigest {
