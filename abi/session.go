@@ -35,9 +35,12 @@ type SessionGetAnswer struct {
 }
 
 // SessionPin is what a session pinned of a tool's catalog record: the schema
-// digest and the provenance it trusted.
+// digest, the policy digest and the provenance it trusted. PolicyDigest
+// (minor 2) is absent from a pin made before the host recorded it; a gate
+// must then treat the pin as drifted (SPEC.md §7.9).
 type SessionPin struct {
 	SchemaDigest string `json:"schema_digest"`
+	PolicyDigest string `json:"policy_digest,omitempty"`
 	Provenance   string `json:"provenance"`
 }
 
@@ -48,14 +51,17 @@ type SessionActivation struct {
 	Provenance string       `json:"provenance"`
 }
 
-// SessionGrant covers exactly one (session, tool, schema digest). The
-// catalog generation records when it was granted; it is not part of what
-// the grant covers.
+// SessionGrant covers exactly one (session, tool, schema digest, policy
+// digest). The catalog generation records when it was granted; it is not
+// part of what the grant covers. PolicyDigest (minor 2) is absent from a
+// grant made before the host recorded it; a gate must then treat the grant
+// as drifted (SPEC.md §7.9).
 type SessionGrant struct {
 	Session           string `json:"session"`
 	Tool              string `json:"tool"`
 	CatalogGeneration uint64 `json:"catalog_generation"`
 	SchemaDigest      string `json:"schema_digest"`
+	PolicyDigest      string `json:"policy_digest,omitempty"`
 }
 
 // Confirmation is a person's confirmation of one tool call, attached by the

@@ -76,6 +76,27 @@ type Tool struct {
 	Source string `json:"source,omitempty"`
 	// Effect is read_only, idempotent_write or non_idempotent.
 	Effect string `json:"effect,omitempty"`
+	// Hints are the tool's MCP behaviour annotations with the MCP
+	// defaults applied (minor 2); absent for a tool whose format has none.
+	Hints *ToolHints `json:"hints,omitempty"`
+	// PolicyDigest is the lowercase hex SHA-256 over everything that
+	// decides policy about the tool: id, schema digest, effect, hints,
+	// provenance and source (SPEC.md §8.1; minor 2). A session pin or
+	// grant records it; any difference is drift. Compare it as an opaque
+	// string.
+	PolicyDigest string `json:"policy_digest,omitempty"`
+}
+
+// ToolHints are a tool's MCP ToolAnnotations (MCP specification
+// 2025-06-18) as the host normalised them: every hint present, with the
+// specification's default where the server gave none (readOnlyHint false,
+// destructiveHint true, idempotentHint false, openWorldHint true), and
+// Destructive false, Idempotent true for a read-only tool.
+type ToolHints struct {
+	ReadOnly    bool `json:"read_only"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	OpenWorld   bool `json:"open_world"`
 }
 
 // Capability operations of the catalog capability.

@@ -137,7 +137,7 @@ var execCases = []struct {
 		{prepare: func(ctx context.Context, st session.Store, snap *catalog.Snapshot) error {
 			_, err := st.Update(ctx, "s", func(*session.Set) (*session.Set, error) {
 				t, _ := snap.Get("stray")
-				return &session.Set{ID: "s", Core: map[string]session.Pin{t.ID: {SchemaDigest: t.SchemaDigest, Provenance: t.Provenance}}}, nil
+				return &session.Set{ID: "s", Core: map[string]session.Pin{t.ID: {SchemaDigest: t.SchemaDigest, PolicyDigest: t.PolicyDigest, Provenance: t.Provenance}}}, nil
 			})
 			return err
 		}, call: "stray", session: "s", want: exec.CodeUntrustedSource},

@@ -95,7 +95,8 @@ func TestExecGitHubCatalog(t *testing.T) {
 	_, rep, err := session.Rebuild(ctx, h.Sessions(), store.Snapshot(), "dev")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"mcp.github:merge_pull_request"}, rep.Kept)
-	assert.Equal(t, []session.Dropped{{Tool: "mcp.github:create_pull_request", Reason: session.DropDrifted}}, rep.Dropped)
+	assert.Equal(t, []session.Dropped{{Tool: "mcp.github:create_pull_request", Reason: session.DropDrifted,
+		Drift: []string{session.DriftSchema, session.DriftPolicy}}}, rep.Dropped)
 	assert.Equal(t, exec.CodeNotActivated, code(checkCall(t, h, "create_pull_request", "dev", nil)))
 }
 

@@ -15,7 +15,8 @@ import (
 
 const catalogUsage = `Usage: gatehost catalog SUBCOMMAND [flags]
 
-  show         list the configured catalog: ids, wire names, digests, provenance, effects
+  show         list the configured catalog: ids, wire names, schema and policy digests,
+               provenance, effects
   diff PATH    what replacing the configured catalog with the tools of PATH (a file or
                directory) would change, tool by tool, with the generations and digests
 `
@@ -106,20 +107,22 @@ func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int 
 func showCatalog(s *catalog.Snapshot, output string, stdout, stderr io.Writer) int {
 	if output == "json" {
 		type entry struct {
-			ID           string   `json:"id"`
-			Name         string   `json:"name"`
-			Aliases      []string `json:"aliases,omitempty"`
-			SchemaDigest string   `json:"schema_digest"`
-			Provenance   string   `json:"provenance"`
-			Source       string   `json:"source,omitempty"`
-			Effect       string   `json:"effect"`
+			ID           string         `json:"id"`
+			Name         string         `json:"name"`
+			Aliases      []string       `json:"aliases,omitempty"`
+			SchemaDigest string         `json:"schema_digest"`
+			Provenance   string         `json:"provenance"`
+			Source       string         `json:"source,omitempty"`
+			Effect       string         `json:"effect"`
+			Hints        *catalog.Hints `json:"hints,omitempty"`
+			PolicyDigest string         `json:"policy_digest"`
 		}
 		out := struct {
 			Generation uint64  `json:"generation"`
 			Tools      []entry `json:"tools"`
 		}{s.Generation(), []entry{}}
 		for _, t := range s.List() {
-			out.Tools = append(out.Tools, entry{t.ID, t.Name, t.Aliases, t.SchemaDigest, t.Provenance, t.Source, string(t.Effect)})
+			out.Tools = append(out.Tools, entry{t.ID, t.Name, t.Aliases, t.SchemaDigest, t.Provenance, t.Source, string(t.Effect), t.Hints, t.PolicyDigest})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -130,13 +133,13 @@ func showCatalog(s *catalog.Snapshot, output string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "catalog generation %d: %d tools\n", s.Generation(), s.Len())
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tNAME\tDIGEST\tPROVENANCE\tEFFECT")
+	fmt.Fprintln(tw, "  ID\tNAME\tDIGEST\tPOLICY\tPROVENANCE\tEFFECT")
 	for _, t := range s.List() {
 		name := t.Name
 		if len(t.Aliases) > 0 {
 			name += " (" + strings.Join(t.Aliases, ", ") + ")"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", t.ID, name, short(t.SchemaDigest), t.Provenance, t.Effect)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.ID, name, short(t.SchemaDigest), short(t.PolicyDigest), t.Provenance, t.Effect)
 	}
 	tw.Flush()
 	return 0

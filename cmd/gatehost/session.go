@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,11 @@ const sessionUsage = `Usage: gatehost session SUBCOMMAND [flags] [TOOL...]
   revoke   --session ID TOOL...    revoke the tools' grants
   rebuild  --session ID            re-pin against the current catalog; drop removed or drifted tools
   show     [--session ID]          list a session's pins and grants with their status, or every session
+
+A pin or grant has drifted when the tool's schema, provenance or policy
+digest (schema, hints, effect, provenance, source) differs from what was
+pinned, or when it was pinned before policy digests were recorded; the exec
+gate then denies the tool until it is activated again.
 
 TOOL is a catalog id, wire name or alias, matched exactly. Sessions live in
 the file named by sessions.path in the config.
@@ -126,7 +132,7 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if report != nil {
 		fmt.Fprintf(stdout, "rebuilt against catalog generation %d: %d kept, %d dropped\n", report.Generation, len(report.Kept), len(report.Dropped))
 		for _, d := range report.Dropped {
-			fmt.Fprintf(stdout, "  dropped %s (%s)\n", d.Tool, d.Reason)
+			fmt.Fprintf(stdout, "  dropped %s (%s)\n", d.Tool, statusText(d.Reason, d.Drift))
 		}
 	}
 	printSession(stdout, sessionView(set, snap))
@@ -134,14 +140,17 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // toolView is one pin or grant with its status against the current catalog:
-// ok (a call would pass checks 3 and 4), removed or drifted.
+// ok (a call would pass checks 3 and 4), removed or drifted, with what
+// drifted (session.Pin.Drift).
 type toolView struct {
-	Tool              string  `json:"tool"`
-	Basis             string  `json:"basis"` // core or exact
-	CatalogGeneration *uint64 `json:"catalog_generation,omitempty"`
-	SchemaDigest      string  `json:"schema_digest"`
-	Provenance        string  `json:"provenance"`
-	Status            string  `json:"status"`
+	Tool              string   `json:"tool"`
+	Basis             string   `json:"basis"` // core or exact
+	CatalogGeneration *uint64  `json:"catalog_generation,omitempty"`
+	SchemaDigest      string   `json:"schema_digest"`
+	PolicyDigest      string   `json:"policy_digest"` // "" for a pin made before policy digests
+	Provenance        string   `json:"provenance"`
+	Status            string   `json:"status"`
+	Drift             []string `json:"drift,omitempty"`
 }
 
 type setView struct {
@@ -153,26 +162,30 @@ type setView struct {
 
 func sessionView(s *session.Set, snap *catalog.Snapshot) setView {
 	v := setView{Session: s.ID, Version: s.Version, Catalog: snap.Generation(), Tools: []toolView{}}
-	status := func(id, digest, prov string) string {
-		t, ok := snap.Get(id)
-		switch {
-		case !ok || t.ID != id:
-			return session.DropRemoved
-		case t.SchemaDigest != digest || t.Provenance != prov:
-			return session.DropDrifted
-		}
-		return "ok"
+	view := func(id, basis string, gen *uint64, p session.Pin) toolView {
+		status, drift := p.Status(snap, id)
+		return toolView{Tool: id, Basis: basis, CatalogGeneration: gen, SchemaDigest: p.SchemaDigest,
+			PolicyDigest: p.PolicyDigest, Provenance: p.Provenance, Status: status, Drift: drift}
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Core)) {
-		p := s.Core[id]
-		v.Tools = append(v.Tools, toolView{Tool: id, Basis: "core", SchemaDigest: p.SchemaDigest, Provenance: p.Provenance, Status: status(id, p.SchemaDigest, p.Provenance)})
+		v.Tools = append(v.Tools, view(id, "core", nil, s.Core[id]))
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Activated)) {
 		a := s.Activated[id]
 		gen := a.Grant.CatalogGeneration
-		v.Tools = append(v.Tools, toolView{Tool: id, Basis: "exact", CatalogGeneration: &gen, SchemaDigest: a.Grant.SchemaDigest, Provenance: a.Provenance, Status: status(id, a.Grant.SchemaDigest, a.Provenance)})
+		v.Tools = append(v.Tools, view(id, "exact", &gen, a.Pin()))
 	}
 	return v
+}
+
+// statusText is a status with what drifted, for tables: "drifted:
+// policy_digest", "removed", "ok". A pin made before policy digests says
+// so, since granting the tool again is the fix.
+func statusText(status string, drift []string) string {
+	if len(drift) == 0 {
+		return status
+	}
+	return status + ": " + strings.Join(drift, ",")
 }
 
 func printSession(w io.Writer, v setView) {
@@ -181,13 +194,13 @@ func printSession(w io.Writer, v setView) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TOOL\tBASIS\tGRANTED_AT\tDIGEST\tPROVENANCE\tSTATUS")
+	fmt.Fprintln(tw, "  TOOL\tBASIS\tGRANTED_AT\tDIGEST\tPOLICY\tPROVENANCE\tSTATUS")
 	for _, t := range v.Tools {
 		gen := "-"
 		if t.CatalogGeneration != nil {
 			gen = fmt.Sprint(*t.CatalogGeneration)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Basis, gen, short(t.SchemaDigest), t.Provenance, t.Status)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Tool, t.Basis, gen, short(t.SchemaDigest), dash(short(t.PolicyDigest)), t.Provenance, statusText(t.Status, t.Drift))
 	}
 	tw.Flush()
 }

@@ -1,6 +1,6 @@
 // Package catalog is the host's tool catalog: the registered tools with
 // their canonical ids, wire names, aliases, input schemas, schema digests,
-// provenance and effect classes.
+// provenance, behaviour hints, effect classes and policy digests.
 //
 // A Store publishes immutable Snapshots. Every successful Store.Update
 // publishes a new snapshot whose generation is exactly one more than the
@@ -22,22 +22,94 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// Effect is a tool's side-effect class.
+// Effect is a tool's side-effect class. The classes are ordered by the care
+// a call needs: read_only < idempotent_write < non_idempotent.
 type Effect string
 
 const (
 	// EffectReadOnly: the tool does not modify its environment.
 	EffectReadOnly Effect = "read_only"
-	// EffectIdempotentWrite: the tool writes, and repeating a call with the
-	// same arguments has no further effect.
+	// EffectIdempotentWrite: the tool writes, only additively (it destroys
+	// nothing), and repeating a call with the same arguments has no further
+	// effect.
 	EffectIdempotentWrite Effect = "idempotent_write"
-	// EffectNonIdempotent: the tool writes and repeats may compound. It is
-	// the default whenever nothing better is known.
+	// EffectNonIdempotent: the tool writes, and repeats may compound or the
+	// write may destroy. It is the default whenever nothing better is
+	// known, and the class of every destructive tool, idempotent or not.
 	EffectNonIdempotent Effect = "non_idempotent"
 )
 
 func (e Effect) valid() bool {
 	return e == EffectReadOnly || e == EffectIdempotentWrite || e == EffectNonIdempotent
+}
+
+// rank orders the classes by the care a call needs; an unknown class ranks
+// with non_idempotent.
+func (e Effect) rank() int {
+	switch e {
+	case EffectReadOnly:
+		return 0
+	case EffectIdempotentWrite:
+		return 1
+	}
+	return 2
+}
+
+// Hints are a tool's MCP behaviour annotations (MCP specification
+// 2025-06-18, ToolAnnotations) with the specification's defaults applied
+// and its "meaningful only when" rules resolved, so that two declarations
+// that mean the same thing are equal:
+//
+//   - readOnlyHint, default false;
+//   - destructiveHint, default true, meaningful only when readOnlyHint is
+//     false: a read-only tool has Destructive false;
+//   - idempotentHint, default false, meaningful only when readOnlyHint is
+//     false: a read-only tool has Idempotent true (reading again changes
+//     nothing);
+//   - openWorldHint, default true.
+//
+// The annotation title is display text, like the description: it is not a
+// hint and is not kept.
+type Hints struct {
+	ReadOnly    bool `json:"read_only"`
+	Destructive bool `json:"destructive"`
+	Idempotent  bool `json:"idempotent"`
+	OpenWorld   bool `json:"open_world"`
+}
+
+// DefaultHints are the hints of an MCP tool that declares none: a
+// destructive, non-idempotent, open-world write.
+func DefaultHints() Hints { return Hints{Destructive: true, OpenWorld: true} }
+
+// normalized resolves the "meaningful only when readOnlyHint is false"
+// rules.
+func (h Hints) normalized() Hints {
+	if h.ReadOnly {
+		h.Destructive, h.Idempotent = false, true
+	}
+	return h
+}
+
+// Effect is the side-effect class the hints give: read_only when ReadOnly;
+// idempotent_write when the tool says it is neither destructive nor
+// repeat-sensitive (Destructive false, Idempotent true); otherwise
+// non_idempotent. openWorldHint bears on a tool's reach, not on its side
+// effects, and does not change the class.
+func (h Hints) Effect() Effect {
+	switch {
+	case h.ReadOnly:
+		return EffectReadOnly
+	case !h.Destructive && h.Idempotent:
+		return EffectIdempotentWrite
+	}
+	return EffectNonIdempotent
+}
+
+func (h *Hints) abi() *abi.ToolHints {
+	if h == nil {
+		return nil
+	}
+	return &abi.ToolHints{ReadOnly: h.ReadOnly, Destructive: h.Destructive, Idempotent: h.Idempotent, OpenWorld: h.OpenWorld}
 }
 
 // Provenance values without an identifier. The other forms are
@@ -53,9 +125,11 @@ const (
 //
 // Store (through Builder.Add and Builder.Replace) normalises a Tool before
 // it is published: an empty InputSchema becomes {"type":"object"}, the
-// schema is stored compacted (key order kept), SchemaDigest is computed, an
-// empty Effect becomes EffectNonIdempotent and an empty Provenance becomes
-// ProvenanceUnverified. Both defaults are the least trusted choice.
+// schema is stored compacted (key order kept), SchemaDigest is computed,
+// Hints are normalised, an empty Effect becomes the one Hints give
+// (EffectNonIdempotent without hints), an empty Provenance becomes
+// ProvenanceUnverified, and PolicyDigest is computed last. The defaults are
+// the least trusted choice.
 type Tool struct {
 	// ID is the canonical id "namespace:name" (see MakeID).
 	ID string
@@ -81,10 +155,20 @@ type Tool struct {
 	Provenance string
 	// Source names the server, extension or plugin that serves the tool.
 	Source string
-	// Effect is the side-effect class. For imported MCP tools it comes
-	// from the server's annotations, which are hints: trust it no more
-	// than Provenance.
+	// Hints are the tool's MCP annotations, normalised (see Hints); nil
+	// for a tool whose format has none (OpenAI, Anthropic, native).
+	Hints *Hints
+	// Effect is the side-effect class. For imported MCP tools it is
+	// Hints.Effect(): the server's hints, so trust it no more than
+	// Provenance. With Hints, an explicit Effect may be more cautious than
+	// the hints give, never less (ErrInvalidTool).
 	Effect Effect
+	// PolicyDigest is the lowercase hex SHA-256 of everything that decides
+	// policy about the tool: its id, SchemaDigest, Effect, Hints,
+	// Provenance and Source (see PolicyDigestOf). The store computes it;
+	// a value given to Add or Replace is replaced. A session grant pins
+	// it, so any change to those fields is drift.
+	PolicyDigest string
 }
 
 // ABI returns the record in its wire form. The result shares no memory with t.
@@ -99,6 +183,8 @@ func (t Tool) ABI() abi.Tool {
 		Provenance:   t.Provenance,
 		Source:       t.Source,
 		Effect:       string(t.Effect),
+		Hints:        t.Hints.abi(),
+		PolicyDigest: t.PolicyDigest,
 	}
 }
 
@@ -107,6 +193,10 @@ func (t Tool) ABI() abi.Tool {
 func (t Tool) clone() Tool {
 	t.Aliases = cloneStrings(t.Aliases)
 	t.InputSchema = cloneBytes(t.InputSchema)
+	if t.Hints != nil {
+		h := *t.Hints
+		t.Hints = &h
+	}
 	return t
 }
 

@@ -23,7 +23,10 @@ type Change struct {
 	// Kind is ChangeAdded, ChangeRemoved or ChangeChanged.
 	Kind string `json:"kind"`
 	// Fields lists what changed, for ChangeChanged: any of name, aliases,
-	// description, schema_digest, provenance, source, effect.
+	// description, schema_digest, provenance, source, effect, hints,
+	// policy_digest. policy_digest is listed whenever any field it covers
+	// changed (see PolicyDigestOf): a session grant of the tool has then
+	// drifted.
 	Fields []string `json:"fields,omitempty"`
 	// OldDigest and NewDigest are the schema digests before and after;
 	// empty on the side where the tool is absent.
@@ -62,6 +65,8 @@ func Diff(a, b *Snapshot) []Change {
 		add("provenance", o.Provenance != t.Provenance)
 		add("source", o.Source != t.Source)
 		add("effect", o.Effect != t.Effect)
+		add("hints", !equalHints(o.Hints, t.Hints))
+		add("policy_digest", o.PolicyDigest != t.PolicyDigest)
 		if len(fields) > 0 {
 			out = append(out, Change{ID: t.ID, Kind: ChangeChanged, Fields: fields,
 				OldDigest: o.SchemaDigest, NewDigest: t.SchemaDigest, OldProvenance: o.Provenance, NewProvenance: t.Provenance})
@@ -72,4 +77,11 @@ func Diff(a, b *Snapshot) []Change {
 	}
 	slices.SortFunc(out, func(x, y Change) int { return cmp.Compare(x.ID, y.ID) })
 	return out
+}
+
+func equalHints(a, b *Hints) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

@@ -106,9 +106,13 @@ func Load(path string, opts ImportOptions) ([]Tool, error) {
 //     MCP Tool object {"name",...}. A Tool is {name, description?,
 //     inputSchema, annotations?, ...}; other keys are ignored, and so is
 //     nextCursor: a paginated result yields only the tools it holds. The
-//     effect comes from annotations with the MCP defaults for missing
-//     hints: readOnlyHint true gives read_only, else idempotentHint true
-//     gives idempotent_write, else non_idempotent.
+//     annotations become Hints, with the MCP defaults for missing or null
+//     hints (readOnlyHint false, destructiveHint true, idempotentHint
+//     false, openWorldHint true), and the effect is Hints.Effect():
+//     readOnlyHint true gives read_only; destructiveHint false with
+//     idempotentHint true gives idempotent_write; anything else, a
+//     destructive idempotent tool included, non_idempotent. A hint of
+//     another type than boolean is an ErrInvalidTool error.
 //   - openai: a JSON array of Chat Completions tools
 //     {"type":"function","function":{name, description?, parameters?}}, or
 //     of the flat Responses API form {"type":"function", name,
@@ -435,7 +439,10 @@ func (im *importer) convert(format string, e entry) (Tool, error) {
 	switch format {
 	case FormatMCP:
 		schemaKey = "inputSchema"
-		t.Effect, err = mcpEffect(e)
+		var h Hints
+		if h, err = mcpHints(e); err == nil {
+			t.Hints, t.Effect = &h, h.Effect()
+		}
 	case FormatOpenAI:
 		if f, ok := e["function"]; ok {
 			if e, err = asObject("function", f); err != nil {
@@ -482,30 +489,40 @@ func (im *importer) convert(format string, e entry) (Tool, error) {
 	return t, nil
 }
 
-// mcpEffect maps MCP tool annotations to an effect class. A missing hint
-// takes the spec's default (readOnlyHint false, idempotentHint false), so a
-// tool that says nothing is non_idempotent, never safe. destructiveHint does
-// not bear on idempotence and is not read.
-func mcpEffect(e entry) (Effect, error) {
+// mcpHints reads an MCP tool's annotations (MCP specification 2025-06-18,
+// ToolAnnotations) into Hints. Every hint that is absent or null takes the
+// specification's default, which is also its most dangerous reading:
+// readOnlyHint false, destructiveHint true, idempotentHint false,
+// openWorldHint true. Keys are matched exactly, so a misspelt or
+// differently cased hint is absent. A hint that is present with another
+// JSON type than boolean, or annotations that are not an object, refuse the
+// tool (ErrInvalidTool naming the field): a server that sends "true" or 1
+// is not read as meaning anything. title and unknown annotations are not
+// read.
+func mcpHints(e entry) (Hints, error) {
+	h := DefaultHints()
 	ann, err := objectField(e, "annotations")
 	if err != nil || ann == nil {
-		return EffectNonIdempotent, err
+		return h, err
 	}
-	readOnly, err := boolField(ann, "annotations.", "readOnlyHint")
-	if err != nil {
-		return "", err
+	for _, f := range [...]struct {
+		key string
+		dst *bool
+	}{
+		{"readOnlyHint", &h.ReadOnly},
+		{"destructiveHint", &h.Destructive},
+		{"idempotentHint", &h.Idempotent},
+		{"openWorldHint", &h.OpenWorld},
+	} {
+		v, present, err := boolField(ann, "annotations.", f.key)
+		if err != nil {
+			return Hints{}, err
+		}
+		if present {
+			*f.dst = v
+		}
 	}
-	idempotent, err := boolField(ann, "annotations.", "idempotentHint")
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case readOnly:
-		return EffectReadOnly, nil
-	case idempotent:
-		return EffectIdempotentWrite, nil
-	}
-	return EffectNonIdempotent, nil
+	return h.normalized(), nil
 }
 
 func nativeFields(e entry, t *Tool) error {
@@ -551,18 +568,18 @@ func stringField(e entry, key string) (string, error) {
 	return s, nil
 }
 
-// boolField returns e[key] as a bool; absent or null is false. path
-// prefixes key in errors.
-func boolField(e entry, path, key string) (bool, error) {
+// boolField returns e[key] as a bool and whether it is present; absent or
+// null is (false, false). path prefixes key in errors.
+func boolField(e entry, path, key string) (value, present bool, err error) {
 	raw, ok := e[key]
 	if !ok || isNull(raw) {
-		return false, nil
+		return false, false, nil
 	}
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return false, wrap(ErrInvalidTool, "%q is %s, not a boolean", path+key, jsonKind(raw[0]))
+		return false, false, wrap(ErrInvalidTool, "%q is %s, not a boolean", path+key, jsonKind(raw[0]))
 	}
-	return b, nil
+	return b, true, nil
 }
 
 // objectField returns e[key] as an entry; absent or null is nil.

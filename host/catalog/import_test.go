@@ -38,9 +38,10 @@ func TestLoadGitHubSnapshots(t *testing.T) {
 		assert.True(t, strings.HasPrefix(tl.ID, "mcp.github:"), tl.ID)
 	}
 	assert.Equal(t, map[catalog.Effect]int{
-		catalog.EffectReadOnly:        58, // readOnlyHint true
-		catalog.EffectIdempotentWrite: 2,  // idempotentHint true, not read-only
-		catalog.EffectNonIdempotent:   57,
+		catalog.EffectReadOnly: 58, // readOnlyHint true
+		// The two tools with idempotentHint true give no destructiveHint,
+		// whose default is true: destructive idempotent writes.
+		catalog.EffectNonIdempotent: 59,
 	}, counts)
 
 	m := byName(tools)
@@ -50,7 +51,7 @@ func TestLoadGitHubSnapshots(t *testing.T) {
 		"create_issue":            catalog.EffectNonIdempotent,
 		"delete_file":             catalog.EffectNonIdempotent, // destructive
 		"merge_pull_request":      catalog.EffectNonIdempotent, // destructiveHint absent
-		"assign_copilot_to_issue": catalog.EffectIdempotentWrite,
+		"assign_copilot_to_issue": catalog.EffectNonIdempotent, // idempotent, destructiveHint absent
 	} {
 		require.Contains(t, m, name)
 		assert.Equal(t, want, m[name].Effect, name)
@@ -85,7 +86,7 @@ func TestLoadFormats(t *testing.T) {
 		"get_me":                  catalog.EffectReadOnly,
 		"create_issue":            catalog.EffectNonIdempotent,
 		"delete_file":             catalog.EffectNonIdempotent,
-		"assign_copilot_to_issue": catalog.EffectIdempotentWrite,
+		"assign_copilot_to_issue": catalog.EffectNonIdempotent, // idempotent, destructiveHint absent
 	}
 	allNonIdempotent := map[string]catalog.Effect{}
 	for n := range mcpEffects {
@@ -137,7 +138,7 @@ func TestParseShapes(t *testing.T) {
 	}{
 		{"mcp result", `{"tools":[{"name":"q","inputSchema":` + schema + `,"annotations":{"readOnlyHint":true}}]}`, catalog.EffectReadOnly},
 		{"mcp result with cursor", `{"tools":[{"name":"q","inputSchema":` + schema + `}],"nextCursor":"abc"}`, catalog.EffectNonIdempotent},
-		{"json-rpc response", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"q","inputSchema":` + schema + `,"annotations":{"idempotentHint":true}}]}}`, catalog.EffectIdempotentWrite},
+		{"json-rpc response", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"q","inputSchema":` + schema + `,"annotations":{"idempotentHint":true,"destructiveHint":false}}]}}`, catalog.EffectIdempotentWrite},
 		{"mcp single tool", `{"name":"q","inputSchema":` + schema + `,"annotations":{"readOnlyHint":false,"destructiveHint":false}}`, catalog.EffectNonIdempotent},
 		{"mcp null annotations", `{"name":"q","inputSchema":` + schema + `,"annotations":null}`, catalog.EffectNonIdempotent},
 		{"openai chat", `[{"type":"function","function":{"name":"q","description":"d","parameters":` + schema + `,"strict":true}}]`, catalog.EffectNonIdempotent},
@@ -347,6 +348,9 @@ func FuzzParse(f *testing.F) {
 		`[{"type":"function","name":"a","parameters":{}}]`,
 		`{"tools":[{"name":"a","aliases":["b"],"effect":"read_only"}]}`,
 		`{"tools":[{"name":"a"},{"name":"a"}]}`,
+		`{"name":"a","annotations":{"readOnlyHint":false,"destructiveHint":true,"idempotentHint":true,"openWorldHint":false}}`,
+		`{"name":"a","annotations":{"destructiveHint":false,"idempotentHint":true,"title":"t"}}`,
+		`{"name":"a","annotations":{"readOnlyHint":null,"destructiveHint":"false"}}`,
 	} {
 		f.Add([]byte(s), "")
 	}
@@ -375,6 +379,22 @@ func FuzzParse(f *testing.F) {
 				d, err := catalog.Digest(tl.InputSchema)
 				if err != nil || d != tl.SchemaDigest {
 					t.Fatalf("digest of %q: %v", tl.ID, err)
+				}
+				if p, err := catalog.PolicyDigestOf(tl); err != nil || p != tl.PolicyDigest || len(p) != 64 {
+					t.Fatalf("policy digest of %q: %q, want %q (%v)", tl.ID, tl.PolicyDigest, p, err)
+				}
+				if h := tl.Hints; h != nil {
+					// An MCP tool's effect is exactly what its hints give,
+					// and only a read-only hint makes it read_only.
+					if tl.Effect != h.Effect() || (tl.Effect == catalog.EffectReadOnly) != h.ReadOnly {
+						t.Fatalf("%q: effect %s from hints %+v", tl.ID, tl.Effect, *h)
+					}
+					if h.ReadOnly && (h.Destructive || !h.Idempotent) {
+						t.Fatalf("%q: hints not normalised: %+v", tl.ID, *h)
+					}
+					if tl.Effect == catalog.EffectIdempotentWrite && h.Destructive {
+						t.Fatalf("%q: a destructive tool classed idempotent_write", tl.ID)
+					}
 				}
 			}
 			if _, err := catalog.NewStore(tools...); err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/abi"
 )
@@ -310,15 +311,36 @@ func normalize(t Tool) (Tool, error) {
 		return bad(ErrInvalidTool, "schema_digest %q does not match the schema's digest %s", cut(t.SchemaDigest), digest)
 	}
 	t.SchemaDigest = digest
-	if t.Effect == "" {
-		t.Effect = EffectNonIdempotent
-	} else if !t.Effect.valid() {
+	derived := EffectNonIdempotent
+	if t.Hints != nil {
+		h := t.Hints.normalized()
+		t.Hints, derived = &h, h.Effect()
+	}
+	switch {
+	case t.Effect == "":
+		t.Effect = derived
+	case !t.Effect.valid():
 		return bad(ErrInvalidTool, "effect %q is not read_only, idempotent_write or non_idempotent", cut(string(t.Effect)))
+	case t.Hints != nil && t.Effect.rank() < derived.rank():
+		// An override may only add caution: a record must never be
+		// classed safer than its own hints say.
+		return bad(ErrInvalidTool, "effect %s is less cautious than the %s its hints give", t.Effect, derived)
 	}
 	if t.Provenance == "" {
 		t.Provenance = ProvenanceUnverified
 	} else if !validProvenance(t.Provenance) {
 		return bad(ErrInvalidTool, "provenance %q is not one of builtin_runtime, unverified, mcp_config{server}, extension_manifest{id}, plugin_config{id}", cut(t.Provenance))
+	}
+	if !utf8.ValidString(t.Source) {
+		return bad(ErrInvalidTool, "source is not valid UTF-8")
+	}
+	// Last, over the normalised fields.
+	if t.PolicyDigest, err = PolicyDigestOf(t); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return Tool{}, &Error{Index: -1, Tool: cut(name), Err: e.Err}
+		}
+		return Tool{}, err
 	}
 	return t, nil
 }

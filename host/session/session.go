@@ -2,11 +2,14 @@
 // tools pinned when a session was built (core) and the exact activation
 // grants made since.
 //
-// A grant covers exactly (session, tool, schema digest) and records the
-// catalog generation it was made at; with it the session pins the tool's
-// provenance. The exec gate lets a call run only when the tool's current
-// catalog record still matches what the session pinned: a change of the
-// catalog's generation alone, by an unrelated tool, never revokes anything.
+// A grant covers exactly (session, tool, schema digest, policy digest) and
+// records the catalog generation it was made at; with it the session pins
+// the tool's provenance. The policy digest (catalog.PolicyDigestOf) covers
+// everything that decides policy about the tool: schema, hints and effect,
+// provenance and source. The exec gate lets a call run only when the tool's
+// current catalog record still matches what the session pinned: a change of
+// the catalog's generation alone, by an unrelated tool, never revokes
+// anything, and any change to the tool's policy digest does.
 //
 // Sets live in a Store (MemStore in memory, FileStore as a JSON file that
 // survives restarts). The operations here (Create, Activate, ActivateMany,
@@ -33,26 +36,75 @@ import (
 // MaxIDBytes caps a session id.
 const MaxIDBytes = 128
 
-// Pin is what a session pinned of a tool's catalog record.
+// Pin is what a session pinned of a tool's catalog record. PolicyDigest is
+// empty in a pin written before policy digests were recorded: such a pin
+// matches no record (DriftUnpinned) until the tool is granted again.
 type Pin struct {
 	SchemaDigest string `json:"schema_digest"`
+	PolicyDigest string `json:"policy_digest,omitempty"`
 	Provenance   string `json:"provenance"`
 }
 
+// pinOf is what a session pins of t.
+func pinOf(t catalog.Tool) Pin {
+	return Pin{SchemaDigest: t.SchemaDigest, PolicyDigest: t.PolicyDigest, Provenance: t.Provenance}
+}
+
+// Drift kinds: what differs between a pin and a tool's current record.
+const (
+	DriftSchema     = "schema_digest" // the input schema changed
+	DriftProvenance = "provenance"    // the tool comes from elsewhere
+	// DriftPolicy: the policy digest changed, so the schema, hints,
+	// effect, provenance or source changed.
+	DriftPolicy = "policy_digest"
+	// DriftUnpinned: the pin predates policy digests, so nothing says the
+	// hints, effect or source are what was granted; grant the tool again.
+	DriftUnpinned = "policy_unpinned"
+)
+
+// Drift lists what differs between the pin and t's current record, in the
+// order DriftSchema, DriftProvenance, then DriftPolicy or DriftUnpinned;
+// empty when the pin still holds. It is the one comparison Rebuild,
+// ActivateMany and `gatehost session show` make; the exec gate makes the
+// same one on the pin's wire form (abi.SessionPin, abi.SessionGrant).
+func (p Pin) Drift(t catalog.Tool) []string {
+	var d []string
+	if p.SchemaDigest != t.SchemaDigest {
+		d = append(d, DriftSchema)
+	}
+	if p.Provenance != t.Provenance {
+		d = append(d, DriftProvenance)
+	}
+	switch {
+	case p.PolicyDigest == "":
+		d = append(d, DriftUnpinned)
+	case p.PolicyDigest != t.PolicyDigest:
+		d = append(d, DriftPolicy)
+	}
+	return d
+}
+
 // Grant is an exact activation grant. It covers one (Session, Tool,
-// SchemaDigest); CatalogGeneration records when it was made or last carried
-// forward by Rebuild.
+// SchemaDigest, PolicyDigest); CatalogGeneration records when it was made
+// or last carried forward by Rebuild. PolicyDigest is empty in a grant
+// written before policy digests were recorded (see Pin).
 type Grant struct {
 	Session           string `json:"session"`
 	Tool              string `json:"tool"`
 	CatalogGeneration uint64 `json:"catalog_generation"`
 	SchemaDigest      string `json:"schema_digest"`
+	PolicyDigest      string `json:"policy_digest,omitempty"`
 }
 
 // Activation is a grant with the provenance pinned when it was made.
 type Activation struct {
 	Grant      Grant  `json:"grant"`
 	Provenance string `json:"provenance"`
+}
+
+// Pin returns what the activation pinned, in a Pin's shape.
+func (a Activation) Pin() Pin {
+	return Pin{SchemaDigest: a.Grant.SchemaDigest, PolicyDigest: a.Grant.PolicyDigest, Provenance: a.Provenance}
 }
 
 // Set is one session's tool set. Values handed out by this package and by
@@ -95,12 +147,13 @@ func (s *Set) Lookup(session, tool string) abi.SessionGetAnswer {
 	}
 	a.Known, a.Version = true, s.Version
 	if p, ok := s.Core[tool]; ok {
-		a.Core = &abi.SessionPin{SchemaDigest: p.SchemaDigest, Provenance: p.Provenance}
+		a.Core = &abi.SessionPin{SchemaDigest: p.SchemaDigest, PolicyDigest: p.PolicyDigest, Provenance: p.Provenance}
 	}
 	if act, ok := s.Activated[tool]; ok {
 		g := act.Grant
 		a.Activation = &abi.SessionActivation{
-			Grant:      abi.SessionGrant{Session: g.Session, Tool: g.Tool, CatalogGeneration: g.CatalogGeneration, SchemaDigest: g.SchemaDigest},
+			Grant: abi.SessionGrant{Session: g.Session, Tool: g.Tool, CatalogGeneration: g.CatalogGeneration,
+				SchemaDigest: g.SchemaDigest, PolicyDigest: g.PolicyDigest},
 			Provenance: act.Provenance,
 		}
 	}
@@ -123,7 +176,8 @@ var (
 	// unverified, so no session may pin it.
 	ErrUntrustedSource = errors.New("untrusted source")
 	// ErrAlreadyActive (code already_active): the tool is already core, or
-	// activated with the same digest and provenance.
+	// activated, with a pin that has not drifted (same schema digest,
+	// provenance and policy digest).
 	ErrAlreadyActive = errors.New("tool already active")
 	// ErrDuplicateTool: one request names the same tool twice.
 	ErrDuplicateTool = errors.New("tool named twice")
@@ -238,7 +292,7 @@ func build(id string, snap *catalog.Snapshot, core []string) (*Set, error) {
 		if _, dup := s.Core[t.ID]; dup {
 			return nil, newErr("create", id, name, ErrDuplicateTool, "resolves to %s, named before", t.ID)
 		}
-		s.Core[t.ID] = Pin{SchemaDigest: t.SchemaDigest, Provenance: t.Provenance}
+		s.Core[t.ID] = pinOf(t)
 	}
 	return s, nil
 }
@@ -263,11 +317,11 @@ func activateMany(s *Set, snap *catalog.Snapshot, names []string) error {
 	}
 	slices.SortFunc(tools, func(a, b catalog.Tool) int { return cmp.Compare(a.ID, b.ID) })
 	for _, t := range tools {
-		if p, ok := s.Core[t.ID]; ok && p.SchemaDigest == t.SchemaDigest && p.Provenance == t.Provenance {
+		if p, ok := s.Core[t.ID]; ok && len(p.Drift(t)) == 0 {
 			return newErr(op, s.ID, byID[t.ID], ErrAlreadyActive, "%s is a core tool", t.ID)
 		}
-		if a, ok := s.Activated[t.ID]; ok && a.Grant.SchemaDigest == t.SchemaDigest && a.Provenance == t.Provenance {
-			return newErr(op, s.ID, byID[t.ID], ErrAlreadyActive, "%s is activated with this digest and provenance", t.ID)
+		if a, ok := s.Activated[t.ID]; ok && len(a.Pin().Drift(t)) == 0 {
+			return newErr(op, s.ID, byID[t.ID], ErrAlreadyActive, "%s is activated with this schema, policy digest and provenance", t.ID)
 		}
 	}
 	if len(tools) == 0 {
@@ -278,7 +332,8 @@ func activateMany(s *Set, snap *catalog.Snapshot, names []string) error {
 	}
 	for _, t := range tools {
 		s.Activated[t.ID] = Activation{
-			Grant:      Grant{Session: s.ID, Tool: t.ID, CatalogGeneration: snap.Generation(), SchemaDigest: t.SchemaDigest},
+			Grant: Grant{Session: s.ID, Tool: t.ID, CatalogGeneration: snap.Generation(),
+				SchemaDigest: t.SchemaDigest, PolicyDigest: t.PolicyDigest},
 			Provenance: t.Provenance,
 		}
 	}
@@ -311,7 +366,7 @@ func revoke(s *Set, snap *catalog.Snapshot, name string) error {
 // Drop reasons of a Report.
 const (
 	DropRemoved = "removed" // the tool is no longer in the catalog
-	DropDrifted = "drifted" // its schema digest or provenance changed
+	DropDrifted = "drifted" // its record differs from the pin (see Pin.Drift)
 )
 
 // Dropped is a pin or grant Rebuild dropped.
@@ -319,6 +374,22 @@ type Dropped struct {
 	Tool   string `json:"tool"`
 	Core   bool   `json:"core"`
 	Reason string `json:"reason"` // DropRemoved or DropDrifted
+	// Drift lists what differs, for DropDrifted (Pin.Drift).
+	Drift []string `json:"drift,omitempty"`
+}
+
+// Status says whether a pin still holds against snap: "ok" with no drift,
+// DropRemoved, or DropDrifted with what differs (Pin.Drift). A pin whose
+// status is not "ok" authorizes no call.
+func (p Pin) Status(snap *catalog.Snapshot, id string) (string, []string) {
+	t, ok := snap.Get(id)
+	if !ok || t.ID != id {
+		return DropRemoved, nil
+	}
+	if d := p.Drift(t); len(d) > 0 {
+		return DropDrifted, d
+	}
+	return "ok", nil
 }
 
 // Report says what Rebuild did.
@@ -331,36 +402,27 @@ type Report struct {
 	Dropped []Dropped `json:"dropped"`
 }
 
-// rebuild re-pins s against snap: a pin or grant whose tool is present with
-// the same digest and provenance is carried forward (a grant then records
-// snap's generation); any other is dropped as removed or drifted.
+// rebuild re-pins s against snap: a pin or grant whose tool is present and
+// has not drifted (Pin.Drift) is carried forward (a grant then records
+// snap's generation); any other is dropped as removed or drifted. A pin
+// without a policy digest is dropped, never upgraded: nothing says the
+// tool's hints, effect and source are still the ones granted.
 func rebuild(s *Set, snap *catalog.Snapshot) (Report, error) {
 	r := Report{Generation: snap.Generation(), Kept: []string{}, Dropped: []Dropped{}}
 	next := s.Clone()
-	check := func(id, digest, prov string) (string, bool) {
-		t, ok := snap.Get(id)
-		switch {
-		case !ok || t.ID != id:
-			return DropRemoved, false
-		case t.SchemaDigest != digest || t.Provenance != prov:
-			return DropDrifted, false
-		}
-		return "", true
-	}
 	for _, id := range slices.Sorted(maps.Keys(s.Core)) {
-		p := s.Core[id]
-		if why, ok := check(id, p.SchemaDigest, p.Provenance); !ok {
+		if why, drift := s.Core[id].Status(snap, id); why != "ok" {
 			delete(next.Core, id)
-			r.Dropped = append(r.Dropped, Dropped{Tool: id, Core: true, Reason: why})
+			r.Dropped = append(r.Dropped, Dropped{Tool: id, Core: true, Reason: why, Drift: drift})
 			continue
 		}
 		r.Kept = append(r.Kept, id)
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.Activated)) {
 		a := s.Activated[id]
-		if why, ok := check(id, a.Grant.SchemaDigest, a.Provenance); !ok {
+		if why, drift := a.Pin().Status(snap, id); why != "ok" {
 			delete(next.Activated, id)
-			r.Dropped = append(r.Dropped, Dropped{Tool: id, Reason: why})
+			r.Dropped = append(r.Dropped, Dropped{Tool: id, Reason: why, Drift: drift})
 			continue
 		}
 		a.Grant.CatalogGeneration = snap.Generation()

@@ -60,7 +60,9 @@ func TestOperations(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, uint64(1), set.Version)
 			g := set.Activated["mcp.files:write"].Grant
-			assert.Equal(t, session.Grant{Session: "s1", Tool: "mcp.files:write", CatalogGeneration: 0, SchemaDigest: g.SchemaDigest}, g)
+			w, _ := snap.Get("mcp.files:write")
+			assert.Equal(t, session.Grant{Session: "s1", Tool: "mcp.files:write", CatalogGeneration: 0, SchemaDigest: w.SchemaDigest, PolicyDigest: w.PolicyDigest}, g)
+			assert.Len(t, g.PolicyDigest, 64)
 			assert.Equal(t, "mcp_config{files}", set.Activated["mcp.files:write"].Provenance)
 			assert.Contains(t, set.Activated, "ext.srv:echo_tool")
 
@@ -114,7 +116,7 @@ func TestOperations(t *testing.T) {
 			assert.Equal(t, []string{"builtin:read_file"}, rep.Kept)
 			assert.Equal(t, []session.Dropped{
 				{Tool: "mcp.files:read", Reason: session.DropRemoved},
-				{Tool: "mcp.files:write", Reason: session.DropDrifted},
+				{Tool: "mcp.files:write", Reason: session.DropDrifted, Drift: []string{session.DriftSchema, session.DriftPolicy}},
 			}, rep.Dropped)
 			assert.Empty(t, set.Activated)
 			assert.Equal(t, uint64(4), set.Version)

@@ -48,10 +48,12 @@ func Activate(ctx context.Context, st Store, snap *catalog.Snapshot, id, name st
 
 // ActivateMany grants the session every named tool of snap, all or nothing,
 // with one version bump. Each grant covers (session, tool id, the tool's
-// current schema digest), records snap's generation and pins the tool's
-// provenance. A session the store does not hold is created with an empty
-// core. Re-activating a tool whose digest or provenance changed replaces its
-// grant: that is how a person accepts the new schema.
+// current schema digest and policy digest), records snap's generation and
+// pins the tool's provenance. A session the store does not hold is created
+// with an empty core. Re-activating a tool whose pin drifted (Pin.Drift:
+// schema, provenance, hints, effect or source changed, or a grant made
+// before policy digests) replaces its grant: that is how a person accepts
+// the changed tool.
 //
 // Errors: ErrInvalidSession, ErrUnknownTool, ErrUntrustedSource,
 // ErrDuplicateTool, ErrAlreadyActive, ErrVersionOverflow, ErrStore.
@@ -87,9 +89,9 @@ func Revoke(ctx context.Context, st Store, snap *catalog.Snapshot, id, name stri
 }
 
 // Rebuild re-pins the session against snap after a catalog change: pins and
-// grants whose tool is present with an unchanged digest and provenance are
-// carried forward, the others are dropped as removed or drifted (see
-// Report). Errors: ErrUnknownSession, ErrVersionOverflow, ErrStore.
+// grants whose tool is present and has not drifted (Pin.Drift) are carried
+// forward, the others are dropped as removed or drifted, with what drifted
+// (see Report). Errors: ErrUnknownSession, ErrVersionOverflow, ErrStore.
 func Rebuild(ctx context.Context, st Store, snap *catalog.Snapshot, id string) (*Set, Report, error) {
 	var r Report
 	s, err := st.Update(ctx, id, func(cur *Set) (*Set, error) {

@@ -14,9 +14,14 @@
 //     grant exists with another digest, not_activated when none does. The
 //     catalog generation is never compared: an unrelated catalog change
 //     leaves a live session's calls alone;
-//  4. the provenance pinned with it equals the record's → else
+//  4. what that pin or grant pinned besides the schema still holds: the
+//     provenance pinned with it equals the record's → else
 //     source_provenance_mismatch (the coherent imposter: same id, same
-//     schema, another source);
+//     schema, another source); and its policy digest equals the record's
+//     → else tool_drifted (the hints, effect, source or trust changed
+//     since the grant, as in an MCP "rug pull"; or the pin predates
+//     policy digests, or the host sent none). A pin or grant that matches
+//     in full authorizes even when the other one has drifted;
 //  5. the record is trusted: unverified provenance or no source →
 //     untrusted_source; a provenance whose server, extension or plugin is
 //     not the record's source or id namespace → source_provenance_mismatch;
@@ -44,6 +49,7 @@ const (
 	CodeNotActivated             = "not_activated"
 	CodeSchemaDigestMismatch     = "schema_digest_mismatch"
 	CodeSourceProvenanceMismatch = "source_provenance_mismatch"
+	CodeToolDrifted              = "tool_drifted"
 	CodeUntrustedSource          = "untrusted_source"
 	CodeConfirmationRequired     = "confirmation_required"
 )
@@ -173,30 +179,53 @@ func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) 
 	if c.Session == "" || !a.Known {
 		return denyT(3, CodeNotActivated, "%s is not activated: the call belongs to no known session", t.ID)
 	}
-	var grant *abi.SessionGrant
-	var grantProv string
+	// The grant is tried before the core pin; either authorizes when it
+	// matches the record in full.
+	type pinned struct {
+		basis                string
+		schema, policy, prov string
+		gen                  uint64
+	}
+	var pins []pinned
 	if act := a.Activation; act != nil && act.Grant.Session == c.Session && act.Grant.Tool == t.ID {
-		grant, grantProv = &act.Grant, act.Provenance
+		g := act.Grant
+		pins = append(pins, pinned{BasisExact, g.SchemaDigest, g.PolicyDigest, act.Provenance, g.CatalogGeneration})
 	}
-	var pinned string
+	if p := a.Core; p != nil {
+		pins = append(pins, pinned{BasisCore, p.SchemaDigest, p.PolicyDigest, p.Provenance, 0})
+	}
+	var match, sameSchema *pinned
+	for i := range pins {
+		p := &pins[i]
+		if p.schema != t.SchemaDigest {
+			continue
+		}
+		if sameSchema == nil {
+			sameSchema = p
+		}
+		if p.prov == t.Provenance && p.policy != "" && p.policy == t.PolicyDigest {
+			match = p
+			break
+		}
+	}
 	switch {
-	case grant != nil && grant.SchemaDigest == t.SchemaDigest:
-		out.Basis, out.GrantGeneration, pinned = BasisExact, grant.CatalogGeneration, grantProv
-	case a.Core != nil && a.Core.SchemaDigest == t.SchemaDigest:
-		out.Basis, pinned = BasisCore, a.Core.Provenance
-	case grant != nil || a.Core != nil:
+	case match != nil:
+	case sameSchema == nil && len(pins) > 0:
 		return denyT(3, CodeSchemaDigestMismatch, "%s: the schema digest the session pinned is not the catalog's current one", t.ID)
-	default:
+	case sameSchema == nil:
 		return denyT(3, CodeNotActivated, "%s is not activated in this session", t.ID)
-	}
 
-	// 4. Pinned provenance.
-	if pinned != t.Provenance {
-		out.Basis, out.GrantGeneration = "", 0
-		return denyT(4, CodeSourceProvenanceMismatch, "%s: provenance is %q, the session pinned %q", t.ID, echo(t.Provenance), echo(pinned))
+	// 4. What the session pinned besides the schema.
+	case sameSchema.prov != t.Provenance:
+		return denyT(4, CodeSourceProvenanceMismatch, "%s: provenance is %q, the session pinned %q", t.ID, echo(t.Provenance), echo(sameSchema.prov))
+	case t.PolicyDigest == "":
+		return denyT(4, CodeToolDrifted, "%s: the catalog record carries no policy digest, so nothing shows it is the tool the session granted", t.ID)
+	case sameSchema.policy == "":
+		return denyT(4, CodeToolDrifted, "%s: the session's %s pin predates policy digests; grant the tool again", t.ID, sameSchema.basis)
+	default:
+		return denyT(4, CodeToolDrifted, "%s: the tool's hints, effect, source or trust changed since the session pinned it; grant it again", t.ID)
 	}
-	basis, gen := out.Basis, out.GrantGeneration
-	out.Basis, out.GrantGeneration = "", 0
+	basis, gen := match.basis, match.gen
 
 	// 5. Source trust.
 	kind, origin := splitProvenance(t.Provenance)

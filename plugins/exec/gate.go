@@ -32,7 +32,7 @@ var Gate = sdk.Gate{
 		ABIVersion:   abi.MajorVersion,
 		Name:         "exec",
 		Version:      "1.0.0",
-		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned digest and provenance, source trust and the confirmation policy.",
+		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned schema digest, provenance and policy digest, source trust and the confirmation policy.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
 		Capabilities: []string{"catalog", "session"},
 		ConfigSchema: json.RawMessage(configSchema),
@@ -121,6 +121,9 @@ func Response(out Outcome, catalogGeneration uint64, session string) abi.Respons
 	if t := out.Tool; t != nil {
 		ev["tool_id"] = t.ID
 		ev["schema_digest"] = t.SchemaDigest
+		if t.PolicyDigest != "" {
+			ev["policy_digest"] = t.PolicyDigest
+		}
 		ev["provenance"] = t.Provenance
 		ev["effect"] = effectOf(*t)
 	}

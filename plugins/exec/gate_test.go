@@ -14,13 +14,13 @@ import (
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
 
-var readTool = abi.Tool{ID: "mcp.files:read", Name: "files_read", SchemaDigest: "d1", Provenance: "mcp_config{files}", Source: "files", Effect: "read_only"}
+var readTool = abi.Tool{ID: "mcp.files:read", Name: "files_read", SchemaDigest: "d1", PolicyDigest: "p1", Provenance: "mcp_config{files}", Source: "files", Effect: "read_only"}
 
 func activated(sess string) func(string) abi.SessionGetAnswer {
 	return func(tool string) abi.SessionGetAnswer {
 		a := abi.SessionGetAnswer{Session: sess, Known: true}
 		if tool == readTool.ID {
-			a.Activation = &abi.SessionActivation{Grant: abi.SessionGrant{Session: sess, Tool: tool, CatalogGeneration: 3, SchemaDigest: "d1"}, Provenance: "mcp_config{files}"}
+			a.Activation = &abi.SessionActivation{Grant: abi.SessionGrant{Session: sess, Tool: tool, CatalogGeneration: 3, SchemaDigest: "d1", PolicyDigest: "p1"}, Provenance: "mcp_config{files}"}
 		}
 		return a
 	}
@@ -47,6 +47,7 @@ func TestAcceptedEvidence(t *testing.T) {
 	assert.Equal(t, exec.BasisExact, r.Basis)
 	assert.EqualValues(t, 3, r.Evidence["grant_generation"])
 	assert.EqualValues(t, 9, r.Evidence["catalog_generation"])
+	assert.Equal(t, "p1", r.Evidence["policy_digest"])
 	b, _ := json.Marshal(r)
 	assert.NotContains(t, string(b), "hunter2", "the call's arguments never appear in the answer")
 }
@@ -104,11 +105,12 @@ func TestLongWireNameIsCut(t *testing.T) {
 }
 
 func TestPolicy(t *testing.T) {
-	write := abi.Tool{ID: "mcp.files:write", Name: "files_write", SchemaDigest: "d2", Provenance: "mcp_config{files}", Source: "files", Effect: "non_idempotent"}
+	write := abi.Tool{ID: "mcp.files:write", Name: "files_write", SchemaDigest: "d2", PolicyDigest: "p2", Provenance: "mcp_config{files}", Source: "files", Effect: "non_idempotent"}
 	h := gatetest.NewHost(readTool, write)
 	h.Granted = []string{"catalog", "session"}
 	h.SessionLookup = func(tool string) abi.SessionGetAnswer {
-		return abi.SessionGetAnswer{Session: "s", Known: true, Core: &abi.SessionPin{SchemaDigest: map[string]string{readTool.ID: "d1", write.ID: "d2"}[tool], Provenance: "mcp_config{files}"}}
+		return abi.SessionGetAnswer{Session: "s", Known: true, Core: &abi.SessionPin{SchemaDigest: map[string]string{readTool.ID: "d1", write.ID: "d2"}[tool],
+			PolicyDigest: map[string]string{readTool.ID: "p1", write.ID: "p2"}[tool], Provenance: "mcp_config{files}"}}
 	}
 	for _, tc := range []struct {
 		config, tool string
