@@ -67,6 +67,8 @@ func hostileKinds() []hostileKind {
 		{name: "answer fails the schema", wat: "schema-violation.wat", wantReason: abi.ReasonABIViolation},
 		{name: "unknown verdict", wat: "unknown-verdict.wat", wantReason: abi.ReasonABIViolation},
 		{name: "accepted without evidence", wat: "accepted-no-evidence.wat", wantReason: abi.ReasonABIViolation},
+		{name: "accepted with a reason", wat: "accepted-with-reason.wat", wantReason: abi.ReasonABIViolation,
+			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "/reason") }},
 		{name: "case-variant Verdict member", wat: "case-variant-verdict.wat", wantReason: abi.ReasonABIViolation},
 		{name: "answer above the size cap", wat: "oversized-answer.wat", wantReason: abi.ReasonABIViolation,
 			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "exceeds the cap of 1048576") }},
