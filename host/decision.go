@@ -33,8 +33,14 @@ type StageResult struct {
 	// abi.Reason* when the host decided it, or the gate's own.
 	Reason   string         `json:"reason,omitempty"`
 	Basis    string         `json:"basis,omitempty"`
+	// Findings and Evidence are the gate's, bounded (see Answer), or the
+	// host's when the host decided the stage.
 	Findings []abi.Finding  `json:"findings"`
 	Evidence map[string]any `json:"evidence,omitempty"`
+	// Answer describes the gate's answer as received: its SHA-256 and size,
+	// and whether Findings and Evidence keep less than it held. Nil when
+	// the gate returned no answer.
+	Answer *Answer `json:"answer,omitempty"`
 	// DurationMicros is the stage's wall time, waiting for an instance
 	// included.
 	DurationMicros int64 `json:"duration_us"`

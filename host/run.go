@@ -267,6 +267,7 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 			s.plugin.pool.put(ans.inst, false)
 		}
 		if !ans.fault {
+			r.Answer = ans.info
 			return failStage(r, abi.ReasonABIViolation, ans.err, nil)
 		}
 		reason := faultReason(ans.err)
@@ -283,6 +284,7 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 		return failStage(r, reason, ans.err, deniedEvidence(state, ev))
 	}
 	inst, resp := ans.inst, ans.resp
+	r.Answer = ans.info
 	r.Verdict, r.Reason, r.Basis, r.Evidence = resp.Verdict, resp.Reason, resp.Basis, resp.Evidence
 	if resp.Findings != nil {
 		r.Findings = resp.Findings
@@ -391,7 +393,7 @@ func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions)
 	recs := make([]eventlog.Record, 0, len(d.Stages)+1)
 	for i, r := range d.Stages {
 		s := p.stages[i]
-		data, err := json.Marshal(r)
+		data, err := stageRecordData(r)
 		if err != nil {
 			return err
 		}
@@ -403,12 +405,20 @@ func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions)
 	}
 	// The decision record names what was decided on: the subject's digest
 	// and the session, so an audit can match it to the agent's action.
+	// Its findings repeat the stages', bounded whatever the number of
+	// stages; findings_total then says how many there were.
+	findings, cut := decisionFindings(d.Findings)
+	total := 0
+	if cut {
+		total = len(d.Findings)
+	}
 	data, err := json.Marshal(struct {
 		CatalogGeneration uint64    `json:"catalog_generation"`
 		SubjectSHA256     string    `json:"subject_sha256"`
 		Session           string    `json:"session,omitempty"`
 		Findings          []Finding `json:"findings"`
-	}{d.CatalogGeneration, digest(subject), opts.Session, d.Findings})
+		FindingsTotal     int       `json:"findings_total,omitempty"`
+	}{d.CatalogGeneration, digest(subject), opts.Session, findings, total})
 	if err != nil {
 		return err
 	}

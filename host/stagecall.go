@@ -27,6 +27,8 @@ type answer struct {
 	// refusal of the answer (abi_violation).
 	err   error
 	fault bool
+	// info describes the answer the guest returned, if it returned one.
+	info *Answer
 	// stdout and stderr are the guest's output tails after a fault.
 	stdout, stderr string
 }
@@ -123,9 +125,10 @@ func runCall(ctx context.Context, p *pool, inst *engine.Instance, state *runCont
 	}
 	resp, err := checkAnswer(out)
 	if err != nil {
-		return answer{inst: inst, err: err}
+		return answer{inst: inst, err: err, info: newAnswer(out)}
 	}
-	return answer{inst: inst, resp: resp}
+	resp, info := boundAnswer(resp, out)
+	return answer{inst: inst, resp: resp, info: info}
 }
 
 // checkAnswer checks a gate's answer: first its nesting depth, in one linear
