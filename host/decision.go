@@ -31,8 +31,8 @@ type StageResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 	// Reason is the snake_case code of an inconclusive verdict: one of
 	// abi.Reason* when the host decided it, or the gate's own.
-	Reason   string         `json:"reason,omitempty"`
-	Basis    string         `json:"basis,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Basis  string `json:"basis,omitempty"`
 	// Findings and Evidence are the gate's, bounded (see Answer), or the
 	// host's when the host decided the stage.
 	Findings []abi.Finding  `json:"findings"`
