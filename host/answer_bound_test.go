@@ -107,8 +107,9 @@ func bigAnswers() []bigAnswer {
 	return []bigAnswer{
 		{name: "1 MiB of < in evidence (6× when escaped)", verdict: abi.Accepted,
 			prefix: `{"verdict":"accepted","evidence":{"x":"`, unit: strings.Repeat("<", 1024), n: mib/1024 - 1, suffix: `"}}`},
-		{name: "60 MB evidence string, max_response_bytes 64 MiB", verdict: abi.Accepted, maxResponse: 64 * mib, memLimit: 256 * mib,
-			prefix: `{"verdict":"accepted","evidence":{"x":"`, unit: strings.Repeat("&", 4096), n: 60_000_000 / 4096, suffix: `"}}`},
+		// Past the log's 4 MiB record cap before escaping, 48 MB after.
+		{name: "8 MB evidence string, max_response_bytes 16 MiB", verdict: abi.Accepted, maxResponse: 16 * mib, memLimit: 64 * mib,
+			prefix: `{"verdict":"accepted","evidence":{"x":"`, unit: strings.Repeat("&", 4096), n: 8_000_000 / 4096, suffix: `"}}`},
 		{name: "20 000 findings, the blocking one last", verdict: abi.Rejected,
 			prefix: `{"verdict":"rejected","findings":[`, unit: finding, n: 20_000, suffix: blocking + `]}`},
 		{name: "one finding with a 1 MiB message of U+2028", verdict: abi.Rejected,
