@@ -256,3 +256,24 @@ func TestManyStagesOfFindingsAreRecorded(t *testing.T) {
 	assert.Less(t, len(dec.Findings), len(d.Findings))
 	assert.LessOrEqual(t, len(recs[n].Data), host.MaxDecisionFindingsBytes+4096)
 }
+
+// TestRefusedAnswerDigest: an answer the host refuses (abi_violation) is
+// still described by its digest and size, so the record names what the
+// gate sent.
+func TestRefusedAnswerDigest(t *testing.T) {
+	gate, answer := patternGate(t, `{"verdict":"accepted","evidence":{"x":`, "[", 100, strings.Repeat("]", 100)+`}}`)
+	h := newHost(t, host.Config{
+		Plugins:   map[string]host.PluginConfig{"g": {Module: gate}},
+		Pipelines: onePipeline("g"),
+	})
+	d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
+	require.NoError(t, err)
+	st := d.Stages[0]
+	assert.Equal(t, abi.ReasonABIViolation, st.Reason)
+	assert.ErrorIs(t, d.Err(), host.ErrABIViolation)
+	require.NotNil(t, st.Answer)
+	sum := sha256.Sum256(answer)
+	assert.Equal(t, hex.EncodeToString(sum[:]), st.Answer.SHA256)
+	assert.Equal(t, len(answer), st.Answer.Bytes)
+	assert.False(t, st.Answer.Truncated)
+}
