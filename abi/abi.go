@@ -105,6 +105,11 @@ const (
 // MaxHostRequestBytes caps one request a guest passes to call.
 const MaxHostRequestBytes = 1 << 20
 
+// MaxAnswerDepth caps how deeply a gate's answer nests: objects and arrays,
+// the answer object itself being level 1 (SPEC §5.4). A deeper answer is an
+// abi_violation, refused in one pass before any schema validation.
+const MaxAnswerDepth = 64
+
 // Pack packs a guest memory location as gate_evaluate and gate_describe return
 // it: ptr in the high 32 bits, length in the low 32 bits.
 func Pack(ptr, length uint32) uint64 { return uint64(ptr)<<32 | uint64(length) }

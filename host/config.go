@@ -160,8 +160,9 @@ type StageConfig struct {
 	Plugin string
 	// Mode defaults to Enforce.
 	Mode Mode
-	// Timeout is the stage deadline, covering waiting for an instance and
-	// the call; default 1s, at least 1ms.
+	// Timeout is the stage deadline, covering waiting for an instance, the
+	// call and the host's check of the answer; default 1s, at least 1ms.
+	// The stage ends at it whatever the guest is doing (abi/SPEC.md §3.3).
 	Timeout time.Duration
 	// MemoryLimit caps the instance's linear memory in bytes, rounded up
 	// to 64 KiB pages; default 64 MiB, at most 4 GiB.

@@ -32,13 +32,18 @@ type StageResult struct {
 	Skipped bool `json:"skipped,omitempty"`
 	// Reason is the snake_case code of an inconclusive verdict: one of
 	// abi.Reason* when the host decided it, or the gate's own.
-	Reason   string        `json:"reason,omitempty"`
-	Basis    string        `json:"basis,omitempty"`
-	Findings []abi.Finding `json:"findings"`
-	// Evidence is the gate's evidence, or the host's (abi/SPEC.md §9.3).
-	// Numbers a gate wrote are json.Number, as in Findings' Details, so
+	Reason string `json:"reason,omitempty"`
+	Basis  string `json:"basis,omitempty"`
+	// Findings and Evidence are the gate's, bounded (see Answer), or the
+	// host's when the host decided the stage (abi/SPEC.md §9.3). Numbers a
+	// gate wrote are json.Number, in Evidence as in Findings' Details, so
 	// that they are recorded exactly as written, whatever their size.
+	Findings []abi.Finding `json:"findings"`
 	Evidence map[string]any `json:"evidence,omitempty"`
+	// Answer describes the gate's answer as received: its SHA-256 and size,
+	// and whether Findings and Evidence keep less than it held. Nil when
+	// the gate returned no answer.
+	Answer *Answer `json:"answer,omitempty"`
 	// DurationMicros is the stage's wall time, waiting for an instance
 	// included.
 	DurationMicros int64 `json:"duration_us"`

@@ -55,6 +55,10 @@ func hostileKinds() []hostileKind {
 		{name: "infinite loop", wat: "infinite-loop.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
 		{name: "Go infinite loop", goID: "loop", wantReason: abi.ReasonPluginTimeout, timeout: 2 * time.Second},
 		{name: "loop calling log", wat: "loop-host-log.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
+		// One bulk-memory instruction runs uninterrupted; the stage still
+		// ends at its deadline, and the instance is discarded when it returns.
+		{name: "memory.fill over a large memory", wat: "bulk-fill.wat", wantReason: abi.ReasonPluginTimeout, timeout: 20 * time.Millisecond, memory: 256 << 20},
+		{name: "memory.copy over a large memory", wat: "bulk-copy.wat", wantReason: abi.ReasonPluginTimeout, timeout: 20 * time.Millisecond, memory: 256 << 20},
 		{name: "loop calling call", wat: "loop-host-call.wat", wantReason: abi.ReasonPluginTrap,
 			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "host call budget exceeded") }},
 		{name: "deep recursion", wat: "deep-recursion.wat", wantReason: abi.ReasonPluginTrap},
@@ -68,7 +72,11 @@ func hostileKinds() []hostileKind {
 		{name: "answer fails the schema", wat: "schema-violation.wat", wantReason: abi.ReasonABIViolation},
 		{name: "unknown verdict", wat: "unknown-verdict.wat", wantReason: abi.ReasonABIViolation},
 		{name: "accepted without evidence", wat: "accepted-no-evidence.wat", wantReason: abi.ReasonABIViolation},
+		{name: "accepted with a reason", wat: "accepted-with-reason.wat", wantReason: abi.ReasonABIViolation,
+			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "/reason") }},
 		{name: "case-variant Verdict member", wat: "case-variant-verdict.wat", wantReason: abi.ReasonABIViolation},
+		{name: "answer nested 100 000 deep", wat: "deep-nesting.wat", wantReason: abi.ReasonABIViolation,
+			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "nests deeper than 64 levels") }},
 		{name: "answer above the size cap", wat: "oversized-answer.wat", wantReason: abi.ReasonABIViolation,
 			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "exceeds the cap of 1048576") }},
 		{name: "ungranted capability, then accepts", wat: "ungranted-capability.wat", wantReason: abi.ReasonCapabilityDenied,
@@ -166,6 +174,7 @@ func TestHostilePlugins(t *testing.T) {
 				}
 				// The good stage still ran and accepted: the host survived.
 				assert.Equal(t, abi.Accepted, d.Stages[1].Verdict)
+				host.WaitCalls(h) // a call abandoned at its deadline discards its instance when it returns
 				created, discarded := host.InstanceCounts(h, "hostile")
 				assert.EqualValues(t, i+1, discarded, "the failed instance is discarded")
 				if i > 0 {

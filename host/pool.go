@@ -23,6 +23,19 @@ type pool struct {
 
 	// created and discarded count instances over the pool's life.
 	created, discarded atomic.Int64
+
+	// calls counts guest calls still running on their own goroutine (see
+	// Host.evaluate), abandoned ones included; close waits for them.
+	calls sync.WaitGroup
+	// abandoned counts calls abandoned at their stage deadline whose
+	// guest has not yet returned: each still holds an instance.
+	abandoned atomic.Int64
+	// onWait, when set (tests only), is called when acquire starts to
+	// block for capacity.
+	onWait func()
+	// onAnswer, when set (tests only), is called on a call's goroutine
+	// after the guest answered, before the answer is checked.
+	onAnswer func()
 }
 
 func newPool(mod *engine.Module, size int) *pool {
@@ -32,25 +45,59 @@ func newPool(mod *engine.Module, size int) *pool {
 // get returns an idle instance, or a new one while fewer than size are
 // live, or waits for one until ctx is done.
 func (p *pool) get(ctx context.Context) (*engine.Instance, error) {
+	inst, _, err := p.acquire(ctx)
+	if err != nil || inst != nil {
+		return inst, err
+	}
+	return p.instantiate(ctx)
+}
+
+// acquire returns an idle instance, or nil and a slot reserved for a new
+// instance (create it with instantiate), or waits for either until ctx is
+// done: then the error is a *engine.Fault with reason host_overloaded (or
+// canceled).
+//
+// shortage reports that it waited while no call of this plugin abandoned at
+// its deadline held an instance: the wait was the host's load, so a timeout
+// of the stage is the host's shortage, not the gate's fault. A wait for an
+// instance the plugin's own runaway call still holds is the plugin's doing.
+func (p *pool) acquire(ctx context.Context) (inst *engine.Instance, shortage bool, err error) {
 	select {
 	case inst := <-p.idle:
-		return inst, nil
+		return inst, false, nil
 	default:
 	}
 	select {
 	case inst := <-p.idle:
-		return inst, nil
+		return inst, false, nil
 	case p.slots <- struct{}{}:
-		inst, err := p.mod.Instantiate(ctx)
-		if err != nil {
-			<-p.slots
-			return nil, err
-		}
-		p.created.Add(1)
-		return inst, nil
-	case <-ctx.Done():
-		return nil, &engine.Fault{Reason: waitReason(ctx), Err: fmt.Errorf("no free instance (pool of %d in use): %w", cap(p.slots), ctx.Err())}
+		return nil, false, nil
+	default:
 	}
+	if p.onWait != nil {
+		p.onWait()
+	}
+	own := p.abandoned.Load() > 0
+	select {
+	case inst := <-p.idle:
+		return inst, !own && p.abandoned.Load() == 0, nil
+	case p.slots <- struct{}{}:
+		return nil, !own && p.abandoned.Load() == 0, nil
+	case <-ctx.Done():
+		return nil, true, &engine.Fault{Reason: waitReason(ctx), Err: fmt.Errorf("no free instance (pool of %d in use): %w", cap(p.slots), ctx.Err())}
+	}
+}
+
+// instantiate creates an instance in the slot acquire reserved; on failure
+// it releases the slot.
+func (p *pool) instantiate(ctx context.Context) (*engine.Instance, error) {
+	inst, err := p.mod.Instantiate(ctx)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	p.created.Add(1)
+	return inst, nil
 }
 
 // put returns inst to the pool, or discards it when it is not healthy. A
@@ -77,10 +124,20 @@ func (p *pool) adopt(inst *engine.Instance) {
 	p.put(inst, true)
 }
 
+// close discards the idle instances, and waits until ctx is done for guest
+// calls still running (abandoned at their stage deadline, whose context is
+// done, so they end at their next deadline check); their instances are
+// discarded as they return.
 func (p *pool) close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
+	idle := make(chan struct{})
+	go func() { p.calls.Wait(); close(idle) }()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 	for {
 		select {
 		case inst := <-p.idle:

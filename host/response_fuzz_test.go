@@ -17,6 +17,7 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"verdict":"accepted","evidence":{"a":1},"Findings":[{"code":"x","severity":"blocking","message":"m"}]}`,
 		`{"verdict":"accepted","evidence":{"n":1e9999999}}`,
 		`{"verdict":"accepted","evidence":{"n":12345678901234567890,"f":[0.1000000000000000055511151231257827,1E+2]}}`,
+		`{"verdict":"accepted","reason":"plugin_trap","evidence":{"a":1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -38,8 +39,8 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		switch resp.Verdict {
 		case abi.Accepted:
-			if len(resp.Evidence) == 0 || blocking {
-				t.Fatalf("accepted without evidence or with a blocking finding: %s", b)
+			if len(resp.Evidence) == 0 || blocking || resp.Reason != "" {
+				t.Fatalf("accepted without evidence, with a blocking finding or with a reason: %s", b)
 			}
 		case abi.Rejected:
 			if !blocking {

@@ -275,33 +275,42 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 			map[string]any{"quarantined_until": until.UTC().Format(time.RFC3339Nano)})
 	}
 	defer func() { h.reportOutcome(s, probe, r) }()
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	// The deadline covers waiting for an instance, the guest's code and the
+	// host's check of its answer; evaluate returns at it whatever runs.
+	sctx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errStageDeadline)
 	defer cancel()
-	inst, err := s.plugin.pool.get(sctx)
+	inst, shortage, err := s.plugin.pool.acquire(sctx)
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
 	}
-	out, err := inst.Evaluate(sctx, state, req, uint32(h.cfg.MaxResponseBytes))
-	if err != nil {
-		stdout, stderr := inst.Output()
-		s.plugin.pool.put(inst, false)
+	ans, ok := h.evaluate(sctx, s, inst, state, req)
+	if !ok {
+		reason, err := expired(sctx, s.cfg.Timeout, shortage)
+		return failStage(r, reason, err, deniedEvidence(state, nil))
+	}
+	if ans.err != nil {
+		if ans.inst != nil {
+			s.plugin.pool.put(ans.inst, false)
+		}
+		if !ans.fault {
+			r.Answer = ans.info
+			return failStage(r, abi.ReasonABIViolation, ans.err, nil)
+		}
+		reason := faultReason(ans.err)
+		if sctx.Err() != nil && (reason == abi.ReasonPluginTimeout || reason == engine.ReasonCanceled) {
+			reason, _ = expired(sctx, s.cfg.Timeout, shortage)
+		}
 		ev := map[string]any{}
-		if stdout != "" {
-			ev["stdout"] = stdout
+		if ans.stdout != "" {
+			ev["stdout"] = ans.stdout
 		}
-		if stderr != "" {
-			ev["stderr"] = stderr
+		if ans.stderr != "" {
+			ev["stderr"] = ans.stderr
 		}
-		if d := state.deniedOps(); len(d) > 0 {
-			ev["capability_denied"] = d
-		}
-		return failStage(r, faultReason(err), err, ev)
+		return failStage(r, reason, ans.err, deniedEvidence(state, ev))
 	}
-	resp, err := decodeResponse(out)
-	if err != nil {
-		s.plugin.pool.put(inst, false)
-		return failStage(r, abi.ReasonABIViolation, err, nil)
-	}
+	inst, resp := ans.inst, ans.resp
+	r.Answer = ans.info
 	r.Verdict, r.Reason, r.Basis, r.Evidence = resp.Verdict, resp.Reason, resp.Basis, resp.Evidence
 	if resp.Findings != nil {
 		r.Findings = resp.Findings
@@ -358,6 +367,18 @@ func decodeResponse(out []byte) (abi.Response, error) {
 	return resp, nil
 }
 
+// deniedEvidence adds to ev (nil: a new map) the operations the guest was
+// refused during the call, if any.
+func deniedEvidence(state *runContext, ev map[string]any) map[string]any {
+	if ev == nil {
+		ev = map[string]any{}
+	}
+	if d := state.deniedOps(); len(d) > 0 {
+		ev["capability_denied"] = d
+	}
+	return ev
+}
+
 func faultReason(err error) string {
 	var f *engine.Fault
 	if errors.As(err, &f) {
@@ -402,7 +423,7 @@ func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions)
 	recs := make([]eventlog.Record, 0, len(d.Stages)+1)
 	for i, r := range d.Stages {
 		s := p.stages[i]
-		data, err := json.Marshal(r)
+		data, err := stageRecordData(r)
 		if err != nil {
 			return err
 		}
@@ -414,12 +435,20 @@ func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions)
 	}
 	// The decision record names what was decided on: the subject's digest
 	// and the session, so an audit can match it to the agent's action.
+	// Its findings repeat the stages', bounded whatever the number of
+	// stages; findings_total then says how many there were.
+	findings, cut := decisionFindings(d.Findings)
+	total := 0
+	if cut {
+		total = len(d.Findings)
+	}
 	data, err := json.Marshal(struct {
 		CatalogGeneration uint64    `json:"catalog_generation"`
 		SubjectSHA256     string    `json:"subject_sha256"`
 		Session           string    `json:"session,omitempty"`
 		Findings          []Finding `json:"findings"`
-	}{d.CatalogGeneration, digest(subject), opts.Session, d.Findings})
+		FindingsTotal     int       `json:"findings_total,omitempty"`
+	}{d.CatalogGeneration, digest(subject), opts.Session, findings, total})
 	if err != nil {
 		return err
 	}
