@@ -38,7 +38,7 @@ type StageResult struct {
 	// host's when the host decided the stage (abi/SPEC.md §9.3). Numbers a
 	// gate wrote are json.Number, in Evidence as in Findings' Details, so
 	// that they are recorded exactly as written, whatever their size.
-	Findings []abi.Finding `json:"findings"`
+	Findings []abi.Finding  `json:"findings"`
 	Evidence map[string]any `json:"evidence,omitempty"`
 	// Answer describes the gate's answer as received: its SHA-256 and size,
 	// and whether Findings and Evidence keep less than it held. Nil when
