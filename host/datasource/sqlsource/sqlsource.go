@@ -8,12 +8,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/gatehost/gatehost/host/datasource"
 	"regexp"
 	"slices"
 	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // SQL is a datasource.DataSource over a database/sql database; OpenSQLite opens one on
@@ -28,8 +30,15 @@ type SQL struct {
 }
 
 // OpenSQLite opens the SQLite database file at path read-only: a gate reads
-// application state, it never writes it.
+// application state, it never writes it. The path must name a regular file
+// (symbolic links are followed): a named pipe or a device is refused before
+// SQLite opens it, which could block or read without end.
 func OpenSQLite(ctx context.Context, path string) (*SQL, error) {
+	f, err := safefile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("datasource: sqlite: %w", err)
+	}
+	f.Close()
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("datasource: sqlite %s: %w", path, err)
