@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,7 +81,7 @@ func (t *tokenSet) match(given string) bool {
 func loadTokens(file, env string) (*tokenSet, error) {
 	var raw []string
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := readTokenFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--token-file: %w", err)
 		}
