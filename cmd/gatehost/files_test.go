@@ -3,13 +3,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -386,4 +389,34 @@ func TestServeReloadRefusesSpecialFiles(t *testing.T) {
 		})
 	}
 	require.NoError(t, safefiletest.Returns(t, func() error { return ts.stop(t) }))
+}
+
+// TestSIGTERMWhileReadingSubject: a CLI process waiting on a subject pipe
+// that never delivers exits 2 on SIGTERM (configured files never make it
+// wait: they are refused).
+func TestSIGTERMWhileReadingSubject(t *testing.T) {
+	s := newSpecials(t)
+	cfg := s.writeConfig(t, pathConfig{})
+	cmd := exec.Command(os.Args[0], "check", "--config", cfg, s.fifo)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Opening the write end without blocking succeeds once the child has
+	// the pipe open for reading; holding it open (and writing nothing)
+	// keeps the child's read waiting.
+	var w *os.File
+	require.Eventually(t, func() bool {
+		f, err := os.OpenFile(s.fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		w = f
+		return err == nil
+	}, 2*time.Minute, 10*time.Millisecond, "the child never opened the subject")
+	defer w.Close()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := safefiletest.Returns(t, cmd.Wait)
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+	assert.Equal(t, exitUsage, ee.ExitCode(), "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "gatehost: subject "+s.fifo+": ")
 }
