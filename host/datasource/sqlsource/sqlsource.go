@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -39,7 +40,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQL, error) {
 		return nil, fmt.Errorf("datasource: sqlite: %w", err)
 	}
 	f.Close()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("datasource: sqlite %s: %w", path, err)
 	}
@@ -49,6 +50,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQL, error) {
 	}
 	return NewSQL(db), nil
 }
+
+// uriPath escapes what would end a SQLite URI's path
+// (https://sqlite.org/uri.html): a '?' or '#' in a file name must not add
+// parameters (mode=rw) or cut the name short.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // NewSQL returns a source over db, which it closes on Close. Named binds
 // must be supported by db's driver.
