@@ -41,7 +41,8 @@ type Config struct {
 	// capability; nil means a new in-memory store (session.MemStore).
 	Sessions session.Store
 	// EventLogPath is the hash-chained JSONL event log; "" means no log
-	// (for embedders who audit elsewhere; the CLI always sets one).
+	// (for embedders who audit elsewhere; the CLI always sets one). A path
+	// that exists must be a regular file (ErrNotRegular otherwise).
 	EventLogPath string
 	// EventLog is an already-open event log the host appends to instead
 	// of opening EventLogPath (set at most one of the two). The host never
@@ -121,7 +122,10 @@ const (
 
 // PluginConfig says where a gate module is.
 type PluginConfig struct {
-	// Path is the .wasm file. Exactly one of Path and Module is set.
+	// Path is the .wasm file. Exactly one of Path and Module is set. It
+	// must be a regular file (links followed) of at most
+	// MaxModuleFileBytes; anything else is a LoadError matching
+	// ErrReadModule and ErrNotRegular or ErrFileTooLarge.
 	Path string
 	// Module is the module's bytes, for embedders that ship them.
 	Module []byte

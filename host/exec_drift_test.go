@@ -202,7 +202,7 @@ func TestExecGrantPinsPolicy(t *testing.T) {
 				if tc.want == string(abi.Accepted) {
 					return
 				}
-				assert.EqualValues(t, 4, r.Findings[0].Details["check"])
+				assert.Equal(t, json.Number("4"), r.Findings[0].Details["check"])
 
 				// Granting again accepts the changed tool.
 				_, err = session.Activate(ctx, h.Sessions(), store.Snapshot(), sess, "merge_pull_request")

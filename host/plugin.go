@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // Kinds of LoadError, for errors.Is. A load error refuses the whole host:
@@ -71,7 +71,7 @@ func readModule(name string, pc PluginConfig) ([]byte, string, error) {
 		if pc.Module != nil {
 			return nil, "", cfgErr("plugins."+name, "set path or module, not both")
 		}
-		b, err := os.ReadFile(pc.Path)
+		b, err := safefile.ReadFile(pc.Path, MaxModuleFileBytes)
 		if err != nil {
 			return nil, "", &LoadError{Plugin: name, Err: fmt.Errorf("%w: %w", ErrReadModule, err)}
 		}

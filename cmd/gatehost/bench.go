@@ -99,7 +99,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(fs.Arg(0), os.Stdin, host.MaxSubjectBytes)
+	data, err := readSubject(ctx, fs.Arg(0), os.Stdin, host.MaxSubjectBytes)
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -62,7 +62,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(fs.Arg(0), stdin, cmp.Or(cfg.host.MaxSubjectBytes, host.MaxSubjectBytes))
+	data, err := readSubject(ctx, fs.Arg(0), stdin, cmp.Or(cfg.host.MaxSubjectBytes, host.MaxSubjectBytes))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -151,7 +151,29 @@ func confirmationFor(h *host.Host, name, token string) *abi.Confirmation {
 	return &abi.Confirmation{Tool: t.ID, Token: token}
 }
 
-func readSubject(arg string, stdin io.Reader, maxBytes int) ([]byte, error) {
+// readSubject reads the subject from the file arg, or stdin for "-", up to
+// maxBytes. A pipe is a valid subject (gatehost check <(…)), so a named pipe
+// is waited on as stdin is; the wait ends when ctx does (SIGINT, SIGTERM),
+// leaving the blocked read behind for the exiting process.
+func readSubject(ctx context.Context, arg string, stdin io.Reader, maxBytes int) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := readSubjectFrom(arg, stdin, maxBytes)
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("subject %s: %w", arg, context.Cause(ctx))
+	}
+}
+
+func readSubjectFrom(arg string, stdin io.Reader, maxBytes int) ([]byte, error) {
 	var r io.Reader = stdin
 	if arg != "-" {
 		f, err := os.Open(arg)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,8 +173,18 @@ func loadConfig(path string) (*loaded, error) {
 	if path == "" {
 		path = defaultConfigFile
 	}
+	// Viper would open the file itself, and wait forever on a named pipe:
+	// it gets the bytes of a checked, capped read instead.
+	src, err := readConfigFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, withoutPath(err))
+	}
+	ext := strings.TrimPrefix(filepath.Ext(path), ".")
+	if !slices.Contains(viper.SupportedExts, ext) {
+		return nil, fmt.Errorf("config %s: unsupported config type %q (name it .yaml, .yml, .toml or .json)", path, ext)
+	}
 	v := viper.New()
-	v.SetConfigFile(path)
+	v.SetConfigType(ext)
 	v.SetEnvPrefix("GATEHOST")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	for _, k := range envKeys {
@@ -180,7 +192,7 @@ func loadConfig(path string) (*loaded, error) {
 			return nil, err
 		}
 	}
-	if err := v.ReadInConfig(); err != nil {
+	if err := v.ReadConfig(bytes.NewReader(src)); err != nil {
 		return nil, fmt.Errorf("config %s: %s", path, oneLine(err.Error()))
 	}
 	var fc fileConfig
@@ -227,6 +239,9 @@ func loadConfig(path string) (*loaded, error) {
 			return nil, fmt.Errorf("config %s: plugins.%s.path: required", path, name)
 		}
 		cfg.Plugins[name] = host.PluginConfig{Path: rel(p.Path), SHA256: p.SHA256}
+	}
+	if err := checkConfiguredPaths(&cfg, l.sessionPath); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, p := range fc.Pipelines {
 		pc := host.PipelineConfig{Subject: abi.SubjectKind(p.Subject), StopOnReject: p.StopOnReject}
@@ -290,7 +305,11 @@ func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Stor
 		}
 		ts, err := catalog.Load(rel(s.Path), catalog.ImportOptions{Format: s.Format, Server: s.Server})
 		if err != nil {
-			return nil, fmt.Errorf("catalog.sources[%d]: %w", i, err)
+			key := fmt.Sprintf("catalog.sources[%d]", i)
+			if fileError(err) {
+				key += ".path"
+			}
+			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 		if err := checkSchemas(ts); err != nil {
 			return nil, fmt.Errorf("catalog.sources[%d] (%s): %w", i, rel(s.Path), err)

@@ -64,13 +64,13 @@ func openSource(ctx context.Context, field string, dc domainConfig, rel func(str
 		case s.Path != "" && len(s.Collections) > 0:
 			return nil, fmt.Errorf("%s: give path or collections, not both", field)
 		case s.Path != "":
-			return wrapSrc(field)(datasource.OpenDocuments(rel(s.Path)))
+			return wrapSrc(field + ".path")(datasource.OpenDocuments(rel(s.Path)))
 		case len(s.Collections) > 0:
 			files := map[string]string{}
 			for c, p := range s.Collections {
 				files[c] = rel(p)
 			}
-			return wrapSrc(field)(datasource.OpenCollections(files))
+			return wrapSrc(field + ".collections")(datasource.OpenCollections(files))
 		}
 		return nil, fmt.Errorf("%s: path or collections is required", field)
 	case "sqlite":
@@ -79,7 +79,7 @@ func openSource(ctx context.Context, field string, dc domainConfig, rel func(str
 		}
 		src, err := sqlsource.OpenSQLite(ctx, rel(s.Path))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
+			return nil, fmt.Errorf("%s.path: %w", field, err)
 		}
 		return src, nil
 	}

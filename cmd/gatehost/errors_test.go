@@ -55,6 +55,12 @@ pipelines:
 		{name: "sha256-mismatch", config: func(d string) string {
 			return strings.Replace(good(d), "path: "+svWasm, "path: "+svWasm+"\n    sha256: "+strings.Repeat("ab", 32), 1)
 		}},
+		{name: "plugin-path-directory", config: func(d string) string {
+			return strings.Replace(good(d), svWasm, ".", 1)
+		}},
+		{name: "event-log-device", config: func(d string) string {
+			return strings.Replace(good(d), "path: events.jsonl", "path: /dev/zero", 1)
+		}},
 		{name: "unknown-pipeline", config: good, args: []string{"--pipeline", "nope"}},
 		{name: "empty-pipeline", config: func(d string) string { return good(d) + "  empty:\n    subject: proposal\n    stages: []\n" }},
 		{name: "subject-not-json", config: good, files: map[string]string{subj: "actions: [get_me]\n"}},

@@ -22,7 +22,14 @@ var (
 	trapWasm []byte
 )
 
+// cliChildEnv makes the test binary run as the CLI itself, for tests that
+// need a process of their own (signals).
+const cliChildEnv = "GATEHOST_TEST_RUN_CLI"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(cliChildEnv) == "1" {
+		main() // exits
+	}
 	testwasm.Main(m, func() (err error) {
 		if repoRoot, err = testwasm.Root(); err != nil {
 			return err

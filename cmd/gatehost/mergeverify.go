@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,6 +13,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/gitchanges"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // cmdMergeVerify derives a merge subject from a git repository (base..head),
@@ -145,7 +145,7 @@ func pickMergePipeline(all []host.PipelineInfo, name string) (host.PipelineInfo,
 // strictJSON decodes a small operator file, refusing unknown members and
 // trailing data.
 func strictJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxOperatorFileBytes)
 	if err != nil {
 		return err
 	}

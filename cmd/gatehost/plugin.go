@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
 
@@ -107,7 +107,7 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err := checkOutput(*output); err != nil {
 		return fail(stderr, err)
 	}
-	wasm, err := os.ReadFile(fs.Arg(0))
+	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -237,7 +237,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		opts.Host = host.Config{Catalog: cfg.host.Catalog, Domains: cfg.host.Domains, Sessions: cfg.host.Sessions,
 			Policy: cfg.host.Policy, Checks: cfg.host.Checks, CacheDir: cfg.host.CacheDir}
 	}
-	wasm, err := os.ReadFile(fs.Arg(0))
+	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,6 +17,8 @@ import (
 	"text/template"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // scaffold holds the templates of `gatehost plugin new`: a gate module with
@@ -65,7 +68,11 @@ func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if entries, err := os.ReadDir(target); err == nil && len(entries) > 0 {
+	entries, err := safefile.ReadDir(target)
+	switch {
+	case errors.Is(err, safefile.ErrNotDir):
+		return fail(stderr, fmt.Errorf("--dir: %w", err))
+	case err == nil && len(entries) > 0:
 		return fail(stderr, fmt.Errorf("%s exists and is not empty", target))
 	}
 	d := scaffoldData{Name: name, Package: strings.ReplaceAll(name, "-", ""), Module: *module}
@@ -144,7 +151,7 @@ func findCheckout(dir string) string {
 // isCheckout: dir holds the gatehost module's go.mod and its sources (a
 // stray go.mod naming the module is not a checkout).
 func isCheckout(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	b, err := safefile.ReadFile(filepath.Join(dir, "go.mod"), 1<<20)
 	if err != nil || !bytes.HasPrefix(bytes.TrimSpace(b), []byte("module "+gatehostModule+"\n")) {
 		return false
 	}

@@ -13,6 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -26,9 +29,9 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 	if code, done := parseFlags(fs, args, func(int) bool { return true }); done {
 		return code
 	}
-	src, err := os.ReadFile(*configPath)
+	src, err := readConfigFile(*configPath)
 	if err != nil {
-		return fail(stderr, err)
+		return fail(stderr, fmt.Errorf("config %s: %w", *configPath, withoutPath(err)))
 	}
 	out, report, err := pinConfig(src, filepath.Dir(*configPath), fs.Args())
 	if err != nil {
@@ -41,7 +44,7 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 		if st, err := os.Stat(*configPath); err == nil {
 			mode = st.Mode().Perm()
 		}
-		if err := os.WriteFile(tmp, out, mode); err != nil {
+		if err := writeRegularFile(tmp, out, mode); err != nil {
 			return fail(stderr, err)
 		}
 		if err := os.Rename(tmp, *configPath); err != nil {
@@ -101,7 +104,7 @@ func pinConfig(src []byte, base string, names []string) ([]byte, []string, error
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(base, path)
 		}
-		wasm, err := os.ReadFile(path)
+		wasm, err := safefile.ReadFile(path, host.MaxModuleFileBytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("plugins.%s.path: %w", name, err)
 		}

@@ -233,13 +233,13 @@ func newServer(o serveOptions, logger *slog.Logger) (*server, error) {
 		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
 	if o.tlsCert != "" {
-		if _, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey); err != nil {
+		if _, err := loadKeyPair(o.tlsCert, o.tlsKey); err != nil {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
 	path := cmp.Or(o.configPath, defaultConfigFile)
 	s.opts.configPath = path
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := readConfigFile(path); err == nil {
 		s.configDigest = sha256.Sum256(b)
 	}
 	l, err := loadConfig(path)
@@ -309,8 +309,11 @@ func (s *server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 	go func() {
 		var err error
 		if s.opts.tlsCert != "" {
-			srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-			err = srv.ServeTLS(ln, s.opts.tlsCert, s.opts.tlsKey)
+			var pair tls.Certificate
+			if pair, err = loadKeyPair(s.opts.tlsCert, s.opts.tlsKey); err == nil {
+				srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+				err = srv.ServeTLS(ln, "", "")
+			}
 		} else {
 			err = srv.Serve(ln)
 		}
@@ -488,7 +491,7 @@ func (s *server) reload(ctx context.Context, trigger string) error {
 		return errors.New("not ready: the first config is still loading")
 	}
 	start := time.Now()
-	if b, err := os.ReadFile(s.opts.configPath); err == nil {
+	if b, err := readConfigFile(s.opts.configPath); err == nil {
 		s.configDigest = sha256.Sum256(b)
 	}
 	rt, toks, err := s.prepare(ctx, prev)
@@ -565,7 +568,7 @@ func (s *server) loadCredentials() (*tokenSet, *tokenSet, error) {
 // reloadIfChanged reloads when the config file's content differs from what
 // the last reload read.
 func (s *server) reloadIfChanged(ctx context.Context) {
-	b, err := os.ReadFile(s.opts.configPath)
+	b, err := readConfigFile(s.opts.configPath)
 	if err != nil {
 		return // a rename-in-progress; the next poll sees the new file
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -203,7 +202,7 @@ func parseTokens(flag, file, envName, env string, agent bool) (*tokenSet, error)
 	}
 	if file != "" {
 		src := flag + " " + file
-		b, err := os.ReadFile(file)
+		b, err := readTokenFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", flag, err)
 		}

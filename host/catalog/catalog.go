@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // Effect is a tool's side-effect class. The classes are ordered by the care
@@ -240,8 +241,12 @@ var (
 	// ErrFormat: the input is no supported catalog format, or not the
 	// format that was asked for.
 	ErrFormat = errors.New("unsupported or mismatched format")
-	// ErrTooLarge: a file exceeds MaxFileBytes.
-	ErrTooLarge = errors.New("file too large")
+	// ErrTooLarge: a file exceeds MaxFileBytes. It is host.ErrFileTooLarge,
+	// the error of every capped file the host reads.
+	ErrTooLarge = safefile.ErrTooLarge
+	// ErrNotRegular: a path names a named pipe, device, socket or (where a
+	// file is expected) directory. It is host.ErrNotRegular.
+	ErrNotRegular = safefile.ErrNotRegular
 )
 
 // Error is the error type of this package. Err wraps one of the sentinels

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // MaxFileBytes caps one catalog file, and the input of Parse. The largest
@@ -49,10 +50,13 @@ type ImportOptions struct {
 // ".json" and does not start with "." is parsed (in name order) as Parse
 // does, and the tools of all files together must have unique ids and names.
 // Subdirectories and other names are skipped; a matching entry that is not
-// a regular file (after symlinks) is an error. github-mcp-server's tool
+// a regular file (after symlinks; a named pipe, a device) is an error
+// matching ErrNotRegular, and so is a path that is neither a regular file
+// nor a directory. github-mcp-server's tool
 // snapshots, one MCP tool per file, load this way.
 //
-// Each file may hold at most MaxFileBytes (ErrTooLarge). Errors are *Error
+// Each file may hold at most MaxFileBytes (ErrTooLarge); no more than that
+// is ever read. Errors are *Error
 // values naming the file and, where it applies, the entry and tool; I/O
 // errors wrap the os error.
 func Load(path string, opts ImportOptions) ([]Tool, error) {
@@ -72,9 +76,9 @@ func Load(path string, opts ImportOptions) ([]Tool, error) {
 		}
 		return im.parse(data, path)
 	}
-	entries, err := os.ReadDir(path)
+	entries, err := safefile.ReadDir(path)
 	if err != nil {
-		return nil, &Error{File: path, Index: -1, Err: err}
+		return nil, &Error{File: path, Index: -1, Err: bare(err)}
 	}
 	var all []Tool
 	for _, e := range entries {
@@ -142,33 +146,23 @@ func Parse(data []byte, opts ImportOptions) ([]Tool, error) {
 	return im.parse(data, "")
 }
 
-// readFile reads a regular file of at most MaxFileBytes. It checks the mode
-// before opening, because opening a FIFO would block.
+// readFile reads a regular file of at most MaxFileBytes. A named pipe is
+// refused without being waited on, and a device without being read.
 func readFile(path string) ([]byte, error) {
-	fail := func(err error) ([]byte, error) { return nil, &Error{File: path, Index: -1, Err: err} }
-	fi, err := os.Stat(path)
+	data, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
-		return fail(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fail(wrap(ErrFormat, "not a regular file"))
-	}
-	if fi.Size() > MaxFileBytes {
-		return fail(wrap(ErrTooLarge, "%d bytes, more than %d", fi.Size(), MaxFileBytes))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fail(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return fail(err)
-	}
-	if len(data) > MaxFileBytes {
-		return fail(wrap(ErrTooLarge, "more than %d bytes", MaxFileBytes))
+		return nil, &Error{File: path, Index: -1, Err: bare(err)}
 	}
 	return data, nil
+}
+
+// bare drops the path from a safefile error: the *Error names the file.
+func bare(err error) error {
+	var fe *safefile.Error
+	if errors.As(err, &fe) {
+		return fe.WithoutPath()
+	}
+	return err
 }
 
 // importer turns documents into tools and checks them, across all the files

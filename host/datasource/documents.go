@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gatehost/gatehost/internal/docpath"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // DocumentView defines a view over a Documents source.
@@ -75,10 +75,17 @@ func NewDocuments(collections map[string]map[string]any) *Documents {
 	return d
 }
 
+// MaxFileBytes caps each file OpenDocuments and OpenCollections read: the
+// documents are held in memory, decoded, at several times their size.
+// Larger data belongs in a database (sqlsource).
+const MaxFileBytes = 128 << 20
+
 // OpenDocuments reads a JSON file whose top level is an object of
 // collections, each an object of documents keyed by id (tau2's db.json).
+// The file must be a regular file of at most MaxFileBytes: a named pipe or
+// a device is refused without being read.
 func OpenDocuments(path string) (*Documents, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("datasource: %w", err)
 	}
@@ -90,11 +97,12 @@ func OpenDocuments(path string) (*Documents, error) {
 }
 
 // OpenCollections reads one JSON file per collection (collection name →
-// file), each an object of documents keyed by id.
+// file), each an object of documents keyed by id, under the rules of
+// OpenDocuments.
 func OpenCollections(files map[string]string) (*Documents, error) {
 	colls := map[string]map[string]any{}
 	for name, path := range files {
-		b, err := os.ReadFile(path)
+		b, err := safefile.ReadFile(path, MaxFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("datasource: collection %s: %w", name, err)
 		}

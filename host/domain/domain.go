@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // Version is the catalog format version this package reads.
@@ -117,9 +117,12 @@ type paramFile struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Load reads and validates the catalog file at path (YAML or JSON).
+// Load reads and validates the catalog file at path (YAML or JSON), of at
+// most MaxCatalogBytes. A path that is not a regular file (a named pipe, a
+// device) is refused without being read: errors.Is(err,
+// host.ErrNotRegular), or host.ErrFileTooLarge past the cap.
 func Load(path string) (*Catalog, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxCatalogBytes)
 	if err != nil {
 		return nil, fmt.Errorf("domain: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/internal/filelock"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // Options configures Open. The zero value gives the defaults.
@@ -93,7 +94,9 @@ type Log struct {
 // Open opens the log at path, creating it and its directories if needed.
 // It verifies the whole chain and the head file first and refuses, with a
 // *ChainError, a log that fails; a torn tail is truncated away (see the
-// package doc and Repaired). Only one Log may hold a file at a time.
+// package doc and Repaired). Only one Log may hold a file at a time. A
+// path that is not a regular file (a named pipe, a device, a directory;
+// symbolic links are followed) is refused at once, never read.
 func Open(path string, opts Options) (*Log, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -103,7 +106,7 @@ func Open(path string, opts Options) (*Log, error) {
 	if err := os.MkdirAll(dirPath, 0o750); err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o640)
+	f, err := safefile.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
@@ -139,7 +142,7 @@ func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Lo
 	if err != nil {
 		return nil, withPath(err, path)
 	}
-	dir, err := os.Open(dirPath)
+	dir, err := safefile.OpenDir(dirPath)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
@@ -334,7 +337,7 @@ func (l *Log) writeHead(seq uint64, hash string) error {
 	b = append(b, `,"hash":"`...)
 	b = append(b, hash...)
 	b = append(b, "\"}\n"...)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	f, err := safefile.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return err
 	}

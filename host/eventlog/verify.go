@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // Reasons a chain fails verification: stable, snake_case codes carried in
@@ -102,9 +104,9 @@ func Verify(path string, opts ...VerifyOptions) (Report, error) {
 	if err != nil {
 		return Report{}, withPath(err, path)
 	}
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
-		return Report{}, fmt.Errorf("eventlog: %w", err) // *PathError names the file
+		return Report{}, fmt.Errorf("eventlog: %w", err) // names the file
 	}
 	defer f.Close()
 
@@ -269,10 +271,13 @@ type checkpoint struct {
 
 func headPath(logPath string) string { return logPath + ".head" }
 
+// maxHeadBytes caps the head file, which holds one short JSON object.
+const maxHeadBytes = 4 << 10
+
 // readHead reads the head file. A missing file is not an error (have is
 // false); a malformed one is a *ChainError, since it may be tampering.
 func readHead(path string) (cp checkpoint, have bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxHeadBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return checkpoint{}, false, nil
 	}

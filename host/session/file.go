@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gatehost/gatehost/internal/filelock"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // MaxFileBytes caps a session file.
@@ -54,20 +54,13 @@ func (f *FileStore) read() (map[string]*Set, error) {
 	fail := func(err error) (map[string]*Set, error) {
 		return nil, &Error{Op: "load", Code: codes[ErrStore], Err: fmt.Errorf("%w: %s: %w", ErrStore, f.path, err)}
 	}
-	file, err := os.Open(f.path)
+	// A named pipe or device at the path is refused, never waited on.
+	data, err := safefile.ReadFile(f.path, MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]*Set{}, nil
 	}
 	if err != nil {
 		return fail(err)
-	}
-	defer file.Close()
-	data, err := io.ReadAll(io.LimitReader(file, MaxFileBytes+1))
-	if err != nil {
-		return fail(err)
-	}
-	if len(data) > MaxFileBytes {
-		return fail(fmt.Errorf("larger than %d bytes", MaxFileBytes))
 	}
 	var doc document
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -123,7 +116,7 @@ func (f *FileStore) write(sets map[string]*Set) error {
 	if err := os.Rename(tmp.Name(), f.path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
+	d, err := safefile.OpenDir(dir)
 	if err != nil {
 		return err
 	}
@@ -136,7 +129,7 @@ func (f *FileStore) lock() (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 		return nil, err
 	}
-	lf, err := os.OpenFile(f.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	lf, err := safefile.OpenFile(f.path+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}

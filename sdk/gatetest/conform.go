@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // The conformance kit. Check runs a compiled gate module through the real
@@ -118,7 +118,13 @@ type Case struct {
 	WantCodes []string `json:"want_codes,omitempty"`
 }
 
-// LoadCases reads every *.json file of dir as a Case, sorted by name.
+// MaxCaseBytes caps one case file; a case holds one subject and what to
+// expect of it.
+const MaxCaseBytes = 16 << 20
+
+// LoadCases reads every *.json file of dir as a Case, sorted by name. Each
+// must be a regular file (a named pipe is refused, not waited on) of at most
+// MaxCaseBytes.
 func LoadCases(dir string) ([]Case, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
@@ -130,7 +136,7 @@ func LoadCases(dir string) ([]Case, error) {
 	sort.Strings(files)
 	out := make([]Case, 0, len(files))
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := safefile.ReadFile(f, MaxCaseBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +213,7 @@ func (r *Report) fail(check, name, format string, args ...any) {
 // failure with t.Errorf, so that one run lists every problem.
 func Run(t testing.TB, wasmPath string, opts Options) *Report {
 	t.Helper()
-	wasm, err := os.ReadFile(wasmPath)
+	wasm, err := safefile.ReadFile(wasmPath, host.MaxModuleFileBytes)
 	if err != nil {
 		t.Fatalf("gatetest: %v", err)
 	}

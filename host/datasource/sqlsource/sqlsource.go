@@ -8,12 +8,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/gatehost/gatehost/host/datasource"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // SQL is a datasource.DataSource over a database/sql database; OpenSQLite opens one on
@@ -28,9 +31,16 @@ type SQL struct {
 }
 
 // OpenSQLite opens the SQLite database file at path read-only: a gate reads
-// application state, it never writes it.
+// application state, it never writes it. The path must name a regular file
+// (symbolic links are followed): a named pipe or a device is refused before
+// SQLite opens it, which could block or read without end.
 func OpenSQLite(ctx context.Context, path string) (*SQL, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
+	f, err := safefile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("datasource: sqlite: %w", err)
+	}
+	f.Close()
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("datasource: sqlite %s: %w", path, err)
 	}
@@ -40,6 +50,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQL, error) {
 	}
 	return NewSQL(db), nil
 }
+
+// uriPath escapes what would end a SQLite URI's path
+// (https://sqlite.org/uri.html): a '?' or '#' in a file name must not add
+// parameters (mode=rw) or cut the name short.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // NewSQL returns a source over db, which it closes on Close. Named binds
 // must be supported by db's driver.
