@@ -216,7 +216,7 @@ func TestExecGrantPinsPolicy(t *testing.T) {
 				case tc.name == "provenance":
 					// Granted again, but the record itself is inconsistent.
 					assert.Equal(t, exec.CodeSourceProvenanceMismatch, got)
-					assert.EqualValues(t, 5, r.Findings[0].Details["check"])
+					assert.Equal(t, json.Number("5"), r.Findings[0].Details["check"])
 				case tc.name == "source":
 					assert.Equal(t, exec.CodeSourceProvenanceMismatch, got)
 				default:
