@@ -1,0 +1,337 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
+)
+
+// The compilation cache.
+//
+// wazero's file cache stores native code keyed by a digest of the module and
+// loads whatever a file of that name holds, checked only by a CRC32 it
+// stores alongside: anyone who can edit an entry and recompute the CRC has
+// the host run their code, pin or no pin; and one damaged entry fails every
+// later compile of that module. gatehost therefore never lets wazero read
+// the cache directory. The directory is a store of entries, each
+// authenticated by an HMAC-SHA256 under a key kept in the directory
+// (CacheKeyFile, 0600, made on first use). When an Engine opens the cache,
+// every entry whose HMAC verifies is copied into a private staging
+// directory (os.MkdirTemp, 0700), the only directory wazero reads and
+// writes; an entry that does not verify is deleted and logged, and wazero
+// recompiles it. After each compile, the entries wazero added to staging
+// are authenticated and written back to the store.
+//
+// Trust boundary: whoever can write the cache directory and read its key
+// can make the host run native code of their choosing, exactly like
+// whoever can write the gatehost binary. So the directory, and the key,
+// must belong to the user running the host and be writable by no one else;
+// OpenCache refuses anything else with a *CacheError.
+//
+// Layout of a cache directory:
+//
+//	gatehost-cache.key        32 random bytes, 0600
+//	<runtime>/<entry>         native code, in the runtime's own format
+//	.mac/<runtime>/<entry>    hex HMAC-SHA256(key, macContext || <runtime>/<entry> || 0 || content)
+//
+// <runtime> is the runtime's version directory (such as
+// wazero-v1.12.0-amd64-linux) and <entry> its 64-hex-digit key.
+
+// CacheKeyFile is the name of the cache directory's HMAC key.
+const CacheKeyFile = "gatehost-cache.key"
+
+const (
+	macDir     = ".mac"
+	macContext = "gatehost compilation cache entry v1\x00"
+	keyBytes   = 32
+)
+
+// ErrCacheUnsafe is the kind of every *CacheError: the compilation cache
+// directory or its key could be written (or the key read) by someone other
+// than the user running the host.
+var ErrCacheUnsafe = errors.New("compilation cache is not private to this user")
+
+// CacheError is a compilation cache the host refuses to use, naming the
+// path and why.
+type CacheError struct {
+	Path   string
+	Reason string
+	Err    error
+}
+
+func (e *CacheError) Error() string {
+	s := "compilation cache " + e.Path + ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *CacheError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCacheUnsafe}
+	}
+	return []error{ErrCacheUnsafe, e.Err}
+}
+
+// authCache is one Engine's view of a cache directory: a staging directory
+// the runtime's own file cache works in, and the store it was filled from.
+type authCache struct {
+	dir     string // the store, as configured (absolute)
+	staging string // private; removed by Close
+	runtime string // the runtime's version directory name
+	key     []byte
+	rc      rt.CompilationCache
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	synced map[string]bool // entries present in both staging and store
+}
+
+// openCache checks dir (creating it 0700 when missing), loads or makes its
+// key, and stages every entry that authenticates. The error is a
+// *CacheError for an unsafe directory or key.
+func openCache(dir string, log *slog.Logger) (*authCache, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, &CacheError{Path: dir, Reason: "cannot resolve", Err: err}
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, &CacheError{Path: abs, Reason: "cannot create", Err: err}
+	}
+	if err := checkPrivate(abs, true); err != nil {
+		return nil, err
+	}
+	key, err := loadKey(filepath.Join(abs, CacheKeyFile))
+	if err != nil {
+		return nil, err
+	}
+	staging, err := os.MkdirTemp("", "gatehost-cc-")
+	if err != nil {
+		return nil, fmt.Errorf("compilation cache: staging directory: %w", err)
+	}
+	c := &authCache{dir: abs, staging: staging, key: key, log: log, synced: map[string]bool{}}
+	fail := func(err error) (*authCache, error) {
+		_ = os.RemoveAll(staging)
+		return nil, err
+	}
+	rc, err := rt.NewCompilationCacheWithDir(staging)
+	if err != nil {
+		return fail(fmt.Errorf("compilation cache: %w", err))
+	}
+	c.rc = rc
+	// The runtime made its version directory in staging; mirror it.
+	ents, err := os.ReadDir(staging)
+	if err != nil || len(ents) != 1 || !ents[0].IsDir() {
+		_ = rc.Close(context.Background())
+		return fail(fmt.Errorf("compilation cache: unexpected staging layout in %s: %v", staging, err))
+	}
+	c.runtime = ents[0].Name()
+	for _, d := range []string{filepath.Join(abs, c.runtime), filepath.Join(abs, macDir, c.runtime)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			_ = rc.Close(context.Background())
+			return fail(&CacheError{Path: d, Reason: "cannot create", Err: err})
+		}
+		if err := checkPrivate(d, true); err != nil {
+			_ = rc.Close(context.Background())
+			return fail(err)
+		}
+	}
+	c.stage()
+	return c, nil
+}
+
+// loadKey reads the key at path, or creates it: written to a temporary
+// file and linked into place, so two hosts starting at once agree on one
+// key and neither reads a partial one.
+func loadKey(path string) ([]byte, error) {
+	for range 2 {
+		key, err := os.ReadFile(path)
+		if err == nil {
+			if err := checkPrivate(path, false); err != nil {
+				return nil, err
+			}
+			if len(key) != keyBytes {
+				return nil, &CacheError{Path: path, Reason: fmt.Sprintf("key is %d bytes, want %d (delete the cache directory to start afresh)", len(key), keyBytes)}
+			}
+			return key, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, &CacheError{Path: path, Reason: "cannot read key", Err: err}
+		}
+		key = make([]byte, keyBytes)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+		tmp, err := os.CreateTemp(filepath.Dir(path), CacheKeyFile+".*.tmp")
+		if err != nil {
+			return nil, &CacheError{Path: path, Reason: "cannot create key", Err: err}
+		}
+		_, werr := tmp.Write(key)
+		cerr := tmp.Close()
+		lerr := os.Link(tmp.Name(), path)
+		_ = os.Remove(tmp.Name())
+		if err := errors.Join(werr, cerr); err != nil {
+			return nil, &CacheError{Path: path, Reason: "cannot write key", Err: err}
+		}
+		if lerr == nil {
+			return key, nil
+		}
+		if !errors.Is(lerr, fs.ErrExist) {
+			return nil, &CacheError{Path: path, Reason: "cannot write key", Err: lerr}
+		}
+		// Another host made it first: read theirs.
+	}
+	return nil, &CacheError{Path: path, Reason: "key keeps changing"}
+}
+
+func (c *authCache) mac(name string, content []byte) []byte {
+	h := hmac.New(sha256.New, c.key)
+	h.Write([]byte(macContext))
+	h.Write([]byte(c.runtime + "/" + name))
+	h.Write([]byte{0})
+	h.Write(content)
+	return h.Sum(nil)
+}
+
+// isEntryName reports whether name is one of the runtime's entry names (64
+// hex digits); its temporary files and anything else are left alone.
+func isEntryName(name string) bool {
+	if len(name) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil
+}
+
+// stage copies every authenticated entry of the store into staging, and
+// deletes every entry that does not authenticate.
+func (c *authCache) stage() {
+	store := filepath.Join(c.dir, c.runtime)
+	ents, err := os.ReadDir(store)
+	if err != nil {
+		c.log.Warn("engine: compilation cache unreadable; compiling afresh", "path", store, "err", err)
+		return
+	}
+	for _, ent := range ents {
+		name := ent.Name()
+		if !isEntryName(name) {
+			continue
+		}
+		path := filepath.Join(store, name)
+		content, reason := c.verify(path, name)
+		if reason != "" {
+			c.discard(name, reason)
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(c.staging, c.runtime, name), content, 0o600); err != nil {
+			c.log.Warn("engine: compilation cache entry not staged", "path", path, "err", err)
+			continue
+		}
+		c.synced[name] = true
+	}
+}
+
+// verify reads the entry at path and checks its HMAC; reason says why it
+// does not authenticate.
+func (c *authCache) verify(path, name string) (content []byte, reason string) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, "unreadable: " + err.Error()
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, "not a regular file"
+	}
+	content, err = os.ReadFile(path)
+	if err != nil {
+		return nil, "unreadable: " + err.Error()
+	}
+	tag, err := os.ReadFile(filepath.Join(c.dir, macDir, c.runtime, name))
+	if err != nil {
+		return nil, "no authentication tag"
+	}
+	want, err := hex.DecodeString(string(bytes.TrimSpace(tag)))
+	if err != nil || !hmac.Equal(want, c.mac(name, content)) {
+		return nil, "authentication tag does not match (entry modified or damaged)"
+	}
+	return content, ""
+}
+
+func (c *authCache) discard(name, reason string) {
+	path := filepath.Join(c.dir, c.runtime, name)
+	c.log.Warn("engine: compilation cache entry discarded; the module is compiled afresh", "path", path, "reason", reason)
+	_ = os.Remove(path)
+	_ = os.Remove(filepath.Join(c.dir, macDir, c.runtime, name))
+}
+
+// sync authenticates the entries the runtime added to staging since the
+// last sync and writes them to the store. A failure costs only a later
+// recompilation, so it is logged, not returned.
+func (c *authCache) sync() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dir := filepath.Join(c.staging, c.runtime)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		c.log.Warn("engine: compilation cache staging unreadable", "path", dir, "err", err)
+		return
+	}
+	for _, ent := range ents {
+		name := ent.Name()
+		if c.synced[name] || !isEntryName(name) {
+			continue
+		}
+		content, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			c.log.Warn("engine: compilation cache entry not saved", "path", filepath.Join(dir, name), "err", err)
+			continue
+		}
+		// The tag goes first: a reader that finds an entry with an old or
+		// missing tag only recompiles it.
+		tag := []byte(hex.EncodeToString(c.mac(name, content)) + "\n")
+		if err := writeAtomic(filepath.Join(c.dir, macDir, c.runtime, name), tag); err != nil {
+			c.log.Warn("engine: compilation cache entry not saved", "path", filepath.Join(c.dir, macDir, c.runtime, name), "err", err)
+			continue
+		}
+		if err := writeAtomic(filepath.Join(c.dir, c.runtime, name), content); err != nil {
+			c.log.Warn("engine: compilation cache entry not saved", "path", filepath.Join(c.dir, c.runtime, name), "err", err)
+			continue
+		}
+		c.synced[name] = true
+	}
+}
+
+// writeAtomic writes b to a temporary file beside path (0600) and renames
+// it over path.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		_ = os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		_ = os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// Close releases the runtime's cache and removes the staging directory.
+func (c *authCache) Close(ctx context.Context) error {
+	err := c.rc.Close(ctx)
+	return errors.Join(err, os.RemoveAll(c.staging))
+}
