@@ -65,7 +65,13 @@ type Engine struct {
 	closing   bool
 	closeOnce sync.Once
 	closeErr  error
+	released  chan struct{} // closed when the runtime is released
 }
+
+// TestHookCompile, when set (by tests only), runs on the goroutine of each
+// compile just before the runtime compiles, so a test can hold a compile
+// "in progress" without depending on how long compiling takes.
+var TestHookCompile func()
 
 // New creates an Engine: a runtime whose calls stop when their context is
 // done, with the WASI subset and the gatehost_v1 host functions installed.
@@ -81,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// see package wasmrt and docs/PERFORMANCE.md for its cost.
 	cfg = rt.WithInterrupt(cfg, !opts.NoInterrupt)
 	opts.Limits = opts.Limits.withDefaults()
-	e := &Engine{opts: opts}
+	e := &Engine{opts: opts, released: make(chan struct{})}
 	if opts.CacheDir != "" {
 		c, err := openCache(opts.CacheDir, opts.Logger)
 		if err != nil {
@@ -122,6 +128,7 @@ func (e *Engine) release(ctx context.Context) error {
 		if e.cache != nil {
 			e.closeErr = errors.Join(e.closeErr, e.cache.Close(ctx))
 		}
+		close(e.released)
 	})
 	return e.closeErr
 }
@@ -230,24 +237,32 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		once.Do(func() { first = true })
 		return first
 	}
+	hook := TestHookCompile
 	go func() {
+		if hook != nil {
+			hook()
+		}
 		// The runtime's compile ignores ctx; it gets one that is never
 		// done so it cannot half-fail on a deadline it does not check.
 		cm, err := e.rt.CompileModule(context.WithoutCancel(ctx), wasm)
 		if err == nil && e.cache != nil {
 			e.cache.sync()
 		}
-		if claim() {
-			done <- result{cm, err}
-		} else if err == nil { // abandoned: discard
+		won := claim()
+		if !won && err == nil { // abandoned: discard
 			_ = cm.Close(context.Background())
 		}
+		// Counted out before the caller has the module, so a Close right
+		// after Compile releases the runtime itself.
 		e.mu.Lock()
 		e.compiling--
 		last := e.closing && e.compiling == 0
 		e.mu.Unlock()
 		if last {
 			_ = e.release(context.Background())
+		}
+		if won {
+			done <- result{cm, err}
 		}
 	}()
 	var cm rt.CompiledModule
