@@ -37,7 +37,7 @@ func nestedModule(op byte, depth, locals, ifs int) []byte {
 	}
 	body = append(body, bytes.Repeat([]byte{op, 0x40}, depth)...)
 	body = append(body, bytes.Repeat([]byte{0x0b}, depth)...)
-	body = append(body, bytes.Repeat([]byte{0x41, 0x01, 0x04, 0x40, 0x41, 0x01, 0x21, 0x00, 0x0b}, ifs)...)
+	body = append(body, bytes.Repeat([]byte{0x20, 0x00, 0x04, 0x40, 0x41, 0x01, 0x21, 0x00, 0x0b}, ifs)...)
 	body = append(body, 0x0b)
 	m := []byte("\x00asm\x01\x00\x00\x00")
 	m = append(m, sec(1, []byte{1, 0x60, 0, 0})...)
@@ -67,6 +67,7 @@ func TestCompileBombsRefused(t *testing.T) {
 		{"101 nested loops", nestedModule(0x03, 101, 0, 0), host.CompileLimits{}, "compile_limits.loop_nesting: 101"},
 		{"2,000 locals across 600 ifs", nestedModule(0x02, 0, 2000, 600), host.CompileLimits{}, "compile_limits.local_blocks"},
 		{"12,000 locals", nestedModule(0x02, 0, 12_000, 0), host.CompileLimits{}, "compile_limits.locals: 12000"},
+		{"20,000 ifs in sequence", nestedModule(0x02, 0, 2, 20_000), host.CompileLimits{}, "compile_limits.blocks: 10001"},
 		{"configured nesting", nestedModule(0x02, 101, 0, 0), host.CompileLimits{Nesting: 100}, "compile_limits.nesting: 101 exceeds the limit of 100"},
 		{"configured module size", nestedModule(0x02, 101, 0, 0), host.CompileLimits{ModuleBytes: 100}, "compile_limits.module_bytes"},
 	}

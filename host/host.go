@@ -344,6 +344,7 @@ func checkCompileLimits(l CompileLimits) error {
 		{"module_bytes", l.ModuleBytes}, {"functions", l.Functions}, {"function_bytes", l.FunctionBytes},
 		{"nesting", l.Nesting}, {"loop_nesting", l.LoopNesting}, {"locals", l.Locals},
 		{"local_blocks", l.LocalBlocks}, {"total_local_blocks", l.TotalLocalBlocks}, {"total_depth", l.TotalDepth},
+		{"blocks", l.Blocks}, {"total_blocks_squared", l.TotalBlocksSquared},
 	} {
 		if f.v < 0 {
 			return cfgErr("compile_limits."+f.name, "must be positive")

@@ -66,6 +66,8 @@ type compileLimits struct {
 	Locals           int      `mapstructure:"locals"`
 	LocalBlocks      int      `mapstructure:"local_blocks"`
 	TotalLocalBlocks int      `mapstructure:"total_local_blocks"`
+	Blocks           int      `mapstructure:"blocks"`
+	TotalBlocksSq    int      `mapstructure:"total_blocks_squared"`
 	TotalDepth       int      `mapstructure:"total_depth"`
 }
 
@@ -233,7 +235,8 @@ func loadConfig(path string) (*loaded, error) {
 			FunctionBytes: int(min(fc.CompileLimits.FunctionBytes, 1<<40)), Nesting: fc.CompileLimits.Nesting,
 			LoopNesting: fc.CompileLimits.LoopNesting, Locals: fc.CompileLimits.Locals,
 			LocalBlocks: fc.CompileLimits.LocalBlocks, TotalLocalBlocks: fc.CompileLimits.TotalLocalBlocks,
-			TotalDepth: fc.CompileLimits.TotalDepth,
+			TotalDepth: fc.CompileLimits.TotalDepth, Blocks: fc.CompileLimits.Blocks,
+			TotalBlocksSquared: fc.CompileLimits.TotalBlocksSq,
 		},
 		Quarantine: host.QuarantineConfig{
 			Disabled: fc.Quarantine.Disabled, Failures: fc.Quarantine.Failures, Window: fc.Quarantine.Window,

@@ -39,6 +39,13 @@ type Limits struct {
 	LocalBlocks int
 	// TotalLocalBlocks caps the sum of LocalBlocks over all functions.
 	TotalLocalBlocks int
+	// Blocks caps the block, loop and if instructions of one function:
+	// compile time grows with about their cube, whatever the locals.
+	Blocks int
+	// TotalBlocksSquared caps the sum over all functions of the square of
+	// their Blocks, so that many functions each under Blocks cannot add
+	// up without bound.
+	TotalBlocksSquared int
 	// TotalDepth caps the sum, over every block, loop and if instruction
 	// of the module, of its nesting depth: compile time grows with it
 	// (quadratically in the depth of one nest).
@@ -48,19 +55,22 @@ type Limits struct {
 // DefaultLimits are far above what real gates need. The four built-in Go
 // gates (3.7-5.7 MB) measure at most: 3,108 functions, bodies of 143 KB,
 // nesting 2,146 (Go's resume-point jump tables), loop nesting 1, 21
-// locals, local_blocks 54,150 in one function and 914,959 in all, total
+// locals, 2,850 blocks in one function and 22.6 million blocks squared in
+// all, local_blocks 54,150 in one function and 914,959 in all, total
 // depth 8.4 million. docs/RATIONALE.md "Bounding compilation" has the
 // figures and what a module at the limits costs to compile.
 var DefaultLimits = Limits{
-	ModuleBytes:      64 << 20,
-	Functions:        100_000,
-	FunctionBytes:    4 << 20,
-	Nesting:          10_000,
-	LoopNesting:      100,
-	Locals:           10_000,
-	LocalBlocks:      1_000_000,
-	TotalLocalBlocks: 8_000_000,
-	TotalDepth:       100_000_000,
+	ModuleBytes:        64 << 20,
+	Functions:          100_000,
+	FunctionBytes:      4 << 20,
+	Nesting:            10_000,
+	LoopNesting:        100,
+	Locals:             10_000,
+	LocalBlocks:        1_000_000,
+	TotalLocalBlocks:   8_000_000,
+	Blocks:             10_000,
+	TotalBlocksSquared: 200_000_000,
+	TotalDepth:         100_000_000,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -92,6 +102,12 @@ func (l Limits) withDefaults() Limits {
 	if l.TotalDepth > 0 {
 		d.TotalDepth = l.TotalDepth
 	}
+	if l.Blocks > 0 {
+		d.Blocks = l.Blocks
+	}
+	if l.TotalBlocksSquared > 0 {
+		d.TotalBlocksSquared = l.TotalBlocksSquared
+	}
 	return d
 }
 
@@ -106,15 +122,17 @@ var ErrMalformed = errors.New("module is not well-formed WebAssembly")
 
 // Shape is what the pre-check measured of a module.
 type Shape struct {
-	Bytes            int `json:"bytes"`
-	Functions        int `json:"functions"`
-	FunctionBytes    int `json:"max_function_bytes"`
-	Nesting          int `json:"max_nesting"`
-	Locals           int `json:"max_locals"`
-	LoopNesting      int `json:"max_loop_nesting"`
-	LocalBlocks      int `json:"max_local_blocks"`
-	TotalLocalBlocks int `json:"total_local_blocks"`
-	TotalDepth       int `json:"total_depth"`
+	Bytes              int `json:"bytes"`
+	Functions          int `json:"functions"`
+	FunctionBytes      int `json:"max_function_bytes"`
+	Nesting            int `json:"max_nesting"`
+	Locals             int `json:"max_locals"`
+	LoopNesting        int `json:"max_loop_nesting"`
+	LocalBlocks        int `json:"max_local_blocks"`
+	TotalLocalBlocks   int `json:"total_local_blocks"`
+	Blocks             int `json:"max_blocks"`
+	TotalBlocksSquared int `json:"total_blocks_squared"`
+	TotalDepth         int `json:"total_depth"`
 }
 
 // CheckShape decodes wasm far enough to measure its Shape and refuses it
@@ -314,7 +332,16 @@ func checkBody(r *reader, lim Limits, s *Shape, where string, params int) error 
 				s.LoopNesting = max(s.LoopNesting, loopDepth)
 			}
 			blocks++
-			// locals <= Locals and blocks <= FunctionBytes/2: no overflow.
+			if blocks > lim.Blocks {
+				return tooComplex("blocks", blocks, lim.Blocks, where)
+			}
+			s.Blocks = max(s.Blocks, blocks)
+			// blocks² grows by 2·blocks-1 with each block; blocks <=
+			// FunctionBytes/2 and locals <= Locals: no overflow.
+			s.TotalBlocksSquared += 2*blocks - 1
+			if s.TotalBlocksSquared > lim.TotalBlocksSquared {
+				return tooComplex("total_blocks_squared", s.TotalBlocksSquared, lim.TotalBlocksSquared, where)
+			}
 			if lb := int(locals) * blocks; lb > lim.LocalBlocks {
 				return tooComplex("local_blocks", lb, lim.LocalBlocks, where)
 			}

@@ -13,7 +13,7 @@ import (
 
 func TestCheckShapeRefusals(t *testing.T) {
 	small := Limits{ModuleBytes: 4096, Functions: 3, FunctionBytes: 512, Nesting: 8, LoopNesting: 2,
-		Locals: 16, LocalBlocks: 40, TotalLocalBlocks: 60, TotalDepth: 40}
+		Locals: 16, LocalBlocks: 40, TotalLocalBlocks: 60, TotalDepth: 40, Blocks: 12, TotalBlocksSquared: 150}
 	simd := []byte{0xfd, 0x0c}
 	simd = append(simd, make([]byte, 16)...) // v128.const
 	simd = append(simd, 0x1a)                // drop
@@ -26,12 +26,12 @@ func TestCheckShapeRefusals(t *testing.T) {
 		{name: "plain function", wasm: genModule(fn{body: []byte{0x01}}),
 			want: Shape{Functions: 1, FunctionBytes: 3}},
 		{name: "nesting at the limit", wasm: genModule(fn{body: nest(0x02, 8)}),
-			want: Shape{Functions: 1, FunctionBytes: 26, Nesting: 8, TotalDepth: 36}},
+			want: Shape{Functions: 1, FunctionBytes: 26, Nesting: 8, TotalDepth: 36, Blocks: 8, TotalBlocksSquared: 64}},
 		{name: "nesting over the limit", wasm: genModule(fn{body: nest(0x02, 9)}), limit: "compile_limits.nesting: 9"},
 		{name: "if nesting counts", wasm: genModule(fn{body: bytes.Repeat([]byte{0x41, 0x00, 0x04, 0x40}, 9)}), limit: "compile_limits.nesting"},
 		{name: "loop nesting over the limit", wasm: genModule(fn{body: nest(0x03, 3)}), limit: "compile_limits.loop_nesting: 3"},
 		{name: "loops in sequence are not nested", wasm: genModule(fn{body: bytes.Repeat(nest(0x03, 2), 3)}),
-			want: Shape{Functions: 1, FunctionBytes: 20, Nesting: 2, LoopNesting: 2, TotalDepth: 9}},
+			want: Shape{Functions: 1, FunctionBytes: 20, Nesting: 2, LoopNesting: 2, TotalDepth: 9, Blocks: 6, TotalBlocksSquared: 36}},
 		{name: "declared locals over the limit", wasm: genModule(fn{locals: 17}), limit: "compile_limits.locals: 17"},
 		{name: "parameters count as locals", wasm: genModule(fn{params: 10, locals: 7}), limit: "compile_limits.locals: 17"},
 		{name: "locals times blocks", wasm: genModule(fn{locals: 10, body: ifs(5, 10)}), limit: "compile_limits.local_blocks: 50"},
@@ -39,6 +39,9 @@ func TestCheckShapeRefusals(t *testing.T) {
 			limit: "compile_limits.total_local_blocks: 70"},
 		{name: "depth summed over functions", wasm: genModule(fn{body: nest(0x02, 8)}, fn{body: nest(0x02, 3)}),
 			limit: "compile_limits.total_depth: 42"},
+		{name: "blocks in sequence", wasm: genModule(fn{locals: 1, body: ifs(13, 1)}), limit: "compile_limits.blocks: 13"},
+		{name: "blocks squared summed", wasm: genModule(fn{locals: 1, body: ifs(10, 1)}, fn{locals: 1, body: ifs(8, 1)}),
+			limit: "compile_limits.total_blocks_squared: 164"},
 		{name: "too many functions", wasm: genModule(fn{}, fn{}, fn{}, fn{}), limit: "compile_limits.functions: 4"},
 		{name: "function body too large", wasm: genModule(fn{body: bytes.Repeat([]byte{0x01}, 600)}), limit: "compile_limits.function_bytes"},
 		{name: "module too large", wasm: append(genModule(fn{}), section(0, make([]byte, 5000))...), limit: "compile_limits.module_bytes"},

@@ -68,11 +68,12 @@ func nest(op byte, depth int) []byte {
 	return b
 }
 
-// ifs returns n sequential ifs, each setting one of locals locals.
+// ifs returns n sequential ifs on local 0, each setting one of locals
+// locals: real branches, which the compiler cannot fold.
 func ifs(n, locals int) []byte {
 	var b []byte
 	for i := range n {
-		b = append(b, 0x41, 0x01, 0x04, 0x40, 0x41, 0x01, 0x21)
+		b = append(b, 0x20, 0x00, 0x04, 0x40, 0x41, 0x01, 0x21) // local.get 0; if; i32.const 1; local.set
 		b = append(b, uleb(uint64(i%locals))...)
 		b = append(b, 0x0b)
 	}
