@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -158,15 +159,16 @@ func openCache(dir string, log *slog.Logger) (*authCache, error) {
 // key and neither reads a partial one.
 func loadKey(path string) ([]byte, error) {
 	for range 2 {
-		key, err := os.ReadFile(path)
+		key, err := readSmall(path, keyBytes)
 		if err == nil {
-			if err := checkPrivate(path, false); err != nil {
-				return nil, err
-			}
 			if len(key) != keyBytes {
 				return nil, &CacheError{Path: path, Reason: fmt.Sprintf("key is %d bytes, want %d (delete the cache directory to start afresh)", len(key), keyBytes)}
 			}
 			return key, nil
+		}
+		var ce *CacheError
+		if errors.As(err, &ce) {
+			return nil, err
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, &CacheError{Path: path, Reason: "cannot read key", Err: err}
@@ -193,6 +195,24 @@ func loadKey(path string) ([]byte, error) {
 		// Another host made it first: read theirs.
 	}
 	return nil, &CacheError{Path: path, Reason: "key keeps changing"}
+}
+
+// readSmall reads the key at path, at most max+1 bytes, after checking
+// that it is a private regular file (never a pipe or device, which could
+// block or never end).
+func readSmall(path string, max int) ([]byte, error) {
+	if _, err := os.Lstat(path); err != nil {
+		return nil, err
+	}
+	if err := checkPrivate(path, false); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(max)+1))
 }
 
 func (c *authCache) mac(name string, content []byte) []byte {
@@ -256,7 +276,11 @@ func (c *authCache) verify(path, name string) (content []byte, reason string) {
 	if err != nil {
 		return nil, "unreadable: " + err.Error()
 	}
-	tag, err := os.ReadFile(filepath.Join(c.dir, macDir, c.runtime, name))
+	tagPath := filepath.Join(c.dir, macDir, c.runtime, name)
+	if fi, err := os.Lstat(tagPath); err != nil || !fi.Mode().IsRegular() {
+		return nil, "no authentication tag"
+	}
+	tag, err := os.ReadFile(tagPath)
 	if err != nil {
 		return nil, "no authentication tag"
 	}

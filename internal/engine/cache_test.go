@@ -113,6 +113,10 @@ func TestCacheEntryNotDerivedFromModule(t *testing.T) {
 		{"key replaced", func(t *testing.T, dir, _ string) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, CacheKeyFile), bytes.Repeat([]byte{7}, keyBytes), 0o600))
 		}, "does not match"},
+		{"tag replaced by a named pipe", func(t *testing.T, dir, entry string) {
+			require.NoError(t, os.Remove(macPath(dir, entry)))
+			require.NoError(t, mkfifo(macPath(dir, entry)))
+		}, "no authentication tag"},
 		{"entry replaced by a named pipe", func(t *testing.T, _, entry string) {
 			require.NoError(t, os.Remove(entry))
 			require.NoError(t, mkfifo(entry))
@@ -196,6 +200,11 @@ func TestCacheDirRefused(t *testing.T) {
 		{"key is a directory", func(t *testing.T, dir string) (string, string) {
 			k := filepath.Join(dir, CacheKeyFile)
 			require.NoError(t, os.Mkdir(k, 0o700))
+			return dir, k
+		}},
+		{"key is a named pipe", func(t *testing.T, dir string) (string, string) {
+			k := filepath.Join(dir, CacheKeyFile)
+			require.NoError(t, mkfifo(k))
 			return dir, k
 		}},
 		{"not a directory", func(t *testing.T, dir string) (string, string) {
