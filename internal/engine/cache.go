@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
@@ -28,12 +30,13 @@ import (
 // later compile of that module. gatehost therefore never lets wazero read
 // the cache directory. The directory is a store of entries, each
 // authenticated by an HMAC-SHA256 under a key kept in the directory
-// (CacheKeyFile, 0600, made on first use). When an Engine opens the cache,
-// every entry whose HMAC verifies is copied into a private staging
-// directory (os.MkdirTemp, 0700), the only directory wazero reads and
-// writes; an entry that does not verify is deleted and logged, and wazero
-// recompiles it. After each compile, the entries wazero added to staging
-// are authenticated and written back to the store.
+// (CacheKeyFile, 0600, made on first use). Each Engine has a private
+// staging directory (os.MkdirTemp, 0700), the only directory wazero reads
+// and writes. Before a module is compiled, the entries an index lists for
+// its sha256 are checked, and those whose HMAC verifies are copied into
+// staging; an entry that does not verify is deleted and logged, and wazero
+// recompiles it. After the compile, the entries wazero added to staging
+// are authenticated, written back to the store, and indexed.
 //
 // Trust boundary: whoever can write the cache directory and read its key
 // can make the host run native code of their choosing, exactly like
@@ -46,6 +49,7 @@ import (
 //	gatehost-cache.key        32 random bytes, 0600
 //	<runtime>/<entry>         native code, in the runtime's own format
 //	.mac/<runtime>/<entry>    hex HMAC-SHA256(key, macContext || <runtime>/<entry> || 0 || content)
+//	.index/<runtime>/<sha256> the entry names compiling that module produced
 //
 // <runtime> is the runtime's version directory (such as
 // wazero-v1.12.0-amd64-linux) and <entry> its 64-hex-digit key.
@@ -55,6 +59,7 @@ const CacheKeyFile = "gatehost-cache.key"
 
 const (
 	macDir     = ".mac"
+	indexDir   = ".index"
 	macContext = "gatehost compilation cache entry v1\x00"
 	keyBytes   = 32
 )
@@ -98,7 +103,7 @@ type authCache struct {
 	log     *slog.Logger
 
 	mu     sync.Mutex
-	synced map[string]bool // entries present in both staging and store
+	synced map[string]bool // entries in both staging and store (authenticated)
 }
 
 // openCache checks dir (creating it 0700 when missing), loads or makes its
@@ -140,7 +145,7 @@ func openCache(dir string, log *slog.Logger) (*authCache, error) {
 		return fail(fmt.Errorf("compilation cache: unexpected staging layout in %s: %v", staging, err))
 	}
 	c.runtime = ents[0].Name()
-	for _, d := range []string{filepath.Join(abs, c.runtime), filepath.Join(abs, macDir, c.runtime)} {
+	for _, d := range []string{filepath.Join(abs, c.runtime), filepath.Join(abs, macDir, c.runtime), filepath.Join(abs, indexDir, c.runtime)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			_ = rc.Close(context.Background())
 			return fail(&CacheError{Path: d, Reason: "cannot create", Err: err})
@@ -150,7 +155,6 @@ func openCache(dir string, log *slog.Logger) (*authCache, error) {
 			return fail(err)
 		}
 	}
-	c.stage()
 	return c, nil
 }
 
@@ -234,21 +238,37 @@ func isEntryName(name string) bool {
 	return err == nil
 }
 
-// stage copies every authenticated entry of the store into staging, and
-// deletes every entry that does not authenticate.
-func (c *authCache) stage() {
-	store := filepath.Join(c.dir, c.runtime)
-	ents, err := os.ReadDir(store)
-	if err != nil {
-		c.log.Warn("engine: compilation cache unreadable; compiling afresh", "path", store, "err", err)
-		return
-	}
-	for _, ent := range ents {
-		name := ent.Name()
-		if !isEntryName(name) {
+// maxIndexBytes caps a module's index file; maxIndexNames the entry
+// names it keeps.
+const (
+	maxIndexBytes = 4 << 10
+	maxIndexNames = 16
+)
+
+// before is what prepare saw in staging, for record to tell what a compile
+// added.
+type before struct {
+	module string // hex sha256 of the module
+	names  map[string]bool
+}
+
+// prepare stages the authenticated entries the index lists for wasm (the
+// runtime will look for one of them) and deletes those that do not
+// authenticate. Only what a compile needs is read: the store may hold
+// entries of many modules and runtime versions.
+func (c *authCache) prepare(wasm []byte) before {
+	sum := sha256.Sum256(wasm)
+	b := before{module: hex.EncodeToString(sum[:])}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range c.readIndex(b.module) {
+		if c.synced[name] {
 			continue
 		}
-		path := filepath.Join(store, name)
+		path := filepath.Join(c.dir, c.runtime, name)
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			continue // pruned, or never saved
+		}
 		content, reason := c.verify(path, name)
 		if reason != "" {
 			c.discard(name, reason)
@@ -260,6 +280,43 @@ func (c *authCache) stage() {
 		}
 		c.synced[name] = true
 	}
+	b.names = c.stagedNames()
+	return b
+}
+
+// readIndex returns the entry names recorded for a module; none when the
+// index is missing or unreadable (the module is then compiled afresh). The
+// index needs no tag: it only says which entries to try, and each entry is
+// authenticated on its own.
+func (c *authCache) readIndex(module string) []string {
+	path := filepath.Join(c.dir, indexDir, c.runtime, module)
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIndexBytes {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, n := range strings.Fields(string(b)) {
+		if isEntryName(n) && len(names) < maxIndexNames {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// stagedNames lists the entries in staging.
+func (c *authCache) stagedNames() map[string]bool {
+	names := map[string]bool{}
+	ents, _ := os.ReadDir(filepath.Join(c.staging, c.runtime))
+	for _, e := range ents {
+		if isEntryName(e.Name()) {
+			names[e.Name()] = true
+		}
+	}
+	return names
 }
 
 // verify reads the entry at path and checks its HMAC; reason says why it
@@ -298,41 +355,60 @@ func (c *authCache) discard(name, reason string) {
 	_ = os.Remove(filepath.Join(c.dir, macDir, c.runtime, name))
 }
 
-// sync authenticates the entries the runtime added to staging since the
-// last sync and writes them to the store. A failure costs only a later
-// recompilation, so it is logged, not returned.
-func (c *authCache) sync() {
+// record authenticates the entries the runtime added to staging since
+// prepare and writes them to the store, and records them in the module's
+// index. Compiles running at once may each record the others' entries
+// too: an extra name in an index costs one entry staged for nothing. A
+// failure costs only a later recompilation, so it is logged, not
+// returned.
+func (c *authCache) record(b before) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	dir := filepath.Join(c.staging, c.runtime)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		c.log.Warn("engine: compilation cache staging unreadable", "path", dir, "err", err)
-		return
-	}
-	for _, ent := range ents {
-		name := ent.Name()
-		if c.synced[name] || !isEntryName(name) {
+	var added []string
+	for name := range c.stagedNames() {
+		if !b.names[name] {
+			added = append(added, name)
+		}
+		if c.synced[name] {
 			continue
 		}
-		content, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			c.log.Warn("engine: compilation cache entry not saved", "path", filepath.Join(dir, name), "err", err)
-			continue
-		}
-		// The tag goes first: a reader that finds an entry with an old or
-		// missing tag only recompiles it.
-		tag := []byte(hex.EncodeToString(c.mac(name, content)) + "\n")
-		if err := writeAtomic(filepath.Join(c.dir, macDir, c.runtime, name), tag); err != nil {
-			c.log.Warn("engine: compilation cache entry not saved", "path", filepath.Join(c.dir, macDir, c.runtime, name), "err", err)
-			continue
-		}
-		if err := writeAtomic(filepath.Join(c.dir, c.runtime, name), content); err != nil {
-			c.log.Warn("engine: compilation cache entry not saved", "path", filepath.Join(c.dir, c.runtime, name), "err", err)
+		if err := c.save(name); err != nil {
+			c.log.Warn("engine: compilation cache entry not saved", "entry", name, "err", err)
 			continue
 		}
 		c.synced[name] = true
 	}
+	if len(added) == 0 {
+		return
+	}
+	names := c.readIndex(b.module)
+	for _, n := range added {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) > maxIndexNames {
+		names = names[len(names)-maxIndexNames:]
+	}
+	path := filepath.Join(c.dir, indexDir, c.runtime, b.module)
+	if err := writeAtomic(path, []byte(strings.Join(names, "\n")+"\n")); err != nil {
+		c.log.Warn("engine: compilation cache index not saved", "path", path, "err", err)
+	}
+}
+
+// save tags the staged entry name and writes tag and entry to the store.
+// The tag goes first: a reader that finds an entry with an old or missing
+// tag only recompiles it.
+func (c *authCache) save(name string) error {
+	content, err := os.ReadFile(filepath.Join(c.staging, c.runtime, name))
+	if err != nil {
+		return err
+	}
+	tag := []byte(hex.EncodeToString(c.mac(name, content)) + "\n")
+	if err := writeAtomic(filepath.Join(c.dir, macDir, c.runtime, name), tag); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(c.dir, c.runtime, name), content)
 }
 
 // writeAtomic writes b to a temporary file beside path (0600) and renames

@@ -166,9 +166,20 @@ func TestCacheWarmHit(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "Close removes the staging directory")
 	assert.Equal(t, os.FileMode(0o600), fileMode(t, filepath.Join(dir, CacheKeyFile)))
 
-	warm := newTestEngine(t, Options{CacheDir: dir})
-	assert.Len(t, warm.cache.synced, 1, "the entry was staged")
+	var logs logBuffer
+	warm := newTestEngine(t, Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	assert.Empty(t, warm.cache.synced, "nothing is read before a compile needs it")
+	seen := warm.cache.prepare(wasm)
+	assert.Len(t, seen.names, 1, "the module's entry is staged before it compiles")
 	assert.JSONEq(t, pinnedInconclusive, evaluate(t, warm, wasm))
+	assert.Len(t, cacheEntries(t, dir), 1)
+	assert.Empty(t, logs.String())
+
+	// Without its index, a module is compiled afresh and indexed again.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, indexDir)))
+	cold := newTestEngine(t, Options{CacheDir: dir})
+	assert.JSONEq(t, pinnedInconclusive, evaluate(t, cold, wasm))
+	assert.Len(t, cold.cache.readIndex(seen.module), 1)
 }
 
 // TestCacheDirRefused: a cache others could write, or whose key others

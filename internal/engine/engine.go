@@ -238,6 +238,10 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		return first
 	}
 	hook := TestHookCompile
+	var seen before
+	if e.cache != nil {
+		seen = e.cache.prepare(wasm)
+	}
 	go func() {
 		if hook != nil {
 			hook()
@@ -246,7 +250,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		// done so it cannot half-fail on a deadline it does not check.
 		cm, err := e.rt.CompileModule(context.WithoutCancel(ctx), wasm)
 		if err == nil && e.cache != nil {
-			e.cache.sync()
+			e.cache.record(seen)
 		}
 		won := claim()
 		if !won && err == nil { // abandoned: discard
