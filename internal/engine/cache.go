@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
+	"github.com/gatehost/gatehost/internal/filelock"
 )
 
 // The compilation cache.
@@ -32,7 +33,8 @@ import (
 // authenticated by an HMAC-SHA256 under a key kept in the directory
 // (CacheKeyFile, 0600, made on first use). Each Engine has a private
 // staging directory (os.MkdirTemp, 0700), the only directory wazero reads
-// and writes. Before a module is compiled, the entries an index lists for
+// and writes; it lives in the cache directory's .staging and is removed
+// on Close, or by the next host when its owner died. Before a module is compiled, the entries an index lists for
 // its sha256 are checked, and those whose HMAC verifies are copied into
 // staging; an entry that does not verify is deleted and logged, and wazero
 // recompiles it. After the compile, the entries wazero added to staging
@@ -95,9 +97,10 @@ func (e *CacheError) Unwrap() []error {
 // authCache is one Engine's view of a cache directory: a staging directory
 // the runtime's own file cache works in, and the store it was filled from.
 type authCache struct {
-	dir     string // the store, as configured (absolute)
-	staging string // private; removed by Close
-	runtime string // the runtime's version directory name
+	dir     string   // the store, as configured (absolute)
+	staging string   // private; removed by Close
+	lock    *os.File // held while the staging directory is in use
+	runtime string   // the runtime's version directory name
 	key     []byte
 	rc      rt.CompilationCache
 	log     *slog.Logger
@@ -124,13 +127,15 @@ func openCache(dir string, log *slog.Logger) (*authCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	staging, err := os.MkdirTemp("", "gatehost-cc-")
+	removeStaleStaging(filepath.Join(abs, stagingDir), log)
+	staging, lock, err := newStaging(filepath.Join(abs, stagingDir))
 	if err != nil {
-		return nil, fmt.Errorf("compilation cache: staging directory: %w", err)
+		return nil, &CacheError{Path: filepath.Join(abs, stagingDir), Reason: "cannot create a staging directory", Err: err}
 	}
-	c := &authCache{dir: abs, staging: staging, key: key, log: log, synced: map[string]bool{}}
+	c := &authCache{dir: abs, staging: staging, lock: lock, key: key, log: log, synced: map[string]bool{}}
 	fail := func(err error) (*authCache, error) {
 		_ = os.RemoveAll(staging)
+		_ = lock.Close()
 		return nil, err
 	}
 	rc, err := rt.NewCompilationCacheWithDir(staging)
@@ -140,11 +145,15 @@ func openCache(dir string, log *slog.Logger) (*authCache, error) {
 	c.rc = rc
 	// The runtime made its version directory in staging; mirror it.
 	ents, err := os.ReadDir(staging)
-	if err != nil || len(ents) != 1 || !ents[0].IsDir() {
+	for _, e := range ents {
+		if e.IsDir() {
+			c.runtime = e.Name()
+		}
+	}
+	if err != nil || c.runtime == "" {
 		_ = rc.Close(context.Background())
 		return fail(fmt.Errorf("compilation cache: unexpected staging layout in %s: %v", staging, err))
 	}
-	c.runtime = ents[0].Name()
 	for _, d := range []string{filepath.Join(abs, c.runtime), filepath.Join(abs, macDir, c.runtime), filepath.Join(abs, indexDir, c.runtime)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			_ = rc.Close(context.Background())
@@ -433,5 +442,64 @@ func writeAtomic(path string, b []byte) error {
 // Close releases the runtime's cache and removes the staging directory.
 func (c *authCache) Close(ctx context.Context) error {
 	err := c.rc.Close(ctx)
-	return errors.Join(err, os.RemoveAll(c.staging))
+	err = errors.Join(err, os.RemoveAll(c.staging))
+	return errors.Join(err, c.lock.Close())
+}
+
+// A staging directory lives in the cache directory's .staging, holding a
+// lock file locked (flock) for as long as its engine is open, so that a
+// host killed before Close leaves a directory the next host can tell is
+// stale and remove.
+const (
+	stagingDir  = ".staging"
+	stagingLock = "lock"
+)
+
+// newStaging makes a staging directory under parent and locks it.
+func newStaging(parent string) (dir string, lock *os.File, err error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", nil, err
+	}
+	dir, err = os.MkdirTemp(parent, "s-")
+	if err != nil {
+		return "", nil, err
+	}
+	lock, err = os.OpenFile(filepath.Join(dir, stagingLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		err = filelock.TryLock(lock)
+	}
+	if err != nil {
+		if lock != nil {
+			_ = lock.Close()
+		}
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, lock, nil
+}
+
+// removeStaleStaging removes the staging directories under parent whose
+// lock no process holds. Where flock is not available (lockingWorks is
+// false) a live directory cannot be told from a stale one, and none is
+// removed.
+func removeStaleStaging(parent string, log *slog.Logger) {
+	if !lockingWorks {
+		return
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		dir := filepath.Join(parent, e.Name())
+		f, err := os.OpenFile(filepath.Join(dir, stagingLock), os.O_RDWR, 0)
+		if err != nil {
+			continue // being made right now, or not ours
+		}
+		if filelock.TryLock(f) == nil {
+			log.Debug("engine: removing a stale compilation cache staging directory", "path", dir)
+			_ = os.RemoveAll(dir)
+		}
+		_ = f.Close()
+	}
 }

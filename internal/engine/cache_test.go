@@ -262,3 +262,25 @@ func TestCacheKeyMadeOnce(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o700), fileMode(t, dir))
 	assert.Equal(t, os.FileMode(0o600), fileMode(t, filepath.Join(dir, CacheKeyFile)))
 }
+
+// TestStaleStagingRemoved: a staging directory left by a host that died
+// before Close is removed by the next one; one in use is left alone.
+func TestStaleStagingRemoved(t *testing.T) {
+	if !lockingWorks {
+		t.Skip("no flock here: stale staging directories are kept")
+	}
+	dir := t.TempDir()
+	live := newTestEngine(t, Options{CacheDir: dir})
+	dead, lock, err := newStaging(filepath.Join(dir, stagingDir))
+	require.NoError(t, err)
+	require.NoError(t, lock.Close()) // its host died: the lock is gone, the directory stays
+
+	next := newTestEngine(t, Options{CacheDir: dir})
+	_, err = os.Stat(dead)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the stale directory is removed")
+	for _, e := range []*Engine{live, next} {
+		_, err := os.Stat(e.cache.staging)
+		assert.NoError(t, err, "a directory in use is kept")
+	}
+	assert.JSONEq(t, pinnedInconclusive, evaluate(t, live, wat(t, pinnedWAT)), "the live engine still compiles")
+}
