@@ -19,7 +19,7 @@ const (
 	DefaultMemoryLimit      = 64 << 20 // bytes
 	DefaultMaxResponseBytes = 1 << 20
 	DefaultLoadTimeout      = 30 * time.Second
-	DefaultCompileTimeout   = 60 * time.Second
+	DefaultCompileTimeout   = 5 * time.Minute
 	// MaxResponseBytesLimit is the largest MaxResponseBytes accepted.
 	MaxResponseBytesLimit = 64 << 20
 	// MaxSubjectBytes caps the subject of one run.
@@ -69,7 +69,7 @@ type Config struct {
 	// LoadTimeout bounds instantiating and describing a module at load
 	// time; default 30s.
 	LoadTimeout time.Duration
-	// CompileTimeout bounds compiling one module; default 60s. A module
+	// CompileTimeout bounds compiling one module; default 5m. A module
 	// not compiled by then refuses the host (ErrCompileTimeout); its
 	// compile, which cannot be interrupted, finishes in the background,
 	// bounded by CompileLimits.

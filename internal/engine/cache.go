@@ -261,13 +261,55 @@ type before struct {
 	names  map[string]bool
 }
 
-// prepare stages the authenticated entries the index lists for wasm (the
-// runtime will look for one of them) and deletes those that do not
+// moduleSum is the hex sha256 of a module's bytes, its key in the index.
+func moduleSum(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:])
+}
+
+// compiling holds, per cache directory and module, a channel closed when
+// the compile in progress in this process ends.
+var compiling = struct {
+	sync.Mutex
+	m map[string]chan struct{}
+}{m: map[string]chan struct{}{}}
+
+// await waits until no other compile of module into this cache directory
+// is in progress in this process, then marks one in progress; done ends
+// it. A second compile of the same bytes (another memory limit, another
+// host, a retry after an abandoned compile) thus finds the first one's
+// entry instead of compiling again beside it. The error is ctx's.
+func (c *authCache) await(ctx context.Context, module string) (done func(), err error) {
+	key := c.dir + "\x00" + module
+	for {
+		compiling.Lock()
+		ch, busy := compiling.m[key]
+		if !busy {
+			ch = make(chan struct{})
+			compiling.m[key] = ch
+			compiling.Unlock()
+			return func() {
+				compiling.Lock()
+				delete(compiling.m, key)
+				compiling.Unlock()
+				close(ch)
+			}, nil
+		}
+		compiling.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// prepare stages the authenticated entries the index lists for the module
+// (the runtime will look for one of them) and deletes those that do not
 // authenticate. Only what a compile needs is read: the store may hold
 // entries of many modules and runtime versions.
-func (c *authCache) prepare(wasm []byte) before {
-	sum := sha256.Sum256(wasm)
-	b := before{module: hex.EncodeToString(sum[:])}
+func (c *authCache) prepare(module string) before {
+	b := before{module: module}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, name := range c.readIndex(b.module) {

@@ -116,3 +116,41 @@ func TestCompileFinishesFirst(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrCompile))
 	assert.False(t, errors.Is(err, ErrMalformed), "the runtime's refusal, not the shape check's")
 }
+
+// TestCompileWaitsForTheSameModule: a second compile of the same bytes into
+// the same cache waits for the first and finds its entry; canceled while
+// waiting, it returns at once.
+func TestCompileWaitsForTheSameModule(t *testing.T) {
+	dir := t.TempDir()
+	wasm := wat(t, pinnedWAT)
+	a := newTestEngine(t, Options{CacheDir: dir})
+	b := newTestEngine(t, Options{CacheDir: dir, MemoryLimitPages: 2048})
+	started, release := holdCompiles(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := a.Compile(context.Background(), wasm)
+		first <- err
+	}()
+	<-started
+
+	// b waits for a's compile, held; its context ends meanwhile.
+	waiting := newDoneCtx(context.Canceled)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Compile(waiting, wasm)
+		errc <- err
+	}()
+	close(waiting.done)
+	err := <-errc
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+
+	close(release)
+	require.NoError(t, <-first)
+	TestHookCompile = nil
+	seen := b.cache.prepare(moduleSum(wasm))
+	assert.Len(t, seen.names, 1, "the second engine finds the first one's entry")
+	m, err := b.Compile(context.Background(), wasm)
+	require.NoError(t, err)
+	require.NoError(t, m.Close(context.Background()))
+}

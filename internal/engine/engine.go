@@ -219,8 +219,25 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		return nil, compileAbandoned(err)
 	}
 	e.mu.Lock()
+	closing := e.closing
+	e.mu.Unlock()
+	if closing {
+		return nil, &LoadError{Kind: ErrCompile, Err: ErrClosed}
+	}
+	finish := func() {}
+	var sum string
+	if e.cache != nil {
+		sum = moduleSum(wasm)
+		f, err := e.cache.await(ctx, sum)
+		if err != nil {
+			return nil, compileAbandoned(err)
+		}
+		finish = f
+	}
+	e.mu.Lock()
 	if e.closing {
 		e.mu.Unlock()
+		finish()
 		return nil, &LoadError{Kind: ErrCompile, Err: ErrClosed}
 	}
 	e.compiling++
@@ -240,7 +257,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 	hook := TestHookCompile
 	var seen before
 	if e.cache != nil {
-		seen = e.cache.prepare(wasm)
+		seen = e.cache.prepare(sum)
 	}
 	go func() {
 		if hook != nil {
@@ -252,6 +269,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		if err == nil && e.cache != nil {
 			e.cache.record(seen)
 		}
+		finish()
 		won := claim()
 		if !won && err == nil { // abandoned: discard
 			_ = cm.Close(context.Background())
