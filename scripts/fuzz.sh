@@ -15,6 +15,7 @@ targets=(
   "./host/catalog FuzzMakeID"
   "./host/eventlog FuzzVerify"
   "./internal/abischema FuzzCheckMemberNames"
+  "./internal/engine FuzzCheckShape"
   "./sdk FuzzHandle"
   "./plugins/static-verify FuzzEvaluate"
   "./cmd/gatehost FuzzLoadConfig"
