@@ -10,6 +10,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/engine"
 )
 
 // Defaults applied to zero fields of Config and StageConfig.
@@ -18,6 +19,7 @@ const (
 	DefaultMemoryLimit      = 64 << 20 // bytes
 	DefaultMaxResponseBytes = 1 << 20
 	DefaultLoadTimeout      = 30 * time.Second
+	DefaultCompileTimeout   = 5 * time.Minute
 	// MaxResponseBytesLimit is the largest MaxResponseBytes accepted.
 	MaxResponseBytesLimit = 64 << 20
 	// MaxSubjectBytes caps the subject of one run.
@@ -53,8 +55,11 @@ type Config struct {
 	// Hooks receives decisions and quarantine changes, for metrics; nil
 	// means none.
 	Hooks *Hooks
-	// CacheDir is the wazero compilation cache: "" means
-	// os.UserCacheDir()/gatehost/wazero, CacheOff disables it.
+	// CacheDir is the compilation cache: "" means
+	// os.UserCacheDir()/gatehost/wazero, CacheOff disables it. Its entries
+	// are authenticated with a key kept in it (README "Compilation
+	// cache"); New refuses, with a *ConfigError for cache_dir wrapping
+	// ErrCacheUnsafe, a directory or key other users could write.
 	CacheDir string
 	// MaxResponseBytes caps one gate answer; default 1 MiB, at most
 	// MaxResponseBytesLimit. A larger answer is an abi_violation.
@@ -65,6 +70,16 @@ type Config struct {
 	// LoadTimeout bounds instantiating and describing a module at load
 	// time; default 30s.
 	LoadTimeout time.Duration
+	// CompileTimeout bounds compiling one module; default 5m. A module
+	// not compiled by then refuses the host (ErrCompileTimeout); its
+	// compile, which cannot be interrupted, finishes in the background,
+	// bounded by CompileLimits.
+	CompileTimeout time.Duration
+	// CompileLimits bounds the shape of a module before it is compiled
+	// (nesting depth, locals, function sizes...); zero fields take
+	// DefaultCompileLimits. A module over one is refused with
+	// ErrTooComplex naming the limit.
+	CompileLimits CompileLimits
 	// Logger receives the host's and guests' log lines; default
 	// slog.Default().
 	Logger *slog.Logger
@@ -112,6 +127,13 @@ type Config struct {
 	// its cost only; set through export_test.go, never in production).
 	noInterrupt bool
 }
+
+// CompileLimits bounds a module's shape before compilation; see
+// engine.Limits for each field.
+type CompileLimits = engine.Limits
+
+// DefaultCompileLimits are the CompileLimits of zero fields.
+var DefaultCompileLimits = engine.DefaultLimits
 
 // Defaults of the run limits.
 const (

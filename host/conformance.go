@@ -30,7 +30,7 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error) {
 // descriptor: parsed, and as the module served it. cacheDir is as
 // Config.CacheDir. The error is a *LoadError.
 func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
-	h := &Host{cfg: Config{CacheDir: cacheDir}, engines: map[uint32]*engine.Engine{}, logger: slog.New(slog.DiscardHandler)}
+	h := &Host{cfg: Config{CacheDir: cacheDir, CompileTimeout: DefaultCompileTimeout}, engines: map[uint32]*engine.Engine{}, logger: slog.New(slog.DiscardHandler)}
 	if cacheDir == "" {
 		h.cfg.CacheDir = CacheOff
 	}
@@ -39,7 +39,7 @@ func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor
 		return abi.Descriptor{}, nil, err
 	}
 	defer e.Close(ctx)
-	mod, err := e.Compile(ctx, wasm)
+	mod, err := h.compile(ctx, e, wasm)
 	p, err := load(ctx, e, "module", precompiled{mod, err}, "", 1, DefaultLoadTimeout)
 	if err != nil {
 		return abi.Descriptor{}, nil, err

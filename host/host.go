@@ -104,6 +104,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.cfg.MaxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	h.cfg.PoolSize = cmp.Or(cfg.PoolSize, runtime.GOMAXPROCS(0))
 	h.cfg.LoadTimeout = cmp.Or(cfg.LoadTimeout, DefaultLoadTimeout)
+	h.cfg.CompileTimeout = cmp.Or(cfg.CompileTimeout, DefaultCompileTimeout)
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
@@ -141,6 +142,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, cfgErr("pool_size", "must be positive")
 	case h.cfg.LoadTimeout < 0:
 		return nil, cfgErr("load_timeout", "must be positive")
+	case h.cfg.CompileTimeout < 0:
+		return nil, cfgErr("compile_timeout", "must be positive")
+	}
+	if err := checkCompileLimits(cfg.CompileLimits); err != nil {
+		return nil, err
 	}
 	if err := validateChecks(cfg.Checks); err != nil {
 		return nil, err
@@ -289,7 +295,7 @@ func (h *Host) plugin(ctx context.Context, name string, pages uint32, wasm []byt
 	pre, ok := h.compiled[key]
 	delete(h.compiled, key)
 	if !ok {
-		pre.mod, pre.err = e.Compile(ctx, wasm)
+		pre.mod, pre.err = h.compile(ctx, e, wasm)
 	}
 	p, err := load(ctx, e, name, pre, sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
 	if err != nil {
@@ -309,12 +315,42 @@ func (h *Host) engine(ctx context.Context, pages uint32) (*engine.Engine, error)
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.New(ctx, engine.Options{CacheDir: dir, MemoryLimitPages: pages, Calls: calls{h.logger}, Logger: h.logger, NoInterrupt: h.cfg.noInterrupt})
+	e, err := engine.New(ctx, engine.Options{CacheDir: dir, Limits: h.cfg.CompileLimits, MemoryLimitPages: pages,
+		Calls: calls{h.logger}, Logger: h.logger, NoInterrupt: h.cfg.noInterrupt})
+	var ce *engine.CacheError
+	if errors.As(err, &ce) {
+		return nil, &ConfigError{Field: "cache_dir", Reason: "refused", Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
 	h.engines[pages] = e
 	return e, nil
+}
+
+// compile compiles wasm on e within CompileTimeout and ctx.
+func (h *Host) compile(ctx context.Context, e *engine.Engine, wasm []byte) (*engine.Module, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.CompileTimeout)
+	defer cancel()
+	return e.Compile(ctx, wasm)
+}
+
+// checkCompileLimits refuses negative compile limits, naming the field.
+func checkCompileLimits(l CompileLimits) error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"module_bytes", l.ModuleBytes}, {"functions", l.Functions}, {"function_bytes", l.FunctionBytes},
+		{"nesting", l.Nesting}, {"loop_nesting", l.LoopNesting}, {"locals", l.Locals},
+		{"local_blocks", l.LocalBlocks}, {"total_local_blocks", l.TotalLocalBlocks}, {"total_depth", l.TotalDepth},
+		{"blocks", l.Blocks}, {"total_blocks_squared", l.TotalBlocksSquared},
+	} {
+		if f.v < 0 {
+			return cfgErr("compile_limits."+f.name, "must be positive")
+		}
+	}
+	return nil
 }
 
 func (h *Host) cacheDir() (string, error) {

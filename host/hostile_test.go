@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/engine/wasmrt"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -30,6 +31,9 @@ type hostileKind struct {
 	wantLoad   error
 	timeout    time.Duration // stage deadline; default testTimeout
 	memory     uint64        // stage memory limit; default 64 MiB
+	// reserves: the kind needs guest memory reserved, not reallocated
+	// (wasmrt.MemoryAllocatorSupported), to stay cheap.
+	reserves bool
 	// check looks at the failed stage's evidence.
 	check func(t *testing.T, ev map[string]any)
 }
@@ -63,6 +67,8 @@ func hostileKinds() []hostileKind {
 			check: func(t *testing.T, ev map[string]any) { assert.Contains(t, ev["error"], "host call budget exceeded") }},
 		{name: "deep recursion", wat: "deep-recursion.wat", wantReason: abi.ReasonPluginTrap},
 		{name: "memory growth beyond the cap", wat: "memory-grow.wat", wantReason: abi.ReasonPluginOutOfMemory, memory: 4 << 20},
+		{name: "memory growth in steps, every page touched", wat: "memory-touch-grow.wat", wantReason: abi.ReasonPluginOutOfMemory, memory: 17 << 16},
+		{name: "memory growth to the 4 GiB limit", wat: "memory-grow-4gib.wat", wantReason: abi.ReasonPluginOutOfMemory, memory: 4 << 30, reserves: true},
 		{name: "Go allocation beyond the cap", goID: "oom", wantReason: abi.ReasonPluginOutOfMemory, memory: 32 << 20},
 		{name: "huge allocation in gate_alloc", wat: "huge-alloc.wat", wantReason: abi.ReasonABIViolation},
 		{name: "gate_alloc pointer outside memory", wat: "alloc-outside-memory.wat", wantReason: abi.ReasonABIViolation},
@@ -100,6 +106,7 @@ func hostileKinds() []hostileKind {
 		{name: "WASI socket import", wat: "wasi-socket.wat", wantLoad: host.ErrForbiddenImport},
 		{name: "slow _initialize", wat: "slow-initialize.wat", wantLoad: host.ErrInstantiate},
 		{name: "trapping start function", wat: "start-trap.wat", wantLoad: host.ErrInstantiate},
+		{name: "nested-loop compile bomb", wat: "loop-nest-bomb.wat", wantLoad: host.ErrTooComplex},
 	}
 }
 
@@ -114,6 +121,9 @@ func TestHostilePlugins(t *testing.T) {
 	var runtimeKinds, loadKinds, accepted int
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
+			if k.reserves && !wasmrt.MemoryAllocatorSupported {
+				t.Skipf("%s reallocates a growing memory", wasmrt.Name)
+			}
 			plugin := host.PluginConfig{Path: goGuest}
 			subject := fmt.Sprintf(`{"id":%q,"actions":[]}`, k.goID)
 			if k.wat != "" {

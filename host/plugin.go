@@ -28,9 +28,14 @@ var (
 	ErrABIVersion      = engine.ErrABIVersion
 	ErrInstantiate     = engine.ErrInstantiate
 	ErrDescriptor      = engine.ErrDescriptor
-	ErrSHA256Mismatch  = errors.New("module sha256 does not match its pin")
-	ErrReadModule      = errors.New("module cannot be read")
-	ErrStageConfig     = errors.New("stage config rejected by the plugin's config schema")
+	ErrTooComplex      = engine.ErrTooComplex
+	ErrCompileTimeout  = engine.ErrCompileTimeout
+	// ErrCacheUnsafe: the compilation cache directory or its key is not
+	// private to the user running the host (a *ConfigError for cache_dir).
+	ErrCacheUnsafe    = engine.ErrCacheUnsafe
+	ErrSHA256Mismatch = errors.New("module sha256 does not match its pin")
+	ErrReadModule     = errors.New("module cannot be read")
+	ErrStageConfig    = errors.New("stage config rejected by the plugin's config schema")
 )
 
 // LoadError is a plugin the host refuses to load (reason code load_error).
@@ -99,8 +104,8 @@ func readModule(name string, pc PluginConfig) ([]byte, string, error) {
 // returns the plugin with the probe in its pool.
 func load(ctx context.Context, e *engine.Engine, name string, pre precompiled, sum string, poolSize int, timeout time.Duration) (*plugin, error) {
 	fail := func(err error) error { return &LoadError{Plugin: name, Err: err} }
-	// Compilation runs no guest code, so only instantiation and describe
-	// are bounded: a slow machine must not fail a good module.
+	// Compilation was bounded by CompileTimeout; instantiation and
+	// describe, which run guest code, by LoadTimeout.
 	mod, err := pre.mod, pre.err
 	if err != nil {
 		return nil, fail(err)

@@ -65,9 +65,12 @@ func (h *Host) precompile(ctx context.Context) (modules map[string][]byte, sums 
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for _, j := range jobs {
 		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			mod, err := j.e.Compile(ctx, j.wasm)
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done(): // a canceled load returns at once
+			}
+			mod, err := h.compile(ctx, j.e, j.wasm)
 			mu.Lock()
 			h.compiled[j.key] = precompiled{mod, err}
 			mu.Unlock()

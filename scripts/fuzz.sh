@@ -17,6 +17,7 @@ targets=(
   "./host/eventlog FuzzVerify"
   "./internal/abischema FuzzCheckMemberNames"
   "./internal/ijson FuzzCheck"
+  "./internal/engine FuzzCheckShape"
   "./sdk FuzzHandle"
   "./plugins/static-verify FuzzEvaluate"
   "./cmd/gatehost FuzzLoadConfig"

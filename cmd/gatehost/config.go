@@ -46,6 +46,8 @@ type fileConfig struct {
 	MaxQueuedRuns     int                       `mapstructure:"max_queued_runs"`
 	QueueTimeout      time.Duration             `mapstructure:"queue_timeout"`
 	LoadTimeout       time.Duration             `mapstructure:"load_timeout"`
+	CompileTimeout    time.Duration             `mapstructure:"compile_timeout"`
+	CompileLimits     compileLimits             `mapstructure:"compile_limits"`
 	Quarantine        quarantineConfig          `mapstructure:"quarantine"`
 	Plugins           map[string]pluginConfig   `mapstructure:"plugins"`
 	Pipelines         map[string]pipelineConfig `mapstructure:"pipelines"`
@@ -54,6 +56,21 @@ type fileConfig struct {
 	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
+}
+
+// compileLimits bounds a module's shape before compilation (host.CompileLimits).
+type compileLimits struct {
+	ModuleBytes      byteSize `mapstructure:"module_bytes"`
+	Functions        int      `mapstructure:"functions"`
+	FunctionBytes    byteSize `mapstructure:"function_bytes"`
+	Nesting          int      `mapstructure:"nesting"`
+	LoopNesting      int      `mapstructure:"loop_nesting"`
+	Locals           int      `mapstructure:"locals"`
+	LocalBlocks      int      `mapstructure:"local_blocks"`
+	TotalLocalBlocks int      `mapstructure:"total_local_blocks"`
+	Blocks           int      `mapstructure:"blocks"`
+	TotalBlocksSq    int      `mapstructure:"total_blocks_squared"`
+	TotalDepth       int      `mapstructure:"total_depth"`
 }
 
 // checkConfig is a build/test command the check capability may run.
@@ -224,6 +241,15 @@ func loadConfig(path string) (*loaded, error) {
 		MaxQueuedRuns:     fc.MaxQueuedRuns,
 		QueueTimeout:      fc.QueueTimeout,
 		LoadTimeout:       fc.LoadTimeout,
+		CompileTimeout:    fc.CompileTimeout,
+		CompileLimits: host.CompileLimits{
+			ModuleBytes: int(min(fc.CompileLimits.ModuleBytes, 1<<40)), Functions: fc.CompileLimits.Functions,
+			FunctionBytes: int(min(fc.CompileLimits.FunctionBytes, 1<<40)), Nesting: fc.CompileLimits.Nesting,
+			LoopNesting: fc.CompileLimits.LoopNesting, Locals: fc.CompileLimits.Locals,
+			LocalBlocks: fc.CompileLimits.LocalBlocks, TotalLocalBlocks: fc.CompileLimits.TotalLocalBlocks,
+			TotalDepth: fc.CompileLimits.TotalDepth, Blocks: fc.CompileLimits.Blocks,
+			TotalBlocksSquared: fc.CompileLimits.TotalBlocksSq,
+		},
 		Quarantine: host.QuarantineConfig{
 			Disabled: fc.Quarantine.Disabled, Failures: fc.Quarantine.Failures, Window: fc.Quarantine.Window,
 			Backoff: fc.Quarantine.Backoff, MaxBackoff: fc.Quarantine.MaxBackoff,

@@ -165,6 +165,11 @@ func TestConfigErrors(t *testing.T) {
 		{"bad mode", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        mode: maybe\n", "mode"},
 		{"timeout without unit", "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        timeout: 5\n", "timeout"},
 		{"no event log", "event_log:\n  path: \"\"\n", "event_log"},
+		{"compile limit refuses a gate", "compile_limits:\n  nesting: 100\n", "compile_limits.nesting: 101 exceeds the limit of 100"},
+		{"negative compile limit", "compile_limits:\n  locals: -1\n", "compile_limits.locals: must be positive"},
+		{"configured block limit", "compile_limits:\n  blocks: 500\n", "compile_limits.blocks: 501 exceeds the limit of 500"},
+		{"unknown compile limit", "compile_limits:\n  depth: 5\n", "depth"},
+		{"compile timeout without unit", "compile_timeout: 5\n", "compile_timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/gatehost/gatehost/abi"
 	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
@@ -22,8 +23,14 @@ const PageSize = 65536
 
 // Options configures an Engine.
 type Options struct {
-	// CacheDir is the on-disk compilation cache; "" disables it.
+	// CacheDir is the on-disk compilation cache; "" disables it. Its
+	// entries are authenticated (see cache.go): New fails with a
+	// *CacheError when the directory or its key is not private to the
+	// user running the host.
 	CacheDir string
+	// Limits bounds the shape of the modules Compile accepts; zero fields
+	// take DefaultLimits.
+	Limits Limits
 	// MemoryLimitPages caps every memory of every instance, in 64 KiB pages.
 	MemoryLimitPages uint32
 	// Calls serves the gatehost_v1 host functions.
@@ -48,9 +55,23 @@ type CallHandler interface {
 // Engine owns one wazero runtime. It is safe for concurrent use.
 type Engine struct {
 	rt    rt.Runtime
-	cache rt.CompilationCache
+	cache *authCache
 	opts  Options
+
+	// Compiles abandoned at their deadline keep running (the runtime
+	// cannot stop one); the runtime is closed when the last one ends.
+	mu        sync.Mutex
+	compiling int
+	closing   bool
+	closeOnce sync.Once
+	closeErr  error
+	released  chan struct{} // closed when the runtime is released
 }
+
+// TestHookCompile, when set (by tests only), runs on the goroutine of each
+// compile just before the runtime compiles, so a test can hold a compile
+// "in progress" without depending on how long compiling takes.
+var TestHookCompile func()
 
 // New creates an Engine: a runtime whose calls stop when their context is
 // done, with the WASI subset and the gatehost_v1 host functions installed.
@@ -65,14 +86,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// Without the deadline check a looping guest cannot be stopped at all;
 	// see package wasmrt and docs/PERFORMANCE.md for its cost.
 	cfg = rt.WithInterrupt(cfg, !opts.NoInterrupt)
-	e := &Engine{opts: opts}
+	opts.Limits = opts.Limits.withDefaults()
+	e := &Engine{opts: opts, released: make(chan struct{})}
 	if opts.CacheDir != "" {
-		c, err := rt.NewCompilationCacheWithDir(opts.CacheDir)
+		c, err := openCache(opts.CacheDir, opts.Logger)
 		if err != nil {
-			return nil, fmt.Errorf("engine: compilation cache %s: %w", opts.CacheDir, err)
+			return nil, fmt.Errorf("engine: %w", err)
 		}
 		e.cache = c
-		cfg = cfg.WithCompilationCache(c)
+		cfg = cfg.WithCompilationCache(c.rc)
 	}
 	e.rt = rt.NewRuntimeWithConfig(ctx, cfg)
 	if err := rt.InstantiateWASI(ctx, e.rt); err != nil {
@@ -86,13 +108,29 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// Close releases the runtime and every module and instance it made.
+// Close releases the runtime and every module and instance it made. When a
+// compile abandoned at its deadline is still running, Close returns at once
+// and the runtime is released when that compile ends.
 func (e *Engine) Close(ctx context.Context) error {
-	err := e.rt.Close(ctx)
-	if e.cache != nil {
-		err = errors.Join(err, e.cache.Close(ctx))
+	e.mu.Lock()
+	e.closing = true
+	busy := e.compiling > 0
+	e.mu.Unlock()
+	if busy {
+		return nil
 	}
-	return err
+	return e.release(ctx)
+}
+
+func (e *Engine) release(ctx context.Context) error {
+	e.closeOnce.Do(func() {
+		e.closeErr = e.rt.Close(ctx)
+		if e.cache != nil {
+			e.closeErr = errors.Join(e.closeErr, e.cache.Close(ctx))
+		}
+		close(e.released)
+	})
+	return e.closeErr
 }
 
 // LoadError is a module the engine refuses, with the reason.
@@ -132,6 +170,11 @@ var (
 	ErrABIVersion      = errors.New("module ABI major not supported")
 	ErrInstantiate     = errors.New("module does not instantiate")
 	ErrDescriptor      = errors.New("module descriptor invalid")
+	// ErrCompileTimeout: compiling did not finish by the context's
+	// deadline (Config.CompileTimeout in package host).
+	ErrCompileTimeout = errors.New("module did not compile within its deadline")
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("engine closed")
 )
 
 var allowedWASI = func() map[string]bool {
@@ -161,12 +204,106 @@ type Module struct {
 	MinPages   uint32
 }
 
-// Compile compiles wasm and checks its imports and exports against the ABI.
-// It does not run any guest code.
+// Compile checks wasm's shape against the engine's Limits (CheckShape),
+// compiles it, and checks its imports and exports against the ABI. It runs
+// no guest code. It returns when ctx is done even though the runtime's
+// compile cannot be interrupted: the error is then a *LoadError of kind
+// ErrCompileTimeout (deadline) or ErrCompile wrapping ctx.Err(), and the
+// abandoned compile finishes in the background, its result discarded. The
+// shape limits bound how long that can take.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	cm, err := e.rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, &LoadError{Kind: ErrCompile, Err: err}
+	if _, err := CheckShape(wasm, e.opts.Limits); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, compileAbandoned(err)
+	}
+	e.mu.Lock()
+	closing := e.closing
+	e.mu.Unlock()
+	if closing {
+		return nil, &LoadError{Kind: ErrCompile, Err: ErrClosed}
+	}
+	finish := func() {}
+	var sum string
+	if e.cache != nil {
+		sum = moduleSum(wasm)
+		f, err := e.cache.await(ctx, sum)
+		if err != nil {
+			return nil, compileAbandoned(err)
+		}
+		finish = f
+	}
+	e.mu.Lock()
+	if e.closing {
+		e.mu.Unlock()
+		finish()
+		return nil, &LoadError{Kind: ErrCompile, Err: ErrClosed}
+	}
+	e.compiling++
+	e.mu.Unlock()
+	type result struct {
+		cm  rt.CompiledModule
+		err error
+	}
+	done := make(chan result, 1)
+	// claim decides, once, who owns the result: the compile, which hands
+	// it over, or the caller, who abandons it at ctx's end.
+	var once sync.Once
+	claim := func() (first bool) {
+		once.Do(func() { first = true })
+		return first
+	}
+	hook := TestHookCompile
+	var seen before
+	if e.cache != nil {
+		seen = e.cache.prepare(sum)
+	}
+	go func() {
+		if hook != nil {
+			hook()
+		}
+		// The runtime's compile ignores ctx; it gets one that is never
+		// done so it cannot half-fail on a deadline it does not check.
+		cm, err := e.rt.CompileModule(context.WithoutCancel(ctx), wasm)
+		if err == nil && e.cache != nil {
+			e.cache.record(seen)
+		}
+		finish()
+		won := claim()
+		if !won && err == nil { // abandoned: discard
+			_ = cm.Close(context.Background())
+		}
+		// Counted out before the caller has the module, so a Close right
+		// after Compile releases the runtime itself.
+		e.mu.Lock()
+		e.compiling--
+		last := e.closing && e.compiling == 0
+		e.mu.Unlock()
+		if last {
+			_ = e.release(context.Background())
+		}
+		if won {
+			done <- result{cm, err}
+		}
+	}()
+	var cm rt.CompiledModule
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, &LoadError{Kind: ErrCompile, Err: r.err}
+		}
+		cm = r.cm
+	case <-ctx.Done():
+		if claim() {
+			e.opts.Logger.Warn("engine: compile abandoned; it finishes in the background", "err", ctx.Err())
+			return nil, compileAbandoned(ctx.Err())
+		}
+		r := <-done // finished meanwhile
+		if r.err != nil {
+			return nil, &LoadError{Kind: ErrCompile, Err: r.err}
+		}
+		cm = r.cm
 	}
 	m := &Module{e: e, cm: cm}
 	if err := m.check(); err != nil {
@@ -174,6 +311,13 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+func compileAbandoned(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &LoadError{Kind: ErrCompileTimeout, Err: err}
+	}
+	return &LoadError{Kind: ErrCompile, Detail: "abandoned", Err: err}
 }
 
 func (m *Module) check() error {

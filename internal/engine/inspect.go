@@ -38,16 +38,37 @@ type Memory struct {
 	MaxPages *uint32 `json:"max_pages,omitempty"`
 }
 
-// Inspect compiles wasm (with no cache, no limits beyond the spec's 4 GiB)
-// and reports its imports, exports, memory and every ABI shape problem. The
-// error is non-nil only when the bytes are not a WebAssembly module.
+// Inspect checks wasm's shape against DefaultLimits, compiles it (with no
+// cache, no memory limit beyond the spec's 4 GiB) and reports its imports,
+// exports, memory and every ABI shape problem. The error, a *LoadError, is
+// non-nil only when the bytes are not a WebAssembly module, exceed a shape
+// limit, or did not compile before ctx was done (see Engine.Compile).
 func Inspect(ctx context.Context, wasm []byte) (*Info, error) {
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(65536))
-	defer rt.Close(ctx)
-	cm, err := rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, &LoadError{Kind: ErrCompile, Err: err}
+	if _, err := CheckShape(wasm, Limits{}); err != nil {
+		return nil, err
 	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(65536))
+	type result struct {
+		cm  wazero.CompiledModule
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cm, err := rt.CompileModule(context.WithoutCancel(ctx), wasm)
+		done <- result{cm, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		go func() { <-done; _ = rt.Close(context.Background()) }() // once the abandoned compile ends
+		return nil, compileAbandoned(ctx.Err())
+	}
+	defer rt.Close(ctx)
+	if r.err != nil {
+		return nil, &LoadError{Kind: ErrCompile, Err: r.err}
+	}
+	cm := r.cm
 	defer cm.Close(ctx)
 	info := &Info{Imports: []Func{}, Exports: []Func{}, Problems: []string{}}
 	for _, f := range cm.ImportedFunctions() {

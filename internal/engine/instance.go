@@ -45,7 +45,7 @@ func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
 		WithStartFunctions(). // _initialize is called below, to classify its failure
 		WithStdout(&inst.stdout).
 		WithStderr(&inst.stderr)
-	mod, err := m.e.rt.InstantiateModule(ctx, m.cm, cfg)
+	mod, err := m.e.rt.InstantiateModule(withGuestMemory(ctx), m.cm, cfg)
 	if err != nil {
 		return nil, inst.fault(ctx, err)
 	}
@@ -72,8 +72,18 @@ func (i *Instance) Close(ctx context.Context) error {
 	return i.mod.Close(ctx)
 }
 
-// MemoryBytes is the current size of the instance's memory.
-func (i *Instance) MemoryBytes() uint64 { return uint64(i.mod.Memory().Size()) }
+// MemoryBytes is the current size of the instance's memory, in bytes: up
+// to 4 GiB, one more than a uint32 holds.
+func (i *Instance) MemoryBytes() uint64 { return memoryBytes(i.mod.Memory()) }
+
+// memoryBytes counts pages, not bytes: the runtime's Size is a uint32 of
+// bytes and reads 0 for a full 4 GiB memory (65536 pages).
+func memoryBytes(mem interface {
+	Grow(uint32) (uint32, bool)
+}) uint64 {
+	pages, _ := mem.Grow(0) // growing by 0 only reports the page count
+	return uint64(pages) * PageSize
+}
 
 // Output returns the tails of what the guest wrote to stdout and stderr
 // during the last call.
@@ -135,7 +145,7 @@ func (i *Instance) read(packed uint64, maxBytes uint32) ([]byte, error) {
 	}
 	b, ok := i.mod.Memory().Read(ptr, n)
 	if !ok {
-		return nil, &Fault{Reason: abi.ReasonABIViolation, Err: fmt.Errorf("answer [%#x, +%d) lies outside memory of %d bytes", ptr, n, i.mod.Memory().Size())}
+		return nil, &Fault{Reason: abi.ReasonABIViolation, Err: fmt.Errorf("answer [%#x, +%d) lies outside memory of %d bytes", ptr, n, memoryBytes(i.mod.Memory()))}
 	}
 	return append([]byte(nil), b...), nil
 }
@@ -170,7 +180,7 @@ const ReasonCanceled = "canceled"
 func (i *Instance) outOfMemory() bool {
 	if i.mod != nil {
 		limit := uint64(i.m.e.opts.MemoryLimitPages) * PageSize
-		if uint64(i.mod.Memory().Size())+PageSize > limit {
+		if memoryBytes(i.mod.Memory())+PageSize > limit {
 			return true
 		}
 	}

@@ -37,9 +37,10 @@ func Root() (string, error) {
 	}
 }
 
-// CacheDir is a wazero compilation cache shared by every test binary of a
+// CacheDir is a compilation cache shared by every test binary of a
 // machine, so each module is compiled by wazero once, not once per test.
-func CacheDir() string { return filepath.Join(os.TempDir(), "gatehost-test-wazero-cache") }
+// Its entries are authenticated (a layout of its own: the name says so).
+func CacheDir() string { return filepath.Join(os.TempDir(), "gatehost-test-cache-auth") }
 
 func outDir() (string, error) {
 	if dir != "" {

@@ -7,6 +7,7 @@ import (
 
 	wazero "github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -33,7 +34,19 @@ type (
 	GoModuleFunc     = api.GoModuleFunc
 	ValueType        = api.ValueType
 	ExitError        = sys.ExitError
+	LinearMemory     = experimental.LinearMemory
 )
+
+// MemoryAllocatorSupported is true: wazero takes a linear-memory allocator
+// from the instantiation context (experimental.WithMemoryAllocator).
+const MemoryAllocatorSupported = true
+
+// WithMemoryAllocator returns ctx carrying alloc, used for the memories of
+// modules instantiated under it. alloc(capBytes, maxBytes) must not return
+// nil.
+func WithMemoryAllocator(ctx context.Context, alloc func(capBytes, maxBytes uint64) LinearMemory) context.Context {
+	return experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(alloc))
+}
 
 const (
 	ValueTypeI32             = api.ValueTypeI32

@@ -34,6 +34,21 @@ type (
 	ExitError        = sys.ExitError
 )
 
+// LinearMemory is wazero's experimental.LinearMemory, which wazy lacks.
+type LinearMemory interface {
+	Reallocate(size uint64) []byte
+	Free()
+}
+
+// MemoryAllocatorSupported is false: wazy has no allocator hook, so a
+// growing memory is reallocated and copied by the runtime (README "Limits").
+const MemoryAllocatorSupported = false
+
+// WithMemoryAllocator returns ctx; see MemoryAllocatorSupported.
+func WithMemoryAllocator(ctx context.Context, _ func(capBytes, maxBytes uint64) LinearMemory) context.Context {
+	return ctx
+}
+
 const (
 	ValueTypeI32             = api.ValueTypeI32
 	ValueTypeI64             = api.ValueTypeI64
