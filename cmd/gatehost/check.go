@@ -5,10 +5,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -108,21 +110,21 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if d == nil {
 		return fail(stderr, err)
 	}
+	// The exit code is the verdict, decided and recorded by now: a reader
+	// that stops early (| head -1) closes the pipe, and the write's EPIPE
+	// must not turn the verdict into a failure (main ignores SIGPIPE).
+	var buf bytes.Buffer
 	if *output == "json" {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
 		if e := enc.Encode(d); e != nil {
 			return fail(stderr, e)
 		}
 	} else {
-		// One write: a reader that stops after the first line (| head -1)
-		// then cannot cut the output short with SIGPIPE and change the
-		// exit code, which is the verdict.
-		var buf bytes.Buffer
 		printDecision(&buf, d)
-		if _, e := stdout.Write(buf.Bytes()); e != nil {
-			return fail(stderr, e)
-		}
+	}
+	if _, e := stdout.Write(buf.Bytes()); e != nil && !errors.Is(e, syscall.EPIPE) {
+		return fail(stderr, e)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost:", err)

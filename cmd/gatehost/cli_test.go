@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,4 +103,40 @@ COMP_WORDS=(gatehost session re); COMP_CWORD=2; _gatehost; echo "${COMPREPLY[*]}
 	out, err := exec.Command(bash, "-c", probe, "probe", path).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, "session\nrevoke rebuild\n", string(out))
+}
+
+// TestVerdictSurvivesClosedStdout: a reader that stops early (| head -1)
+// closes the pipe before check writes; the exit code is still the verdict,
+// not SIGPIPE's 141 or an output error's 2.
+func TestVerdictSurvivesClosedStdout(t *testing.T) {
+	cfg := writeConfig(t, "")
+	for _, tt := range []struct {
+		output, subject string
+		want            int
+	}{
+		{"text", "read-then-write.json", exitAccepted},
+		{"text", "bad-args-and-unknown-tool.json", exitRejected},
+		{"json", "bad-args-and-unknown-tool.json", exitRejected},
+	} {
+		t.Run(tt.output+"/"+tt.subject, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			require.NoError(t, r.Close()) // nobody will read
+			cmd := exec.Command(os.Args[0], "check", "--config", cfg, "--pipeline", "admission", "--output", tt.output, proposal(tt.subject))
+			cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+			cmd.Stdout = w
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err = cmd.Run()
+			require.NoError(t, w.Close())
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.want, code, "stderr: %s", stderr.String())
+		})
+	}
 }

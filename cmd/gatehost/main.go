@@ -63,6 +63,10 @@ Exit codes of domain validate: 0 valid, 1 invalid, 2 usage error.
 var version = ""
 
 func main() {
+	// A closed stdout or stderr (gatehost check … | head -1) is an EPIPE
+	// error to handle, not a signal that kills the process with exit 141
+	// in place of the verdict's exit code.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
