@@ -56,6 +56,10 @@ type StageResult struct {
 type Finding struct {
 	abi.Finding
 	Stage string `json:"stage"`
+	// Advisory marks a finding of an advisory stage: whatever its
+	// severity, it did not decide the verdict. A consumer that filters on
+	// blocking findings must skip these.
+	Advisory bool `json:"advisory,omitempty"`
 }
 
 // Combine is the fail-closed verdict of a run's stages (Check then rejects

@@ -155,7 +155,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 		r := h.runStage(ctx, p, s, d.RunID, subject, snap, now, opts)
 		d.Stages = append(d.Stages, r)
 		for _, f := range r.Findings {
-			d.Findings = append(d.Findings, Finding{Finding: f, Stage: r.Name})
+			d.Findings = append(d.Findings, Finding{Finding: f, Stage: r.Name, Advisory: r.Mode == Advisory})
 		}
 		if p.cfg.StopOnReject && r.Mode == Enforce && r.Verdict == abi.Rejected {
 			stopped = true

@@ -231,13 +231,24 @@ func printDecision(w io.Writer, d *host.Decision) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1fms\n", s.Name, s.Plugin, s.Mode, verdict, dash(s.Reason), float64(s.DurationMicros)/1000)
 	}
 	tw.Flush()
+	// Why a stage could not tell: the host's or the gate's error, first
+	// line only (--output json has all of it).
+	for _, s := range d.Stages {
+		if s.Verdict != abi.Inconclusive || s.Skipped {
+			continue
+		}
+		if e, ok := s.Evidence["error"].(string); ok && e != "" {
+			e, _, _ = strings.Cut(e, "\n")
+			fmt.Fprintf(w, "  %s: %s: %s\n", s.Name, dash(s.Reason), e)
+		}
+	}
 	if len(d.Findings) == 0 {
 		fmt.Fprintln(w, "  no findings")
 		return
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SEVERITY\tCODE\tACTION\tPATH\tMESSAGE")
+	fmt.Fprintln(tw, "  SEVERITY\tCODE\tSTAGE\tACTION\tPATH\tMESSAGE")
 	for _, f := range d.Findings {
 		action := "-"
 		if f.ActionIndex != nil {
@@ -257,7 +268,13 @@ func printDecision(w io.Writer, d *host.Decision) {
 		if f.Path != "" || f.Keyword != "" {
 			path = cmp.Or(f.Path, "(root)")
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Severity, f.Code, action, path, msg)
+		severity, stage := string(f.Severity), cmp.Or(f.Stage, "(host)")
+		if f.Advisory {
+			// It did not decide: never print a bare "blocking" under an
+			// ACCEPTED line.
+			severity += " (advisory)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", severity, f.Code, stage, action, path, msg)
 	}
 	tw.Flush()
 }

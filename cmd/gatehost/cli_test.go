@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
 // everyCommand is each command line that takes flags, as a user types it.
@@ -139,4 +143,73 @@ func TestVerdictSurvivesClosedStdout(t *testing.T) {
 			assert.Equal(t, tt.want, code, "stderr: %s", stderr.String())
 		})
 	}
+}
+
+// TestAdvisoryFindingsMarked: a blocking finding of an advisory stage on an
+// accepted decision is marked advisory in JSON and printed as
+// "blocking (advisory)" with its stage, never as a bare "blocking"; an
+// inconclusive stage's error is printed under the stage table.
+func TestAdvisoryFindingsMarked(t *testing.T) {
+	acceptAll, err := testwasm.WAT("testdata/edge/accept-all.wat")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "accept-all.wasm"), acceptAll, 0o644))
+	cfg := filepath.Join(dir, "gatehost.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+catalog:
+  sources:
+    - {format: mcp, path: %s, server: github}
+event_log: {path: events.jsonl}
+cache_dir: %s
+plugins:
+  static-verify: {path: %s}
+  accept-all: {path: accept-all.wasm}
+  trap: {path: trap.wasm}
+pipelines:
+  advised:
+    subject: proposal
+    stages:
+      - {plugin: accept-all, timeout: 60s}
+      - {name: sv, plugin: static-verify, mode: advisory, timeout: 60s, capabilities: [catalog]}
+  broken:
+    subject: proposal
+    stages:
+      - {plugin: trap, timeout: 60s}
+`, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"), testwasm.CacheDir(), svWasm)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trap.wasm"), trapWasm, 0o644))
+	bad := proposal("bad-args-and-unknown-tool.json")
+
+	code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", "advised", "--output", "json", bad)
+	require.Equal(t, exitAccepted, code, errOut)
+	var d struct {
+		Verdict  string `json:"verdict"`
+		Findings []struct {
+			Severity string `json:"severity"`
+			Stage    string `json:"stage"`
+			Advisory bool   `json:"advisory"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	blocking := 0
+	for _, f := range d.Findings {
+		assert.Equal(t, f.Stage == "sv", f.Advisory, "%+v", f)
+		if f.Severity == "blocking" {
+			blocking++
+			assert.True(t, f.Advisory, "a blocking finding on an accepted decision is advisory: %+v", f)
+		}
+	}
+	require.Positive(t, blocking)
+
+	code, out, _ = runCLI("check", "--config", cfg, "--pipeline", "advised", bad)
+	require.Equal(t, exitAccepted, code)
+	assert.Contains(t, out, "blocking (advisory)  unknown_tool")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "blocking ") {
+			assert.Contains(t, line, "(advisory)", "a bare blocking finding under ACCEPTED: %q", line)
+		}
+	}
+
+	code, out, _ = runCLI("check", "--config", cfg, "--pipeline", "broken", proposal("read-then-write.json"))
+	require.Equal(t, exitInconclusive, code)
+	assert.Regexp(t, `(?m)^  \S+: plugin_trap: .+`, out, "the inconclusive stage's error is shown")
 }
