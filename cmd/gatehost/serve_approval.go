@@ -195,10 +195,8 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	if sw, ok := w.(*statusWriter); ok {
 		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
 	}
-	rt := s.acquire()
+	rt := s.acquireOr503(w, r)
 	if rt == nil {
-		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
-		writeError(w, r, http.StatusServiceUnavailable, errNotReady, "", "the server is starting or shutting down", nil)
 		return
 	}
 	defer rt.release()

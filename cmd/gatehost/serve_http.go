@@ -236,10 +236,8 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	if sw, ok := w.(*statusWriter); ok {
 		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
 	}
-	rt := s.acquire()
+	rt := s.acquireOr503(w, r)
 	if rt == nil {
-		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
-		writeError(w, r, http.StatusServiceUnavailable, errNotReady, "", "the server is starting or shutting down", nil)
 		return
 	}
 	defer rt.release()
@@ -390,11 +388,21 @@ func subjectField(err error) string {
 	return ""
 }
 
-func (s *server) handlePipelines(w http.ResponseWriter, r *http.Request) {
+// acquireOr503 is acquire for a handler: with no runtime to serve (the
+// server is starting or shutting down) it answers 503 with Retry-After and
+// returns nil.
+func (s *server) acquireOr503(w http.ResponseWriter, r *http.Request) *loadedConfig {
 	rt := s.acquire()
 	if rt == nil {
 		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errNotReady, "", "the server is starting or shutting down", nil)
+	}
+	return rt
+}
+
+func (s *server) handlePipelines(w http.ResponseWriter, r *http.Request) {
+	rt := s.acquireOr503(w, r)
+	if rt == nil {
 		return
 	}
 	defer rt.release()
