@@ -104,6 +104,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	cfg.host.Logger = logger
+	*pipelineName = pipelineFlag(*pipelineName)
 	onlyPipeline(&cfg.host, *pipelineName)
 	if !*record {
 		cfg.host.EventLogPath = ""

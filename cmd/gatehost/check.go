@@ -69,6 +69,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, err)
 	}
 	cfg.host.Logger = logger
+	*pipelineName = pipelineFlag(*pipelineName)
 	onlyPipeline(&cfg.host, *pipelineName)
 	defer closeDomains(cfg.host.Domains)
 	h, err := host.New(ctx, cfg.host)

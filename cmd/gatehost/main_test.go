@@ -182,10 +182,16 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestPluginNamesCaseInsensitive(t *testing.T) {
-	cfg := writeConfig(t, "  upper:\n    subject: proposal\n    stages:\n      - plugin: TRAP\n        timeout: 60s\n")
-	code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", "upper", proposal("read-then-write.json"))
-	assert.Equal(t, exitInconclusive, code, errOut)
-	assert.Contains(t, out, "plugin_trap")
+	cfg := writeConfig(t, "  Upper:\n    subject: proposal\n    stages:\n      - plugin: TRAP\n        timeout: 60s\n")
+	// The config spells the pipeline Upper; --pipeline finds it however
+	// it is spelled, as the config loader folds keys to lower case.
+	for _, name := range []string{"upper", "Upper", "UPPER"} {
+		code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", name, proposal("read-then-write.json"))
+		assert.Equal(t, exitInconclusive, code, errOut)
+		assert.Contains(t, out, "plugin_trap")
+	}
+	code, _, errOut := runCLI("bench", "--config", cfg, "--pipeline", "UPPER", "-n", "1", proposal("read-then-write.json"))
+	assert.Equal(t, 0, code, errOut)
 }
 
 func TestEnvOverride(t *testing.T) {

@@ -72,7 +72,7 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(stderr, err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
-	info, err := pickMergePipeline(h.Pipelines(), *pipelineName)
+	info, err := pickMergePipeline(h.Pipelines(), pipelineFlag(*pipelineName))
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "github.com/gatehost/gatehost/host"
+import (
+	"strings"
+
+	"github.com/gatehost/gatehost/host"
+)
 
 // onlyPipeline sets cfg.OnlyPipeline when name is a configured pipeline, so
 // a one-shot command checks the whole config but compiles and loads only
@@ -12,3 +16,8 @@ func onlyPipeline(cfg *host.Config, name string) {
 		cfg.OnlyPipeline = name
 	}
 }
+
+// pipelineFlag is the --pipeline value as the config names pipelines: the
+// config loader lower-cases every key, so --pipeline Plan names the
+// pipeline a config file spells Plan.
+func pipelineFlag(name string) string { return strings.ToLower(name) }
