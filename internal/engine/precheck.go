@@ -75,40 +75,26 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.ModuleBytes > 0 {
-		d.ModuleBytes = l.ModuleBytes
+	// A limit of 0 (or less) means the default.
+	or := func(v, def int) int {
+		if v > 0 {
+			return v
+		}
+		return def
 	}
-	if l.Functions > 0 {
-		d.Functions = l.Functions
+	return Limits{
+		ModuleBytes:        or(l.ModuleBytes, d.ModuleBytes),
+		Functions:          or(l.Functions, d.Functions),
+		FunctionBytes:      or(l.FunctionBytes, d.FunctionBytes),
+		Nesting:            or(l.Nesting, d.Nesting),
+		Locals:             or(l.Locals, d.Locals),
+		LoopNesting:        or(l.LoopNesting, d.LoopNesting),
+		LocalBlocks:        or(l.LocalBlocks, d.LocalBlocks),
+		TotalLocalBlocks:   or(l.TotalLocalBlocks, d.TotalLocalBlocks),
+		TotalDepth:         or(l.TotalDepth, d.TotalDepth),
+		Blocks:             or(l.Blocks, d.Blocks),
+		TotalBlocksSquared: or(l.TotalBlocksSquared, d.TotalBlocksSquared),
 	}
-	if l.FunctionBytes > 0 {
-		d.FunctionBytes = l.FunctionBytes
-	}
-	if l.Nesting > 0 {
-		d.Nesting = l.Nesting
-	}
-	if l.Locals > 0 {
-		d.Locals = l.Locals
-	}
-	if l.LoopNesting > 0 {
-		d.LoopNesting = l.LoopNesting
-	}
-	if l.LocalBlocks > 0 {
-		d.LocalBlocks = l.LocalBlocks
-	}
-	if l.TotalLocalBlocks > 0 {
-		d.TotalLocalBlocks = l.TotalLocalBlocks
-	}
-	if l.TotalDepth > 0 {
-		d.TotalDepth = l.TotalDepth
-	}
-	if l.Blocks > 0 {
-		d.Blocks = l.Blocks
-	}
-	if l.TotalBlocksSquared > 0 {
-		d.TotalBlocksSquared = l.TotalBlocksSquared
-	}
-	return d
 }
 
 // ErrTooComplex is the kind of LoadError for a module over one of the
