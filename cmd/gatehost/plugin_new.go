@@ -36,6 +36,8 @@ type scaffoldData struct {
 	Package string // Go package name
 	Module  string // Go module path
 	Replace string // local gatehost checkout, "" for a released version
+	// Gatehost is the Makefile's default command for gatehost.
+	Gatehost string
 }
 
 func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -75,7 +77,9 @@ func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case err == nil && len(entries) > 0:
 		return fail(stderr, fmt.Errorf("%s exists and is not empty", target))
 	}
-	d := scaffoldData{Name: name, Package: strings.ReplaceAll(name, "-", ""), Module: *module}
+	exe, _ := os.Executable()
+	d := scaffoldData{Name: name, Package: strings.ReplaceAll(name, "-", ""), Module: *module,
+		Gatehost: gatehostCommand(exe, exec.LookPath)}
 	if d.Module == "" {
 		d.Module = "example.com/" + name
 	}
@@ -129,8 +133,33 @@ func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "next:\n  cd %s\n  make build test check\n", target)
+	fmt.Fprintf(stdout, "next:\n  cd %s\n  make build test check   # check runs %s\n", target, d.Gatehost)
 	return 0
+}
+
+// gatehostCommand is the command the scaffold's Makefile runs for `make
+// check`: the gatehost that wrote the scaffold, so that the next step it
+// prints works whether or not gatehost is installed. It is "gatehost" when
+// PATH finds that very binary, else exe's absolute path, quoted for the
+// shell and escaped for make.
+func gatehostCommand(exe string, lookPath func(string) (string, error)) string {
+	if exe == "" {
+		return "gatehost"
+	}
+	if p, err := lookPath("gatehost"); err == nil && sameFile(p, exe) {
+		return "gatehost"
+	}
+	cmd := strings.ReplaceAll(exe, "$", "$$")
+	if strings.ContainsAny(cmd, " \t'\"\\#;&|<>()*?[]{}~`") {
+		cmd = "'" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
+	}
+	return cmd
+}
+
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // findCheckout returns the nearest directory at or above dir that holds the

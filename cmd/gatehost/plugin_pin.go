@@ -33,7 +33,7 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", *configPath, withoutPath(err)))
 	}
-	out, report, err := pinConfig(src, filepath.Dir(*configPath), fs.Args())
+	out, report, err := pinFile(*configPath, src, fs.Args())
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", *configPath, err))
 	}
@@ -56,6 +56,47 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stdout, line)
 	}
 	return 0
+}
+
+// moduleSum is the SHA-256, in lowercase hex, of plugin name's module at
+// path (relative to base).
+func moduleSum(name, base, path string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("plugins.%s.path: required", name)
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(base, path)
+	}
+	wasm, err := safefile.ReadFile(path, host.MaxModuleFileBytes)
+	if err != nil {
+		return "", fmt.Errorf("plugins.%s.path: %w", name, err)
+	}
+	s := sha256.Sum256(wasm)
+	return hex.EncodeToString(s[:]), nil
+}
+
+// allSeen reports the first of the named plugins the file does not have.
+func allSeen(names []string, seen map[string]bool) error {
+	for _, n := range names {
+		if !seen[n] {
+			return fmt.Errorf("plugins.%s: no such plugin", n)
+		}
+	}
+	return nil
+}
+
+// pinReport is the line pin prints for one plugin: had says whether the
+// file had a sha256 key, was is its value.
+func pinReport(name, sum, path string, had bool, was string) string {
+	switch {
+	case !had:
+		return fmt.Sprintf("%s: pinned %s (%s)", name, sum, path)
+	case strings.EqualFold(was, sum):
+		return fmt.Sprintf("%s: unchanged %s", name, sum)
+	case was == "":
+		was = "empty"
+	}
+	return fmt.Sprintf("%s: pinned %s (was %s)", name, sum, was)
 }
 
 // pinConfig sets plugins.<name>.sha256 to the SHA-256 of each named plugin's
@@ -100,27 +141,24 @@ func pinConfig(src []byte, base string, names []string) ([]byte, []string, error
 		if pathNode == nil || pathNode.Value == "" {
 			return nil, nil, fmt.Errorf("plugins.%s.path: required", name)
 		}
-		path := pathNode.Value
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(base, path)
-		}
-		wasm, err := safefile.ReadFile(path, host.MaxModuleFileBytes)
+		sum, err := moduleSum(name, base, pathNode.Value)
 		if err != nil {
-			return nil, nil, fmt.Errorf("plugins.%s.path: %w", name, err)
+			return nil, nil, err
 		}
-		s := sha256.Sum256(wasm)
-		sum := hex.EncodeToString(s[:])
 		want[name] = sum
 		shaKey, shaVal := mapEntry(p, "sha256")
+		was := ""
+		if shaVal != nil {
+			was = shaVal.Value
+		}
+		report = append(report, pinReport(name, sum, pathNode.Value, shaKey != nil, was))
 		switch {
 		case shaKey == nil:
 			// A new line below path:, at the same indentation.
 			pk, _ := mapEntry(p, "path")
 			edits = append(edits, edit{line: pk.Line, insert: true,
 				text: strings.Repeat(" ", pk.Column-1) + `sha256: "` + sum + `"` + "\n"})
-			report = append(report, fmt.Sprintf("%s: pinned %s (%s)", name, sum, pathNode.Value))
 		case strings.EqualFold(shaVal.Value, sum):
-			report = append(report, fmt.Sprintf("%s: unchanged %s", name, sum))
 		default:
 			if shaVal.Line != shaKey.Line && shaVal.Value != "" {
 				return nil, nil, fmt.Errorf("plugins.%s.sha256: value not on the key's line; edit it by hand", name)
@@ -129,17 +167,10 @@ func pinConfig(src []byte, base string, names []string) ([]byte, []string, error
 			start := shaKey.Column - 1
 			end := valueEnd(ln, shaKey, shaVal)
 			lines[shaKey.Line-1] = ln[:start] + `sha256: "` + sum + `"` + ln[end:]
-			was := shaVal.Value
-			if was == "" {
-				was = "empty"
-			}
-			report = append(report, fmt.Sprintf("%s: pinned %s (was %s)", name, sum, was))
 		}
 	}
-	for _, n := range names {
-		if !seen[n] {
-			return nil, nil, fmt.Errorf("plugins.%s: no such plugin", n)
-		}
+	if err := allSeen(names, seen); err != nil {
+		return nil, nil, err
 	}
 	// Insert from the bottom so earlier line numbers stay valid.
 	slices.SortFunc(edits, func(a, b edit) int { return b.line - a.line })

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,61 @@ func TestPinConfig(t *testing.T) {
 	}
 }
 
+func TestPinConfigTOMLAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "g.wasm"), []byte("\x00asm module bytes"), 0o644))
+	s := sha256.Sum256([]byte("\x00asm module bytes"))
+	sum := hex.EncodeToString(s[:])
+	for _, tc := range []struct {
+		name, file, in, want, err string
+	}{
+		{"toml: adds a line under path, keeping comments", "c.toml",
+			"# top\n[plugins.g]\npath = \"g.wasm\"  # the module\n\n[pipelines.p]\nsubject = \"proposal\"\n",
+			"# top\n[plugins.g]\npath = \"g.wasm\"  # the module\nsha256 = \"" + sum + "\"\n\n[pipelines.p]\nsubject = \"proposal\"\n", ""},
+		{"toml: replaces a stale pin, keeping its comment", "c.toml",
+			"[plugins.g]\n  sha256 = 'abc' # pin\n  path = \"g.wasm\"\n",
+			"[plugins.g]\n  sha256 = \"" + sum + "\" # pin\n  path = \"g.wasm\"\n", ""},
+		{"toml: last line without newline", "c.toml",
+			"[plugins.g]\npath = \"g.wasm\"",
+			"[plugins.g]\npath = \"g.wasm\"\nsha256 = \"" + sum + "\"\n", ""},
+		{"toml: quoted table name", "c.toml",
+			"[plugins.\"g\"]\npath = \"g.wasm\"\n",
+			"[plugins.\"g\"]\npath = \"g.wasm\"\nsha256 = \"" + sum + "\"\n", ""},
+		{"toml: inline table refused", "c.toml", "[plugins]\ng = { path = \"g.wasm\" }\n", "", "not written as a [plugins.g] table"},
+		{"toml: missing module", "c.toml", "[plugins.g]\npath = \"nope.wasm\"\n", "", "plugins.g.path"},
+		{"toml: invalid", "c.toml", "[plugins.g\n", "", "invalid TOML"},
+		{"json: adds a member under path, keeping layout", "c.json",
+			"{\n  \"plugins\": {\n    \"g\": {\n      \"path\": \"g.wasm\"\n    }\n  },\n  \"pipelines\": {}\n}\n",
+			"{\n  \"plugins\": {\n    \"g\": {\n      \"path\": \"g.wasm\",\n      \"sha256\": \"" + sum + "\"\n    }\n  },\n  \"pipelines\": {}\n}\n", ""},
+		{"json: one-line object", "c.json",
+			`{"plugins": {"g": {"path": "g.wasm"}}}`,
+			`{"plugins": {"g": {"path": "g.wasm", "sha256": "` + sum + `"}}}`, ""},
+		{"json: replaces a stale or null pin", "c.json",
+			`{"plugins": {"g": {"sha256": null, "path": "g.wasm", "x": [1, {"y": 2}]}}}`,
+			`{"plugins": {"g": {"sha256": "` + sum + `", "path": "g.wasm", "x": [1, {"y": 2}]}}}`, ""},
+		{"json: not an object", "c.json", `{"plugins": {"g": "g.wasm"}}`, "", "plugins.g: not an object"},
+		{"json: no plugins", "c.json", `{"pipelines": {}}`, "", "no plugins"},
+		{"json: invalid", "c.json", `{"plugins": {`, "", "invalid JSON"},
+		{"other extension", "c.ini", "x", "", "edits .yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			out, report, err := pinFile(path, []byte(tc.in), nil)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(out))
+			assert.Contains(t, report[0], "g: pinned "+sum)
+			again, report, err := pinFile(path, out, nil)
+			require.NoError(t, err)
+			assert.Equal(t, string(out), string(again), "pinning twice changes nothing")
+			assert.Contains(t, report[0], "unchanged")
+		})
+	}
+}
+
 func TestPluginPinThenCheck(t *testing.T) {
 	cfg := writeConfig(t, "")
 	code, out, stderr := runCLI("plugin", "pin", "--config", cfg)
@@ -70,6 +126,64 @@ func TestPluginPinThenCheck(t *testing.T) {
 	assert.Contains(t, string(b), "sha256: \"")
 	code, _, stderr = runCLI("check", "--config", cfg, "--pipeline", "admission", proposal("read-then-write.json"))
 	assert.Equal(t, 0, code, stderr)
+}
+
+// The docs promise TOML and JSON configs as well as YAML: pin edits each,
+// and the pinned file loads.
+func TestPluginPinThenCheckTOMLAndJSON(t *testing.T) {
+	catalogDir := filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server")
+	for file, cfg := range map[string]string{
+		"gatehost.toml": fmt.Sprintf(`cache_dir = %q
+
+[event_log]
+path = "events.jsonl"
+
+[[catalog.sources]]
+format = "mcp"
+path = %q
+server = "github"
+
+[plugins.static-verify]
+path = %q
+
+[pipelines.admission]
+subject = "proposal"
+
+[[pipelines.admission.stages]]
+plugin = "static-verify"
+timeout = "60s"
+capabilities = ["catalog"]
+`, testwasm.CacheDir(), catalogDir, svWasm),
+		"gatehost.json": fmt.Sprintf(`{
+  "cache_dir": %q,
+  "event_log": {"path": "events.jsonl"},
+  "catalog": {"sources": [{"format": "mcp", "path": %q, "server": "github"}]},
+  "plugins": {
+    "static-verify": {
+      "path": %q
+    }
+  },
+  "pipelines": {"admission": {"subject": "proposal", "stages": [
+    {"plugin": "static-verify", "timeout": "60s", "capabilities": ["catalog"]}]}}
+}
+`, testwasm.CacheDir(), catalogDir, svWasm),
+	} {
+		t.Run(file, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), file)
+			require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
+			code, out, stderr := runCLI("plugin", "pin", "--config", path)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, out, "static-verify: pinned ")
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Regexp(t, `"?sha256"?\s*[=:]\s*"[0-9a-f]{64}"`, string(b))
+			code, _, stderr = runCLI("check", "--config", path, proposal("read-then-write.json"))
+			assert.Equal(t, 0, code, stderr)
+			code, out, stderr = runCLI("plugin", "pin", "--config", path)
+			require.Equal(t, 0, code, stderr)
+			assert.Contains(t, out, "static-verify: unchanged ")
+		})
+	}
 }
 
 func TestPluginInspect(t *testing.T) {
@@ -119,6 +233,10 @@ func TestPluginNewScaffold(t *testing.T) {
 	code, out, stderr := runCLI("plugin", "new", "--dir", dir, "--gatehost", repoRoot, "demo")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, "replace directive")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	assert.Contains(t, string(must(os.ReadFile(filepath.Join(dir, "Makefile")))), "GATEHOST ?= "+gatehostCommand(exe, exec.LookPath)+"\n")
+	assert.Contains(t, out, "make build test check   # check runs ")
 	for _, f := range []string{"go.mod", "go.sum", "Makefile", "gate.go", "gate_test.go", "wasm/main.go", "testdata/cases/reject_denied_tool.json", ".gitignore", "README.md"} {
 		assert.FileExists(t, filepath.Join(dir, f))
 	}
@@ -143,6 +261,38 @@ func TestPluginNewScaffold(t *testing.T) {
 	code, _, _ = runCLI("plugin", "new", "Bad_Name")
 	assert.Equal(t, exitUsage, code)
 	assert.True(t, strings.HasPrefix(string(must(os.ReadFile(filepath.Join(dir, "go.mod")))), "module example.com/demo"))
+}
+
+// The scaffold's `make check` runs the gatehost that wrote it: by name when
+// PATH finds that binary, else by its absolute path, quoted for the shell.
+func TestScaffoldGatehostCommand(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "gatehost")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	other := filepath.Join(t.TempDir(), "gatehost")
+	require.NoError(t, os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755))
+	spaced := filepath.Join(t.TempDir(), "my tools", "gate$host")
+	require.NoError(t, os.MkdirAll(filepath.Dir(spaced), 0o755))
+	require.NoError(t, os.WriteFile(spaced, []byte("#!/bin/sh\n"), 0o755))
+	found := func(p string) func(string) (string, error) {
+		return func(string) (string, error) { return p, nil }
+	}
+	notFound := func(string) (string, error) { return "", os.ErrNotExist }
+	for _, tc := range []struct {
+		name, exe string
+		look      func(string) (string, error)
+		want      string
+	}{
+		{"on PATH", exe, found(exe), "gatehost"},
+		{"not on PATH", exe, notFound, exe},
+		{"another gatehost on PATH", exe, found(other), exe},
+		{"unknown executable", "", notFound, "gatehost"},
+		{"quoted and escaped", spaced, notFound, "'" + strings.ReplaceAll(spaced, "$", "$$") + "'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, gatehostCommand(tc.exe, tc.look))
+		})
+	}
 }
 
 func must[T any](v T, err error) T {
