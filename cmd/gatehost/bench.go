@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
@@ -95,7 +96,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -103,25 +104,25 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.host.Logger = logger
+	cfg.Host.Logger = logger
 	*pipelineName = pipelineFlag(*pipelineName)
-	onlyPipeline(&cfg.host, *pipelineName)
+	onlyPipeline(&cfg.Host, *pipelineName)
 	if !*record {
-		cfg.host.EventLogPath = ""
+		cfg.Host.EventLogPath = ""
 	}
 	// Enough capacity that the bench measures the gates, not the queue.
-	cfg.host.MaxConcurrentRuns = max(cfg.host.MaxConcurrentRuns, *concurrency)
-	defer closeDomains(cfg.host.Domains)
+	cfg.Host.MaxConcurrentRuns = max(cfg.Host.MaxConcurrentRuns, *concurrency)
+	defer cfg.Close()
 	start := time.Now()
-	h, err := host.New(ctx, cfg.host)
+	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
-		return fail(stderr, hostError(cfg.file, err))
+		return fail(stderr, cfg.HostError(err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 	startup := time.Since(start)
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
 	native, _, _, err := nativeSubject(info.Subject, data, subject.Format(*format), "")
 	if err != nil {

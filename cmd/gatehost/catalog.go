@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/catalog"
 )
 
@@ -49,11 +50,11 @@ func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := checkOutput(*output); err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	store := cfg.host.Catalog
+	store := cfg.Host.Catalog
 	old := store.Snapshot()
 	if sub == "show" {
 		return showCatalog(old, *output, stdout, stderr)

@@ -17,8 +17,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
 const (
@@ -60,27 +62,27 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(ctx, fs.Arg(0), stdin, cmp.Or(cfg.host.MaxSubjectBytes, host.MaxSubjectBytes))
+	data, err := readSubject(ctx, fs.Arg(0), stdin, cmp.Or(cfg.Host.MaxSubjectBytes, host.MaxSubjectBytes))
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.host.Logger = logger
+	cfg.Host.Logger = logger
 	*pipelineName = pipelineFlag(*pipelineName)
-	onlyPipeline(&cfg.host, *pipelineName)
-	defer closeDomains(cfg.host.Domains)
-	h, err := host.New(ctx, cfg.host)
+	onlyPipeline(&cfg.Host, *pipelineName)
+	defer cfg.Close()
+	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
-		return fail(stderr, hostError(cfg.file, err))
+		return fail(stderr, cfg.HostError(err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
 	native := data
 	var confirmation *abi.Confirmation
@@ -99,7 +101,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if info.Subject == abi.SubjectProposal {
 		p, _, err := subject.ParseProposal(data, subject.Format(*format))
 		if err != nil {
-			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneLine(err.Error())))
+			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneline.Of(err.Error())))
 		}
 		if native, err = json.Marshal(p); err != nil {
 			return fail(stderr, err)

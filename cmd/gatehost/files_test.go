@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/datasource"
@@ -196,9 +197,9 @@ func TestConfiguredPathKinds(t *testing.T) {
 				k.set(&pc, kc.path)
 				cfg := s.writeConfig(t, pc)
 				err := safefiletest.Returns(t, func() error {
-					l, err := loadConfig(cfg)
+					l, err := config.Load(cfg)
 					if l != nil {
-						closeDomains(l.host.Domains)
+						_ = l.Close()
 					}
 					return err
 				})
@@ -214,20 +215,20 @@ func TestConfiguredPathKinds(t *testing.T) {
 		}
 	}
 	t.Run("valid", func(t *testing.T) {
-		l, err := loadConfig(s.writeConfig(t, pathConfig{}))
+		l, err := config.Load(s.writeConfig(t, pathConfig{}))
 		require.NoError(t, err)
-		closeDomains(l.host.Domains)
+		_ = l.Close()
 	})
 }
 
 // TestConfigFileKinds: the config file itself, given with --config.
 func TestConfigFileKinds(t *testing.T) {
 	s := newSpecials(t)
-	kinds := append(s.fileKinds(), kindCase{name: "over the cap", path: s.overCap(t, "big.yaml", maxConfigBytes),
-		want: safefile.ErrTooLarge, reason: fmt.Sprintf("file too large (more than %d bytes)", maxConfigBytes)})
+	kinds := append(s.fileKinds(), kindCase{name: "over the cap", path: s.overCap(t, "big.yaml", config.MaxFileBytes),
+		want: safefile.ErrTooLarge, reason: fmt.Sprintf("file too large (more than %d bytes)", config.MaxFileBytes)})
 	for _, kc := range kinds {
 		t.Run(kc.name, func(t *testing.T) {
-			err := safefiletest.Returns(t, func() error { _, err := loadConfig(kc.path); return err })
+			err := safefiletest.Returns(t, func() error { _, err := config.Load(kc.path); return err })
 			require.ErrorIs(t, err, kc.want)
 			assert.Equal(t, "config "+kc.path+": "+kc.reason, err.Error())
 		})
@@ -235,7 +236,7 @@ func TestConfigFileKinds(t *testing.T) {
 	t.Run("unsupported extension", func(t *testing.T) {
 		p := filepath.Join(s.dir, "gatehost.conf")
 		require.NoError(t, os.WriteFile(p, []byte("pool_size: 1\n"), 0o644))
-		_, err := loadConfig(p)
+		_, err := config.Load(p)
 		assert.EqualError(t, err, `config `+p+`: unsupported config type "conf" (name it .yaml, .yml, .toml or .json)`)
 	})
 }

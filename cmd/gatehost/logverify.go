@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/eventlog"
 )
 
@@ -28,17 +29,17 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 	if err := checkOutput(*output); err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if cfg.logPath == "" {
-		return fail(stderr, fmt.Errorf("config %s: event_log.path is not set", cfg.file))
+	if cfg.LogPath == "" {
+		return fail(stderr, fmt.Errorf("config %s: event_log.path is not set", cfg.File))
 	}
-	rep, verr := eventlog.Verify(cfg.logPath, eventlog.VerifyOptions{Anchor: *anchor})
+	rep, verr := eventlog.Verify(cfg.LogPath, eventlog.VerifyOptions{Anchor: *anchor})
 	if *output == "json" {
 		out := map[string]any{
-			"path": cfg.logPath, "ok": verr == nil, "records": rep.Records,
+			"path": cfg.LogPath, "ok": verr == nil, "records": rep.Records,
 			"last_seq": rep.LastSeq, "last_hash": rep.LastHash, "torn_tail_bytes": rep.TornBytes,
 		}
 		if verr != nil {
@@ -48,12 +49,12 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
 	} else if verr == nil {
-		fmt.Fprintf(stdout, "ok: %s: %d records, chain holds, last seq %d hash %s\n", cfg.logPath, rep.Records, rep.LastSeq, rep.LastHash)
+		fmt.Fprintf(stdout, "ok: %s: %d records, chain holds, last seq %d hash %s\n", cfg.LogPath, rep.Records, rep.LastSeq, rep.LastHash)
 		if rep.TornTail {
 			fmt.Fprintf(stdout, "note: %d bytes after the last record are a torn write (a crash mid-append); they will be dropped when the log is next opened\n", rep.TornBytes)
 		}
 	} else {
-		fmt.Fprintf(stdout, "FAILED: %s: %v\n", cfg.logPath, verr)
+		fmt.Fprintf(stdout, "FAILED: %s: %v\n", cfg.LogPath, verr)
 	}
 	if verr != nil {
 		var ce *eventlog.ChainError

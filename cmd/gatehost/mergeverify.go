@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/gitchanges"
 	"github.com/gatehost/gatehost/internal/safefile"
@@ -62,12 +63,12 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fail(stderr, err)
 		}
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.host.Logger = logger
-	h, err := host.New(ctx, cfg.host)
+	cfg.Host.Logger = logger
+	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
 		return fail(stderr, err)
 	}

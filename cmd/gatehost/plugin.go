@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -208,11 +209,11 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := checkOutput(*output); err != nil {
 		return fail(stderr, err)
 	}
-	mem, err := parseSize(*budgetMemory)
+	mem, err := config.ParseSize(*budgetMemory)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("%w: --budget-memory: %w", errUsage, err))
 	}
-	over, err := parseSize(*oversized)
+	over, err := config.ParseSize(*oversized)
 	if err != nil || over == 0 || over > 64<<20 {
 		return fail(stderr, fmt.Errorf("%w: --oversized %q: want a size from 1B to 64MiB", errUsage, *oversized))
 	}
@@ -229,13 +230,13 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	if *configPath != "" {
-		cfg, err := loadConfig(*configPath)
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return fail(stderr, err)
 		}
-		defer closeDomains(cfg.host.Domains)
-		opts.Host = host.Config{Catalog: cfg.host.Catalog, Domains: cfg.host.Domains, Sessions: cfg.host.Sessions,
-			Policy: cfg.host.Policy, Checks: cfg.host.Checks, CacheDir: cfg.host.CacheDir}
+		defer cfg.Close()
+		opts.Host = host.Config{Catalog: cfg.Host.Catalog, Domains: cfg.Host.Domains, Sessions: cfg.Host.Sessions,
+			Policy: cfg.Host.Policy, Checks: cfg.Host.Checks, CacheDir: cfg.Host.CacheDir}
 	}
 	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
 	if err != nil {

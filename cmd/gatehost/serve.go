@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
@@ -90,7 +91,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, fmt.Errorf("%w: --approval-ttl %s: want 1s to %s", errUsage, o.approvalTTL, maxApprovalTTL))
 	}
 	if *maxBody != "" {
-		n, err := parseSize(*maxBody)
+		n, err := config.ParseSize(*maxBody)
 		if err != nil || n == 0 {
 			return fail(stderr, fmt.Errorf("%w: --max-body %q: want a positive size", errUsage, *maxBody))
 		}
@@ -135,7 +136,7 @@ type server struct {
 	sessPath string
 
 	// first is the config read at start; run builds its runtime.
-	first *loaded
+	first *config.Loaded
 	cur   atomic.Pointer[loadedConfig]
 	// reloadMu serialises reloads; configDigest is the last config file
 	// content a reload tried, so a bad file is not retried every poll.
@@ -166,7 +167,7 @@ type server struct {
 // is closed once the last one lets go.
 type loadedConfig struct {
 	h         *host.Host
-	cfg       *loaded
+	cfg       *config.Loaded
 	pipelines map[string]host.PipelineInfo
 	list      []host.PipelineInfo
 	maxBody   int64
@@ -213,7 +214,7 @@ func (rt *loadedConfig) retire() {
 
 func (rt *loadedConfig) close() error {
 	err := rt.h.Close(context.Background())
-	closeDomains(rt.cfg.host.Domains)
+	_ = rt.cfg.Close()
 	return err
 }
 
@@ -237,24 +238,24 @@ func newServer(o serveOptions, logger *slog.Logger) (*server, error) {
 			return nil, fmt.Errorf("tls: %w", err)
 		}
 	}
-	path := cmp.Or(o.configPath, defaultConfigFile)
+	path := cmp.Or(o.configPath, config.DefaultFile)
 	s.opts.configPath = path
-	if b, err := readConfigFile(path); err == nil {
+	if b, err := config.ReadFile(path); err == nil {
 		s.configDigest = sha256.Sum256(b)
 	}
-	l, err := loadConfig(path)
+	l, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	s.logPath, s.sessPath = l.logPath, l.sessionPath
-	s.sessions = l.host.Sessions
+	s.logPath, s.sessPath = l.LogPath, l.SessionPath
+	s.sessions = l.Host.Sessions
 	if s.sessions == nil {
 		// Kept across reloads, so a reload loses no session.
 		s.sessions = session.NewMemStore()
 	}
-	s.evlog, err = eventlog.Open(l.logPath, eventlog.Options{Logger: logger, OnCommit: s.metrics.onCommit})
+	s.evlog, err = eventlog.Open(l.LogPath, eventlog.Options{Logger: logger, OnCommit: s.metrics.onCommit})
 	if err != nil {
-		closeDomains(l.host.Domains)
+		_ = l.Close()
 		return nil, fmt.Errorf("config %s: event_log.path: %w", path, err)
 	}
 	s.first = l
@@ -263,7 +264,7 @@ func newServer(o serveOptions, logger *slog.Logger) (*server, error) {
 
 func (s *server) closeLog() {
 	if s.first != nil {
-		closeDomains(s.first.host.Domains)
+		_ = s.first.Close()
 	}
 	_ = s.evlog.Close()
 }
@@ -428,19 +429,19 @@ func (s *server) builtOrNil() <-chan struct{} {
 // compiled, pools warm, catalog loaded. The catalog's first generation
 // continues prev's: the same generation when the catalog is unchanged, one
 // more when it changed (one wholesale mutation, abi/SPEC.md §7.7).
-func (s *server) build(ctx context.Context, l *loaded, prev *loadedConfig) (rt *loadedConfig, err error) {
+func (s *server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig) (rt *loadedConfig, err error) {
 	defer func() {
 		if err != nil {
-			closeDomains(l.host.Domains)
+			_ = l.Close()
 		}
 	}()
-	if l.logPath != s.logPath {
-		return nil, fmt.Errorf("config %s: event_log.path: changed from %s to %s; a reload keeps the open log (restart to move it)", l.file, s.logPath, l.logPath)
+	if l.LogPath != s.logPath {
+		return nil, fmt.Errorf("config %s: event_log.path: changed from %s to %s; a reload keeps the open log (restart to move it)", l.File, s.logPath, l.LogPath)
 	}
-	if l.sessionPath != s.sessPath {
-		return nil, fmt.Errorf("config %s: sessions.path: changed from %q to %q; a reload keeps the session store (restart to move it)", l.file, s.sessPath, l.sessionPath)
+	if l.SessionPath != s.sessPath {
+		return nil, fmt.Errorf("config %s: sessions.path: changed from %q to %q; a reload keeps the session store (restart to move it)", l.File, s.sessPath, l.SessionPath)
 	}
-	next := l.host.Catalog.Snapshot()
+	next := l.Host.Catalog.Snapshot()
 	var gen uint64
 	if prev != nil {
 		old := prev.h.Catalog().Snapshot()
@@ -451,18 +452,18 @@ func (s *server) build(ctx context.Context, l *loaded, prev *loadedConfig) (rt *
 	}
 	store, err := catalog.NewStoreAt(gen, next.List()...)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: catalog: %w", l.file, err)
+		return nil, fmt.Errorf("config %s: catalog: %w", l.File, err)
 	}
-	cfg := l.host
+	cfg := l.Host
 	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.evlog
 	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
 	h, err := host.New(ctx, cfg)
 	if err != nil {
-		return nil, hostError(l.file, err)
+		return nil, l.HostError(err)
 	}
 	if err := h.Warm(ctx); err != nil {
 		_ = h.Close(context.Background())
-		return nil, hostError(l.file, err)
+		return nil, l.HostError(err)
 	}
 	rt = &loadedConfig{h: h, cfg: l, pipelines: map[string]host.PipelineInfo{}, list: h.Pipelines(), drained: make(chan struct{})}
 	for _, p := range rt.list {
@@ -470,7 +471,7 @@ func (s *server) build(ctx context.Context, l *loaded, prev *loadedConfig) (rt *
 	}
 	rt.maxBody = s.opts.maxBody
 	if rt.maxBody == 0 {
-		rt.maxBody = int64(cmp.Or(l.host.MaxSubjectBytes, host.MaxSubjectBytes))
+		rt.maxBody = int64(cmp.Or(l.Host.MaxSubjectBytes, host.MaxSubjectBytes))
 	}
 	return rt, nil
 }
@@ -491,7 +492,7 @@ func (s *server) reload(ctx context.Context, trigger string) error {
 		return errors.New("not ready: the first config is still loading")
 	}
 	start := time.Now()
-	if b, err := readConfigFile(s.opts.configPath); err == nil {
+	if b, err := config.ReadFile(s.opts.configPath); err == nil {
 		s.configDigest = sha256.Sum256(b)
 	}
 	rt, toks, err := s.prepare(ctx, prev)
@@ -532,7 +533,7 @@ func (s *server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 		// Turning auth off would expose a listener bound for auth.
 		return nil, credentials{}, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
 	}
-	l, err := loadConfig(s.opts.configPath)
+	l, err := config.Load(s.opts.configPath)
 	if err != nil {
 		return nil, credentials{}, err
 	}
@@ -568,7 +569,7 @@ func (s *server) loadCredentials() (*tokenSet, *tokenSet, error) {
 // reloadIfChanged reloads when the config file's content differs from what
 // the last reload read.
 func (s *server) reloadIfChanged(ctx context.Context) {
-	b, err := readConfigFile(s.opts.configPath)
+	b, err := config.ReadFile(s.opts.configPath)
 	if err != nil {
 		return // a rename-in-progress; the next poll sees the new file
 	}

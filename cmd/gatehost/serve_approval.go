@@ -20,6 +20,7 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
 // Approvals: a person's confirmation of one tool call, minted through
@@ -237,7 +238,7 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	call, _, err := subject.ParseToolCall(body, format)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, subjectField(err), oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, subjectField(err), oneline.Of(err.Error()), nil)
 		return
 	}
 	if call.ParseError != "" {
@@ -247,7 +248,7 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	native, err := json.Marshal(call)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
 		return
 	}
 	tool, ok := rt.h.Catalog().Snapshot().Get(call.Tool)

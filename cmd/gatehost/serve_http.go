@@ -17,6 +17,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
 // HTTP API error codes (README "gatehost serve"). Stable, snake_case.
@@ -276,7 +277,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	presented := strings.TrimSpace(r.Header.Get(headerConfirmation))
 	native, toolName, field, err := nativeSubject(info.Subject, body, format, presented)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneline.Of(err.Error()), nil)
 		return
 	}
 	// A waiver is an operator's audited permission. Over HTTP the caller
@@ -308,7 +309,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	d, err := rt.h.Check(r.Context(), name, native, opts)
 	switch {
 	case errors.Is(err, host.ErrBadSubject):
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
 		return
 	case errors.Is(err, host.ErrUnknownPipeline):
 		writeError(w, r, http.StatusNotFound, errUnknownPipeline, "name", err.Error(), nil)

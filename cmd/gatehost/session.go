@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
 )
@@ -75,15 +76,15 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "gatehost session: unknown subcommand %q\n\n%s", sub, sessionUsage)
 		return exitUsage
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if cfg.sessionPath == "" {
-		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.file))
+	if cfg.SessionPath == "" {
+		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.File))
 	}
-	st := cfg.host.Sessions
-	snap := cfg.host.Catalog.Snapshot()
+	st := cfg.Host.Sessions
+	snap := cfg.Host.Catalog.Snapshot()
 
 	var set *session.Set
 	var report *session.Report
