@@ -22,6 +22,7 @@ import (
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/agentinput"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
@@ -124,7 +125,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
-	native, _, _, err := nativeSubject(info.Subject, data, subject.Format(*format), "")
+	native, _, _, err := agentinput.Native(info.Subject, data, subject.Format(*format))
 	if err != nil {
 		return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
 	}

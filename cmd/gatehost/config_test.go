@@ -61,7 +61,9 @@ func TestConfigValueErrorsCLI(t *testing.T) {
 		want  func(cfg string) string
 	}{
 		{name: "file", extra: "max_subject_bytes: 1XB\n",
-			want: func(cfg string) string { return "gatehost: config " + cfg + `: max_subject_bytes: "1XB"` + reason + "\n" }},
+			want: func(cfg string) string {
+				return "gatehost: config " + cfg + `: max_subject_bytes: "1XB"` + reason + "\n"
+			}},
 		{name: "env", env: map[string]string{"GATEHOST_MAX_RESPONSE_BYTES": "abc"},
 			want: func(string) string { return `gatehost: GATEHOST_MAX_RESPONSE_BYTES="abc": "abc"` + reason + "\n" }},
 		{name: "stage key path", extra: "  extra:\n    subject: proposal\n    stages:\n      - plugin: trap\n        timeout: soon\n",

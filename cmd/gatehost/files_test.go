@@ -25,6 +25,7 @@ import (
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/internal/safefile/safefiletest"
 	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/server"
 )
 
 // pathConfig is every path a config file can name; the zero value of a
@@ -271,7 +272,7 @@ func TestConfiguredPathsExit2(t *testing.T) {
 			want: []string{"--token-file: " + s.fifo + ": not a regular file (named pipe)"}},
 		{name: "serve: token file /dev/zero", args: []string{"serve", "--config", good, "--token-file", "/dev/zero"},
 			want: []string{"--token-file: /dev/zero: not a regular file (character device)"}},
-		{name: "serve: token file over the cap", args: []string{"serve", "--config", good, "--token-file", s.overCap(t, "tokens", maxTokenFileBytes)},
+		{name: "serve: token file over the cap", args: []string{"serve", "--config", good, "--token-file", s.overCap(t, "tokens", server.MaxTokenFileBytes)},
 			want: []string{"--token-file: ", "file too large (more than 1048576 bytes)"}},
 		{name: "serve: TLS certificate named pipe", args: []string{"serve", "--config", good, "--tls-cert", s.linkFIFO, "--tls-key", s.regular},
 			want: []string{"--tls-cert: " + s.linkFIFO + ": not a regular file (named pipe)"}},
@@ -340,56 +341,6 @@ func TestSubjectWaitEndsWithContext(t *testing.T) {
 	b, err := readSubject(context.Background(), fifo, nil, 1024)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"actions":[]}`, string(b))
-}
-
-// TestServeReloadRefusesSpecialFiles: a config or token file replaced by a
-// named pipe or a device while serving fails its reload at once — by signal
-// or by the file watcher — and the old config keeps serving; shutdown is
-// not held up.
-func TestServeReloadRefusesSpecialFiles(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeServeConfig(t, dir, serveParams{})
-	good, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	tokens := filepath.Join(dir, "tokens")
-	const token = "reload-test-token-0123456789"
-	require.NoError(t, os.WriteFile(tokens, []byte(token+"\n"), 0o600))
-	ts := startServe(t, cfg, func(o *serveOptions) { o.tokenFile = tokens })
-	auth := []string{"Authorization", "Bearer " + token}
-
-	// replace puts a named pipe, or a link to /dev/zero, where path was.
-	replace := func(t *testing.T, path, kind string) {
-		tmp := path + ".new"
-		if kind == "named pipe" {
-			require.NoError(t, syscall.Mkfifo(tmp, 0o644))
-		} else {
-			require.NoError(t, os.Symlink("/dev/zero", tmp))
-		}
-		require.NoError(t, os.Rename(tmp, path))
-	}
-	tests := []struct {
-		file, kind, want string
-	}{
-		{cfg, "named pipe", "config " + cfg + ": not a regular file (named pipe)"},
-		{cfg, "character device", "config " + cfg + ": not a regular file (character device)"},
-		{tokens, "named pipe", "--token-file: " + tokens + ": not a regular file (named pipe)"},
-		{tokens, "character device", "--token-file: " + tokens + ": not a regular file (character device)"},
-	}
-	for _, tt := range tests {
-		t.Run(filepath.Base(tt.file)+"/"+tt.kind, func(t *testing.T) {
-			replace(t, tt.file, tt.kind)
-			err := safefiletest.Returns(t, func() error { return ts.s.reload(context.Background(), "test") })
-			assert.EqualError(t, err, tt.want)
-			safefiletest.Returns(t, func() bool { ts.s.reloadIfChanged(context.Background()); return true })
-			a := ts.do(t, "GET", "/v1/pipelines", nil, auth...)
-			assert.Equal(t, 200, a.status, "the old config serves")
-			assert.Contains(t, string(a.body), `"config_generation":1`)
-			require.NoError(t, os.Remove(tt.file))
-			writeAtomic(t, cfg, string(good))
-			writeAtomic(t, tokens, token+"\n")
-		})
-	}
-	require.NoError(t, safefiletest.Returns(t, func() error { return ts.stop(t) }))
 }
 
 // TestSIGTERMWhileReadingSubject: a CLI process waiting on a subject pipe
