@@ -16,10 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/agentinput"
@@ -63,27 +60,15 @@ type benchReport struct {
 }
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	pipelineName := fs.String("pipeline", "", "pipeline to run (default: the only one configured)")
+	fs := newFlags("bench", "Usage: gatehost bench [flags] --pipeline P SUBJECT|-\n", stderr,
+		flagConfig|flagPipeline|flagOutput|flagFormat|flagSession|flagLogLevel)
+	pipelineName, output, format, session := &fs.pipeline, &fs.output, &fs.format, &fs.session
 	n := fs.IntP("n", "n", 1000, "decisions to time")
 	concurrency := fs.Int("concurrency", runtime.GOMAXPROCS(0), "decisions in flight at once")
 	warmup := fs.Int("warmup", 20, "untimed decisions first (fill the pools, warm the caches)")
-	output := fs.String("output", "text", "output: text or json")
-	format := fs.String("format", "", "subject format: native, mcp, openai or anthropic (default: detect)")
-	session := fs.String("session", "", "agent session the subject belongs to")
 	record := fs.Bool("record", false, "append every decision to the configured event log (default: no log, so the figure is the gates' cost)")
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost bench [flags] --pipeline P SUBJECT|-")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(1)); done {
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
-	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
 	}
 	switch {
 	case *n < 1:
@@ -93,11 +78,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case *warmup < 0:
 		return fail(stderr, fmt.Errorf("%w: --warmup %d: want 0 or more", errUsage, *warmup))
 	}
-	logger, err := newLogger(stderr, *logLevel, *output == "json")
+	logger, err := fs.logger()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := fs.load()
 	if err != nil {
 		return fail(stderr, err)
 	}

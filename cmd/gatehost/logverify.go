@@ -7,29 +7,16 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
-	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/eventlog"
 )
 
 func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("log verify", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	output := fs.String("output", "text", "output: text or json")
+	fs := newFlags("log verify", "Usage: gatehost log verify [flags]\n", stderr, flagConfig|flagOutput)
 	anchor := fs.String("anchor", "", "hash of a record known good from outside the log; the chain must contain it")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost log verify [flags]")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(0)); done {
+	if code, done := fs.parse(args, exactly(0)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := fs.load()
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -37,7 +24,7 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(stderr, fmt.Errorf("config %s: event_log.path is not set", cfg.File))
 	}
 	rep, verr := eventlog.Verify(cfg.LogPath, eventlog.VerifyOptions{Anchor: *anchor})
-	if *output == "json" {
+	if fs.output == "json" {
 		out := map[string]any{
 			"path": cfg.LogPath, "ok": verr == nil, "records": rep.Records,
 			"last_seq": rep.LastSeq, "last_hash": rep.LastHash, "torn_tail_bytes": rep.TornBytes,

@@ -95,19 +95,11 @@ type inspection struct {
 }
 
 func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("plugin inspect", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	output := fs.String("output", "text", "output: text or json")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost plugin inspect [--output text|json] MODULE.wasm")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
+	fs := newFlags("plugin inspect", "Usage: gatehost plugin inspect [--output text|json] MODULE.wasm\n", stderr, flagOutput)
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
+	output := &fs.output
 	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
 	if err != nil {
 		return fail(stderr, err)
@@ -188,27 +180,19 @@ func pages(n uint32) string {
 }
 
 func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("plugin check", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plugin check", "Usage: gatehost plugin check [flags] MODULE.wasm\n", stderr, flagConfig|flagOutput)
+	fs.setUsage("config", "gatehost config whose catalog, domains, sessions, policy and checks the gate's capabilities read (default: none)")
 	casesDir := fs.String("cases", "", "directory of case files (*.json: note, subject, config, want_verdict, want_codes, …)")
-	configPath := fs.String("config", "", "gatehost config whose catalog, domains, sessions, policy and checks the gate's capabilities read (default: none)")
 	stageConfig := fs.String("stage-config", "", "stage config, JSON, for the kit's probes and cases without their own")
 	budgetTime := fs.Duration("budget-time", gatetest.DefaultBudgetTime, "time budget per evaluation")
 	budgetMemory := fs.String("budget-memory", "64MiB", "memory budget (linear memory limit)")
 	budgetOversized := fs.Duration("budget-oversized-time", gatetest.DefaultBudgetOversizedTime, "time budget of the oversized probe requests")
 	oversized := fs.String("oversized", "1MiB", "size of the oversized probe requests (the host sends subjects up to 4MiB)")
-	output := fs.String("output", "text", "output: text or json")
 	verbose := fs.BoolP("verbose", "v", false, "list every request the kit sent, not only failures")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost plugin check [flags] MODULE.wasm")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
+	configPath, output := &fs.config, &fs.output
 	mem, err := config.ParseSize(*budgetMemory)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("%w: --budget-memory: %w", errUsage, err))
@@ -230,7 +214,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	if *configPath != "" {
-		cfg, err := config.Load(*configPath)
+		cfg, err := fs.load()
 		if err != nil {
 			return fail(stderr, err)
 		}

@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/server"
 )
@@ -18,10 +16,9 @@ import (
 // cmdServe is `gatehost serve`: its flags become server.Options; the
 // server does the rest. SIGHUP reloads the config.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("serve", "Usage: gatehost serve [flags]\n", stderr, flagConfig|flagLogLevel)
+	fs.setDefault("log-level", "info")
 	var o server.Options
-	fs.StringVar(&o.ConfigPath, "config", "", "config file (default ./gatehost.yaml)")
 	fs.StringVar(&o.Listen, "listen", server.DefaultListen, "address to listen on, host:port")
 	fs.BoolVar(&o.InsecureListenAny, "insecure-listen-any", false, "allow a non-loopback address without auth")
 	fs.StringVar(&o.TokenFile, "token-file", "", "file of agent bearer tokens, one a line, each optionally bound with sessions=ID,... (also $"+server.TokenEnv+"); none means no auth")
@@ -36,15 +33,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 120*time.Second, "keep-alive idle time")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "time in-flight runs get to finish on shutdown")
 	fs.DurationVar(&o.WatchInterval, "watch-interval", 2*time.Second, "how often to check the config file for a change (0: only SIGHUP reloads)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost serve [flags]")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(0)); done {
+	if code, done := fs.parse(args, exactly(0)); done {
 		return code
 	}
+	o.ConfigPath = fs.config
 	if o.ApprovalTTL < time.Second || o.ApprovalTTL > server.MaxApprovalTTL {
 		// 0 would be the library's default: from the flag it is a mistake.
 		return fail(stderr, fmt.Errorf("%w: --approval-ttl %s: want 1s to %s", errUsage, o.ApprovalTTL, server.MaxApprovalTTL))
@@ -56,7 +49,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		o.MaxBody = int64(min(n, 1<<40))
 	}
-	logger, err := newLogger(stderr, *logLevel, *logJSON)
+	logger, err := newLogger(stderr, fs.logLevel, *logJSON)
 	if err != nil {
 		return fail(stderr, err)
 	}
