@@ -28,7 +28,8 @@ import (
 const DefaultListen = "127.0.0.1:8490"
 
 // Options configure a Server; `gatehost serve`'s flags fill them (README
-// "gatehost serve"). Zero durations take the defaults in Defaults.
+// "gatehost serve"). New fills each zero field that has a default
+// (Defaults); a zero WatchInterval or MaxBody is meaningful.
 type Options struct {
 	// ConfigPath is the config file ("" is config.DefaultFile), read at
 	// New and again at each reload.
