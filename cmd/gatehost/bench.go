@@ -78,11 +78,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case *warmup < 0:
 		return fail(stderr, fmt.Errorf("%w: --warmup %d: want 0 or more", errUsage, *warmup))
 	}
-	logger, err := fs.logger()
-	if err != nil {
-		return fail(stderr, err)
-	}
-	cfg, err := fs.load()
+	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)
 	}

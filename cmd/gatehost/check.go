@@ -42,11 +42,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		now = t
 	}
-	logger, err := fs.logger()
-	if err != nil {
-		return fail(stderr, err)
-	}
-	cfg, err := fs.load()
+	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -93,9 +93,15 @@ func (c *commonFlags) parse(args []string, nargs func(int) bool) (code int, done
 	return 0, false
 }
 
-// logger logs at --log-level to stderr, as JSON when --output is json.
-func (c *commonFlags) logger() (*slog.Logger, error) {
-	return newLogger(c.stderr, c.logLevel, c.output == "json")
+// setup makes the logger — at --log-level to stderr, as JSON when
+// --output is json — and reads --config.
+func (c *commonFlags) setup() (*slog.Logger, *config.Loaded, error) {
+	logger, err := newLogger(c.stderr, c.logLevel, c.output == "json")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := c.load()
+	return logger, cfg, err
 }
 
 // load reads --config.

@@ -33,11 +33,8 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return exitUsage
 	}
-	logger, err := fs.logger()
-	if err != nil {
-		return fail(stderr, err)
-	}
 	var footprint []abi.SymbolRef
+	var err error
 	if *footprintPath != "" {
 		if footprint, err = readFootprint(*footprintPath); err != nil {
 			return fail(stderr, err)
@@ -49,7 +46,7 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fail(stderr, err)
 		}
 	}
-	cfg, err := fs.load()
+	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)
 	}
