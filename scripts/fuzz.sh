@@ -20,8 +20,8 @@ targets=(
   "./internal/engine FuzzCheckShape"
   "./sdk FuzzHandle"
   "./plugins/static-verify FuzzEvaluate"
-  "./cmd/gatehost FuzzLoadConfig"
-  "./cmd/gatehost FuzzTokenFile"
+  "./config FuzzLoadConfig"
+  "./server FuzzTokenFile"
 )
 summary=()
 status=0

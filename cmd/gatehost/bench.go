@@ -16,11 +16,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/agentinput"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
@@ -61,27 +60,15 @@ type benchReport struct {
 }
 
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	pipelineName := fs.String("pipeline", "", "pipeline to run (default: the only one configured)")
+	fs := newFlags("bench", "Usage: gatehost bench [flags] --pipeline P SUBJECT|-\n", stderr,
+		flagConfig|flagPipeline|flagOutput|flagFormat|flagSession|flagLogLevel)
+	pipelineName, output, format, session := &fs.pipeline, &fs.output, &fs.format, &fs.session
 	n := fs.IntP("n", "n", 1000, "decisions to time")
 	concurrency := fs.Int("concurrency", runtime.GOMAXPROCS(0), "decisions in flight at once")
 	warmup := fs.Int("warmup", 20, "untimed decisions first (fill the pools, warm the caches)")
-	output := fs.String("output", "text", "output: text or json")
-	format := fs.String("format", "", "subject format: native, mcp, openai or anthropic (default: detect)")
-	session := fs.String("session", "", "agent session the subject belongs to")
 	record := fs.Bool("record", false, "append every decision to the configured event log (default: no log, so the figure is the gates' cost)")
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost bench [flags] --pipeline P SUBJECT|-")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(1)); done {
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
-	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
 	}
 	switch {
 	case *n < 1:
@@ -91,11 +78,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case *warmup < 0:
 		return fail(stderr, fmt.Errorf("%w: --warmup %d: want 0 or more", errUsage, *warmup))
 	}
-	logger, err := newLogger(stderr, *logLevel, *output == "json")
-	if err != nil {
-		return fail(stderr, err)
-	}
-	cfg, err := loadConfig(*configPath)
+	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -103,27 +86,27 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.host.Logger = logger
+	cfg.Host.Logger = logger
 	*pipelineName = pipelineFlag(*pipelineName)
-	onlyPipeline(&cfg.host, *pipelineName)
+	onlyPipeline(&cfg.Host, *pipelineName)
 	if !*record {
-		cfg.host.EventLogPath = ""
+		cfg.Host.EventLogPath = ""
 	}
 	// Enough capacity that the bench measures the gates, not the queue.
-	cfg.host.MaxConcurrentRuns = max(cfg.host.MaxConcurrentRuns, *concurrency)
-	defer closeDomains(cfg.host.Domains)
+	cfg.Host.MaxConcurrentRuns = max(cfg.Host.MaxConcurrentRuns, *concurrency)
+	defer cfg.Close()
 	start := time.Now()
-	h, err := host.New(ctx, cfg.host)
+	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
-		return fail(stderr, hostError(cfg.file, err))
+		return fail(stderr, cfg.HostError(err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 	startup := time.Since(start)
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
-	native, _, _, err := nativeSubject(info.Subject, data, subject.Format(*format), "")
+	native, _, _, err := agentinput.Native(info.Subject, data, subject.Format(*format))
 	if err != nil {
 		return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/host/catalog"
 )
 
@@ -22,43 +20,31 @@ const catalogUsage = `Usage: gatehost catalog SUBCOMMAND [flags]
 `
 
 func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, catalogUsage)
-		return 0
+	sub, code, done := subcommand(args, catalogUsage, stdout, stderr)
+	if done {
+		return code
 	}
-	if len(args) == 0 {
-		fmt.Fprint(stderr, catalogUsage)
-		return exitUsage
-	}
-	sub := args[0]
-	fs := pflag.NewFlagSet("catalog "+sub, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	output := fs.String("output", "text", "output: text or json")
-	format := fs.String("format", "", "diff: format of PATH: mcp, openai, anthropic or native (default: detect)")
+	fs := newFlags("catalog "+sub, catalogUsage, stderr, flagConfig|flagOutput|flagFormat)
+	fs.setUsage("format", "diff: format of PATH: mcp, openai, anthropic or native (default: detect)")
 	server := fs.String("server", "", "diff: the MCP server PATH's tools come from (namespace mcp.<server>)")
-	fs.Usage = func() { fmt.Fprint(stderr, catalogUsage); fs.PrintDefaults() }
 	want, ok := map[string]int{"show": 0, "diff": 1}[sub]
 	if !ok {
 		fmt.Fprintf(stderr, "gatehost catalog: unknown subcommand %q\n\n%s", sub, catalogUsage)
 		return exitUsage
 	}
-	if code, done := parseFlags(fs, args[1:], exactly(want)); done {
+	if code, done := fs.parse(args[1:], exactly(want)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := fs.load()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	store := cfg.host.Catalog
+	store := cfg.Host.Catalog
 	old := store.Snapshot()
 	if sub == "show" {
-		return showCatalog(old, *output, stdout, stderr)
+		return showCatalog(old, fs.output, stdout, stderr)
 	}
-	tools, err := catalog.Load(fs.Arg(0), catalog.ImportOptions{Format: *format, Server: *server})
+	tools, err := catalog.Load(fs.Arg(0), catalog.ImportOptions{Format: fs.format, Server: *server})
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -79,7 +65,7 @@ func cmdCatalog(_ context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, err)
 	}
 	changes := catalog.Diff(old, next)
-	if *output == "json" {
+	if fs.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {

@@ -14,11 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
 const (
@@ -27,26 +26,13 @@ const (
 )
 
 func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("check", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	pipelineName := fs.String("pipeline", "", "pipeline to run (default: the only one configured)")
-	output := fs.String("output", "text", "output: text or json")
-	format := fs.String("format", "", "subject format: native, mcp, openai or anthropic (default: detect)")
-	session := fs.String("session", "", "agent session the subject belongs to")
+	fs := newFlags("check", "Usage: gatehost check [flags] SUBJECT|-\n", stderr,
+		flagConfig|flagPipeline|flagOutput|flagFormat|flagSession|flagRequestID|flagLogLevel)
+	pipelineName, output, format, session, requestID := &fs.pipeline, &fs.output, &fs.format, &fs.session, &fs.requestID
 	confirm := fs.String("confirm", "", "a person's confirmation token for the tool call being checked (tool_call pipelines)")
-	requestID := fs.String("request-id", "", "caller's id for the run, recorded in the event log")
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
 	nowFlag := fs.String("now", "", "run clock as of this RFC 3339 time, for replaying a check (default: now)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost check [flags] SUBJECT|-")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(1)); done {
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
-	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
 	}
 	var now time.Time
 	if *nowFlag != "" {
@@ -56,31 +42,27 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		now = t
 	}
-	logger, err := newLogger(stderr, *logLevel, *output == "json")
+	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := loadConfig(*configPath)
+	data, err := readSubject(ctx, fs.Arg(0), stdin, cmp.Or(cfg.Host.MaxSubjectBytes, host.MaxSubjectBytes))
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(ctx, fs.Arg(0), stdin, cmp.Or(cfg.host.MaxSubjectBytes, host.MaxSubjectBytes))
-	if err != nil {
-		return fail(stderr, err)
-	}
-	cfg.host.Logger = logger
+	cfg.Host.Logger = logger
 	*pipelineName = pipelineFlag(*pipelineName)
-	onlyPipeline(&cfg.host, *pipelineName)
-	defer closeDomains(cfg.host.Domains)
-	h, err := host.New(ctx, cfg.host)
+	onlyPipeline(&cfg.Host, *pipelineName)
+	defer cfg.Close()
+	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
-		return fail(stderr, hostError(cfg.file, err))
+		return fail(stderr, cfg.HostError(err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: %w", cfg.file, err))
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
 	native := data
 	var confirmation *abi.Confirmation
@@ -99,7 +81,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if info.Subject == abi.SubjectProposal {
 		p, _, err := subject.ParseProposal(data, subject.Format(*format))
 		if err != nil {
-			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneLine(err.Error())))
+			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneline.Of(err.Error())))
 		}
 		if native, err = json.Marshal(p); err != nil {
 			return fail(stderr, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/datasource"
@@ -24,6 +25,7 @@ import (
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/internal/safefile/safefiletest"
 	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/server"
 )
 
 // pathConfig is every path a config file can name; the zero value of a
@@ -196,9 +198,9 @@ func TestConfiguredPathKinds(t *testing.T) {
 				k.set(&pc, kc.path)
 				cfg := s.writeConfig(t, pc)
 				err := safefiletest.Returns(t, func() error {
-					l, err := loadConfig(cfg)
+					l, err := config.Load(cfg)
 					if l != nil {
-						closeDomains(l.host.Domains)
+						_ = l.Close()
 					}
 					return err
 				})
@@ -214,20 +216,20 @@ func TestConfiguredPathKinds(t *testing.T) {
 		}
 	}
 	t.Run("valid", func(t *testing.T) {
-		l, err := loadConfig(s.writeConfig(t, pathConfig{}))
+		l, err := config.Load(s.writeConfig(t, pathConfig{}))
 		require.NoError(t, err)
-		closeDomains(l.host.Domains)
+		_ = l.Close()
 	})
 }
 
 // TestConfigFileKinds: the config file itself, given with --config.
 func TestConfigFileKinds(t *testing.T) {
 	s := newSpecials(t)
-	kinds := append(s.fileKinds(), kindCase{name: "over the cap", path: s.overCap(t, "big.yaml", maxConfigBytes),
-		want: safefile.ErrTooLarge, reason: fmt.Sprintf("file too large (more than %d bytes)", maxConfigBytes)})
+	kinds := append(s.fileKinds(), kindCase{name: "over the cap", path: s.overCap(t, "big.yaml", config.MaxFileBytes),
+		want: safefile.ErrTooLarge, reason: fmt.Sprintf("file too large (more than %d bytes)", config.MaxFileBytes)})
 	for _, kc := range kinds {
 		t.Run(kc.name, func(t *testing.T) {
-			err := safefiletest.Returns(t, func() error { _, err := loadConfig(kc.path); return err })
+			err := safefiletest.Returns(t, func() error { _, err := config.Load(kc.path); return err })
 			require.ErrorIs(t, err, kc.want)
 			assert.Equal(t, "config "+kc.path+": "+kc.reason, err.Error())
 		})
@@ -235,7 +237,7 @@ func TestConfigFileKinds(t *testing.T) {
 	t.Run("unsupported extension", func(t *testing.T) {
 		p := filepath.Join(s.dir, "gatehost.conf")
 		require.NoError(t, os.WriteFile(p, []byte("pool_size: 1\n"), 0o644))
-		_, err := loadConfig(p)
+		_, err := config.Load(p)
 		assert.EqualError(t, err, `config `+p+`: unsupported config type "conf" (name it .yaml, .yml, .toml or .json)`)
 	})
 }
@@ -270,7 +272,7 @@ func TestConfiguredPathsExit2(t *testing.T) {
 			want: []string{"--token-file: " + s.fifo + ": not a regular file (named pipe)"}},
 		{name: "serve: token file /dev/zero", args: []string{"serve", "--config", good, "--token-file", "/dev/zero"},
 			want: []string{"--token-file: /dev/zero: not a regular file (character device)"}},
-		{name: "serve: token file over the cap", args: []string{"serve", "--config", good, "--token-file", s.overCap(t, "tokens", maxTokenFileBytes)},
+		{name: "serve: token file over the cap", args: []string{"serve", "--config", good, "--token-file", s.overCap(t, "tokens", server.MaxTokenFileBytes)},
 			want: []string{"--token-file: ", "file too large (more than 1048576 bytes)"}},
 		{name: "serve: TLS certificate named pipe", args: []string{"serve", "--config", good, "--tls-cert", s.linkFIFO, "--tls-key", s.regular},
 			want: []string{"--tls-cert: " + s.linkFIFO + ": not a regular file (named pipe)"}},
@@ -339,56 +341,6 @@ func TestSubjectWaitEndsWithContext(t *testing.T) {
 	b, err := readSubject(context.Background(), fifo, nil, 1024)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"actions":[]}`, string(b))
-}
-
-// TestServeReloadRefusesSpecialFiles: a config or token file replaced by a
-// named pipe or a device while serving fails its reload at once — by signal
-// or by the file watcher — and the old config keeps serving; shutdown is
-// not held up.
-func TestServeReloadRefusesSpecialFiles(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeServeConfig(t, dir, serveParams{})
-	good, err := os.ReadFile(cfg)
-	require.NoError(t, err)
-	tokens := filepath.Join(dir, "tokens")
-	const token = "reload-test-token-0123456789"
-	require.NoError(t, os.WriteFile(tokens, []byte(token+"\n"), 0o600))
-	ts := startServe(t, cfg, func(o *serveOptions) { o.tokenFile = tokens })
-	auth := []string{"Authorization", "Bearer " + token}
-
-	// replace puts a named pipe, or a link to /dev/zero, where path was.
-	replace := func(t *testing.T, path, kind string) {
-		tmp := path + ".new"
-		if kind == "named pipe" {
-			require.NoError(t, syscall.Mkfifo(tmp, 0o644))
-		} else {
-			require.NoError(t, os.Symlink("/dev/zero", tmp))
-		}
-		require.NoError(t, os.Rename(tmp, path))
-	}
-	tests := []struct {
-		file, kind, want string
-	}{
-		{cfg, "named pipe", "config " + cfg + ": not a regular file (named pipe)"},
-		{cfg, "character device", "config " + cfg + ": not a regular file (character device)"},
-		{tokens, "named pipe", "--token-file: " + tokens + ": not a regular file (named pipe)"},
-		{tokens, "character device", "--token-file: " + tokens + ": not a regular file (character device)"},
-	}
-	for _, tt := range tests {
-		t.Run(filepath.Base(tt.file)+"/"+tt.kind, func(t *testing.T) {
-			replace(t, tt.file, tt.kind)
-			err := safefiletest.Returns(t, func() error { return ts.s.reload(context.Background(), "test") })
-			assert.EqualError(t, err, tt.want)
-			safefiletest.Returns(t, func() bool { ts.s.reloadIfChanged(context.Background()); return true })
-			a := ts.do(t, "GET", "/v1/pipelines", nil, auth...)
-			assert.Equal(t, 200, a.status, "the old config serves")
-			assert.Contains(t, string(a.body), `"config_generation":1`)
-			require.NoError(t, os.Remove(tt.file))
-			writeAtomic(t, cfg, string(good))
-			writeAtomic(t, tokens, token+"\n")
-		})
-	}
-	require.NoError(t, safefiletest.Returns(t, func() error { return ts.stop(t) }))
 }
 
 // TestSIGTERMWhileReadingSubject: a CLI process waiting on a subject pipe

@@ -7,38 +7,26 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/host/eventlog"
 )
 
 func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("log verify", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	output := fs.String("output", "text", "output: text or json")
+	fs := newFlags("log verify", "Usage: gatehost log verify [flags]\n", stderr, flagConfig|flagOutput)
 	anchor := fs.String("anchor", "", "hash of a record known good from outside the log; the chain must contain it")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost log verify [flags]")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(0)); done {
+	if code, done := fs.parse(args, exactly(0)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := fs.load()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if cfg.logPath == "" {
-		return fail(stderr, fmt.Errorf("config %s: event_log.path is not set", cfg.file))
+	if cfg.LogPath == "" {
+		return fail(stderr, fmt.Errorf("config %s: event_log.path is not set", cfg.File))
 	}
-	rep, verr := eventlog.Verify(cfg.logPath, eventlog.VerifyOptions{Anchor: *anchor})
-	if *output == "json" {
+	rep, verr := eventlog.Verify(cfg.LogPath, eventlog.VerifyOptions{Anchor: *anchor})
+	if fs.output == "json" {
 		out := map[string]any{
-			"path": cfg.logPath, "ok": verr == nil, "records": rep.Records,
+			"path": cfg.LogPath, "ok": verr == nil, "records": rep.Records,
 			"last_seq": rep.LastSeq, "last_hash": rep.LastHash, "torn_tail_bytes": rep.TornBytes,
 		}
 		if verr != nil {
@@ -48,12 +36,12 @@ func cmdLogVerify(_ context.Context, args []string, stdout, stderr io.Writer) in
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
 	} else if verr == nil {
-		fmt.Fprintf(stdout, "ok: %s: %d records, chain holds, last seq %d hash %s\n", cfg.logPath, rep.Records, rep.LastSeq, rep.LastHash)
+		fmt.Fprintf(stdout, "ok: %s: %d records, chain holds, last seq %d hash %s\n", cfg.LogPath, rep.Records, rep.LastSeq, rep.LastHash)
 		if rep.TornTail {
 			fmt.Fprintf(stdout, "note: %d bytes after the last record are a torn write (a crash mid-append); they will be dropped when the log is next opened\n", rep.TornBytes)
 		}
 	} else {
-		fmt.Fprintf(stdout, "FAILED: %s: %v\n", cfg.logPath, verr)
+		fmt.Fprintf(stdout, "FAILED: %s: %v\n", cfg.LogPath, verr)
 	}
 	if verr != nil {
 		var ce *eventlog.ChainError

@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -145,3 +146,7 @@ func fail(stderr io.Writer, err error) int {
 	fmt.Fprintln(stderr, "gatehost:", err)
 	return exitUsage
 }
+
+// errUsage marks errors that exit with code 2 because of how gatehost was
+// called.
+var errUsage = errors.New("usage")

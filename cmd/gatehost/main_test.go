@@ -218,24 +218,3 @@ func TestLogVerifyDetectsTampering(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "FAILED")
 }
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want byteSize
-		ok   bool
-	}{
-		{"64MiB", 64 << 20, true}, {"512KiB", 512 << 10, true}, {"1GiB", 1 << 30, true},
-		{"10MB", 10_000_000, true}, {"100", 100, true}, {"1 MiB", 1 << 20, true},
-		{"lots", 0, false}, {"-1MiB", 0, false}, {"99999999999999999999GiB", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := parseSize(tt.in)
-		if tt.ok {
-			assert.NoError(t, err, tt.in)
-			assert.Equal(t, tt.want, got, tt.in)
-		} else {
-			assert.Error(t, err, tt.in)
-		}
-	}
-}

@@ -8,8 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/gitchanges"
@@ -20,37 +18,23 @@ import (
 // checks out head in a temporary worktree for the check capability, runs a
 // merge pipeline and removes the worktree again, whatever happened.
 func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("merge-verify", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	pipelineName := fs.String("pipeline", "", "pipeline to run (default: the only merge pipeline)")
+	fs := newFlags("merge-verify", "Usage: gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]\n", stderr,
+		flagConfig|flagPipeline|flagOutput|flagRequestID|flagLogLevel)
+	fs.setUsage("pipeline", "pipeline to run (default: the only merge pipeline)")
 	repo := fs.String("repo", "", "git repository (required)")
 	base := fs.String("base", "", "base revision: what the changes are integrated into (required)")
 	head := fs.String("head", "", "head revision: the changes to verify (required)")
 	footprintPath := fs.String("footprint", "", "JSON file: the declared footprint, [{\"file\",\"symbol\"}]")
 	waiverPath := fs.String("waiver", "", "JSON file: an audited waiver {\"reason\",\"approved_by\",\"scope\"}")
-	output := fs.String("output", "text", "output: text or json")
-	requestID := fs.String("request-id", "", "caller's id for the run, recorded in the event log")
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, exactly(0)); done {
+	if code, done := fs.parse(args, exactly(0)); done {
 		return code
 	}
 	if *repo == "" || *base == "" || *head == "" {
 		fs.Usage()
 		return exitUsage
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
-	logger, err := newLogger(stderr, *logLevel, *output == "json")
-	if err != nil {
-		return fail(stderr, err)
-	}
 	var footprint []abi.SymbolRef
+	var err error
 	if *footprintPath != "" {
 		if footprint, err = readFootprint(*footprintPath); err != nil {
 			return fail(stderr, err)
@@ -62,17 +46,17 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fail(stderr, err)
 		}
 	}
-	cfg, err := loadConfig(*configPath)
+	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.host.Logger = logger
-	h, err := host.New(ctx, cfg.host)
+	cfg.Host.Logger = logger
+	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
-	info, err := pickMergePipeline(h.Pipelines(), pipelineFlag(*pipelineName))
+	info, err := pickMergePipeline(h.Pipelines(), pipelineFlag(fs.pipeline))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -95,11 +79,11 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 			fmt.Fprintln(stderr, "gatehost: removing the temporary worktree:", err)
 		}
 	}()
-	d, err := h.Check(ctx, info.Name, subj, host.RunOptions{RequestID: *requestID, Worktree: dir})
+	d, err := h.Check(ctx, info.Name, subj, host.RunOptions{RequestID: fs.requestID, Worktree: dir})
 	if d == nil {
 		return fail(stderr, err)
 	}
-	if *output == "json" {
+	if fs.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if e := enc.Encode(d); e != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -94,19 +95,11 @@ type inspection struct {
 }
 
 func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("plugin inspect", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	output := fs.String("output", "text", "output: text or json")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost plugin inspect [--output text|json] MODULE.wasm")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
+	fs := newFlags("plugin inspect", "Usage: gatehost plugin inspect [--output text|json] MODULE.wasm\n", stderr, flagOutput)
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
+	output := &fs.output
 	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
 	if err != nil {
 		return fail(stderr, err)
@@ -187,32 +180,24 @@ func pages(n uint32) string {
 }
 
 func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("plugin check", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("plugin check", "Usage: gatehost plugin check [flags] MODULE.wasm\n", stderr, flagConfig|flagOutput)
+	fs.setUsage("config", "gatehost config whose catalog, domains, sessions, policy and checks the gate's capabilities read (default: none)")
 	casesDir := fs.String("cases", "", "directory of case files (*.json: note, subject, config, want_verdict, want_codes, …)")
-	configPath := fs.String("config", "", "gatehost config whose catalog, domains, sessions, policy and checks the gate's capabilities read (default: none)")
 	stageConfig := fs.String("stage-config", "", "stage config, JSON, for the kit's probes and cases without their own")
 	budgetTime := fs.Duration("budget-time", gatetest.DefaultBudgetTime, "time budget per evaluation")
 	budgetMemory := fs.String("budget-memory", "64MiB", "memory budget (linear memory limit)")
 	budgetOversized := fs.Duration("budget-oversized-time", gatetest.DefaultBudgetOversizedTime, "time budget of the oversized probe requests")
 	oversized := fs.String("oversized", "1MiB", "size of the oversized probe requests (the host sends subjects up to 4MiB)")
-	output := fs.String("output", "text", "output: text or json")
 	verbose := fs.BoolP("verbose", "v", false, "list every request the kit sent, not only failures")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: gatehost plugin check [flags] MODULE.wasm")
-		fs.PrintDefaults()
-	}
-	if code, done := parseFlags(fs, args, func(n int) bool { return n == 1 }); done {
+	if code, done := fs.parse(args, exactly(1)); done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
-	}
-	mem, err := parseSize(*budgetMemory)
+	configPath, output := &fs.config, &fs.output
+	mem, err := config.ParseSize(*budgetMemory)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("%w: --budget-memory: %w", errUsage, err))
 	}
-	over, err := parseSize(*oversized)
+	over, err := config.ParseSize(*oversized)
 	if err != nil || over == 0 || over > 64<<20 {
 		return fail(stderr, fmt.Errorf("%w: --oversized %q: want a size from 1B to 64MiB", errUsage, *oversized))
 	}
@@ -229,13 +214,13 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	if *configPath != "" {
-		cfg, err := loadConfig(*configPath)
+		cfg, err := fs.load()
 		if err != nil {
 			return fail(stderr, err)
 		}
-		defer closeDomains(cfg.host.Domains)
-		opts.Host = host.Config{Catalog: cfg.host.Catalog, Domains: cfg.host.Domains, Sessions: cfg.host.Sessions,
-			Policy: cfg.host.Policy, Checks: cfg.host.Checks, CacheDir: cfg.host.CacheDir}
+		defer cfg.Close()
+		opts.Host = host.Config{Catalog: cfg.Host.Catalog, Domains: cfg.Host.Domains, Sessions: cfg.Host.Sessions,
+			Policy: cfg.Host.Policy, Checks: cfg.Host.Checks, CacheDir: cfg.Host.CacheDir}
 	}
 	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
@@ -21,7 +22,7 @@ import (
 func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("plugin pin", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", defaultConfigFile, "config file to edit")
+	configPath := fs.String("config", config.DefaultFile, "config file to edit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: gatehost plugin pin [--config F] [PLUGIN...]  (default: every plugin)")
 		fs.PrintDefaults()
@@ -29,9 +30,9 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 	if code, done := parseFlags(fs, args, func(int) bool { return true }); done {
 		return code
 	}
-	src, err := readConfigFile(*configPath)
+	src, err := config.ReadFile(*configPath)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: %w", *configPath, withoutPath(err)))
+		return fail(stderr, err)
 	}
 	out, report, err := pinFile(*configPath, src, fs.Args())
 	if err != nil {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/pflag"
-
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
 )
@@ -34,27 +32,16 @@ the file named by sessions.path in the config.
 `
 
 func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, sessionUsage)
-		return 0
-	}
-	if len(args) == 0 {
-		fmt.Fprint(stderr, sessionUsage)
-		return exitUsage
-	}
-	sub := args[0]
-	fs := pflag.NewFlagSet("session "+sub, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./gatehost.yaml)")
-	id := fs.String("session", "", "session id")
-	output := fs.String("output", "text", "output: text or json")
-	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage); fs.PrintDefaults() }
-	if code, done := parseFlags(fs, args[1:], func(int) bool { return true }); done {
+	sub, code, done := subcommand(args, sessionUsage, stdout, stderr)
+	if done {
 		return code
 	}
-	if err := checkOutput(*output); err != nil {
-		return fail(stderr, err)
+	fs := newFlags("session "+sub, sessionUsage, stderr, flagConfig|flagOutput|flagSession)
+	fs.setUsage("session", "session id")
+	if code, done := fs.parse(args[1:], func(int) bool { return true }); done {
+		return code
 	}
+	id := &fs.session
 	tools := fs.Args()
 	switch sub {
 	case "create", "activate", "revoke", "rebuild":
@@ -75,15 +62,15 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "gatehost session: unknown subcommand %q\n\n%s", sub, sessionUsage)
 		return exitUsage
 	}
-	cfg, err := loadConfig(*configPath)
+	cfg, err := fs.load()
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if cfg.sessionPath == "" {
-		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.file))
+	if cfg.SessionPath == "" {
+		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.File))
 	}
-	st := cfg.host.Sessions
-	snap := cfg.host.Catalog.Snapshot()
+	st := cfg.Host.Sessions
+	snap := cfg.Host.Catalog.Snapshot()
 
 	var set *session.Set
 	var report *session.Report
@@ -104,7 +91,7 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		report = &r
 	case "show":
 		if *id == "" {
-			return showSessions(ctx, st, snap, *output, stdout, stderr)
+			return showSessions(ctx, st, snap, fs.output, stdout, stderr)
 		}
 		if set, err = st.Load(ctx, *id); err == nil && set == nil {
 			err = fmt.Errorf("session %q: %w", *id, session.ErrUnknownSession)
@@ -114,7 +101,7 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "gatehost:", err)
 		return 1
 	}
-	if *output == "json" {
+	if fs.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		v := any(sessionView(set, snap))

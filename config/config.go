@@ -1,12 +1,14 @@
-package main
+// Package config loads a gatehost config file — YAML, TOML or JSON, with
+// GATEHOST_* environment overrides (README "Configuration") — into a
+// host.Config and what the caller must close. The CLI and the server load
+// their configs here; an embedder may too.
+package config
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,12 +21,13 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
-// defaultConfigFile is read when --config is not given.
-const defaultConfigFile = "gatehost.yaml"
+// DefaultFile is the config file Load reads when given no path, relative
+// to the working directory.
+const DefaultFile = "gatehost.yaml"
 
 // fileConfig is the config file's shape (README "Configuration"). Every key
 // is known: an unknown key is an error naming it.
@@ -135,8 +138,17 @@ var sizeUnits = []struct {
 	{"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1},
 }
 
-func parseSize(s string) (byteSize, error) {
-	s = strings.TrimSpace(s)
+// ParseSize parses a size in bytes: an integer, optionally followed by a
+// unit (B, kB/KB, MB, GB in powers of 1000; KiB, MiB, GiB in powers of
+// 1024), such as 64MiB. The error quotes s whole; sizes of 2^63 bytes or
+// more are refused.
+func ParseSize(s string) (uint64, error) {
+	n, err := parseSize(s)
+	return uint64(n), err
+}
+
+func parseSize(orig string) (byteSize, error) {
+	s := strings.TrimSpace(orig)
 	mult := uint64(1)
 	for _, u := range sizeUnits {
 		if strings.HasSuffix(s, u.suffix) {
@@ -146,10 +158,10 @@ func parseSize(s string) (byteSize, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a size (use bytes or a unit such as 64MiB)", s)
+		return 0, fmt.Errorf("%q is not a size (use bytes or a unit such as 64MiB)", orig)
 	}
 	if n > (1<<63)/mult {
-		return 0, fmt.Errorf("size %d×%d overflows", n, mult)
+		return 0, fmt.Errorf("%q is too large (at most 2^63 bytes)", orig)
 	}
 	return byteSize(n * mult), nil
 }
@@ -170,34 +182,85 @@ func sizeHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
 	return data, nil
 }
 
-// envKeys are the keys a GATEHOST_* variable may override, such as
-// GATEHOST_EVENT_LOG_PATH for event_log.path.
-var envKeys = []string{"event_log.path", "sessions.path", "cache_dir", "max_response_bytes", "pool_size"}
-
-// loaded is a config file turned into what the host needs.
-type loaded struct {
-	file    string
-	host    host.Config
-	logPath string
-	// sessionPath is the session file; "" keeps sessions in memory.
-	sessionPath string
+// durationHook parses a duration written as a string, quoting the whole
+// value when it is not one.
+func durationHook(from reflect.Type, to reflect.Type, data any) (any, error) {
+	if from.Kind() != reflect.String || to != reflect.TypeFor[time.Duration]() {
+		return data, nil
+	}
+	d, err := time.ParseDuration(data.(string))
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a duration (such as 30s, 2m or 1h30m)", data)
+	}
+	return d, nil
 }
 
-// loadConfig reads the config file (explicit, or gatehost.yaml in the
-// working directory) with GATEHOST_* overrides. Relative paths in it are
-// relative to the file's directory.
-func loadConfig(path string) (*loaded, error) {
+// envKeys are the keys a GATEHOST_* variable may override, such as
+// GATEHOST_EVENT_LOG_PATH for event_log.path. Nothing else is read from
+// the environment; in particular no stage's config: block.
+var envKeys = []string{"event_log.path", "sessions.path", "cache_dir", "max_response_bytes", "pool_size"}
+
+// envName is the variable that overrides key.
+func envName(key string) string {
+	return "GATEHOST_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// formats are the config file formats, by extension.
+var formats = []string{"yaml", "yml", "toml", "json"}
+
+// Loaded is a config file turned into what the host needs.
+type Loaded struct {
+	// File is the path of the config file read.
+	File string
+	// Host is the host's configuration. Its Domains hold open data
+	// sources: Close closes them.
+	Host host.Config
+	// LogPath is the event log file (event_log.path, resolved).
+	LogPath string
+	// SessionPath is the session file (sessions.path, resolved); ""
+	// keeps sessions in memory.
+	SessionPath string
+}
+
+// Close closes what Load opened: each domain's data source. It is safe to
+// call on a nil *Loaded and more than once.
+func (l *Loaded) Close() error {
+	if l == nil {
+		return nil
+	}
+	var errs []error
+	for _, d := range l.Host.Domains {
+		errs = append(errs, d.Source.Close())
+	}
+	l.Host.Domains = nil
+	return errors.Join(errs...)
+}
+
+// Load reads the config file at path ("" is DefaultFile) — YAML, TOML or
+// JSON by its extension — with GATEHOST_* environment overrides of the
+// keys in README "Configuration", and returns the host configuration it
+// describes. Relative paths in the file are relative to its directory.
+//
+// A stage's config: block is passed to its gate as written, keys in the
+// author's case; the loader folds every other map key (plugin and
+// pipeline names) to lower case, as the README says.
+//
+// Errors name the file and the key as a dotted path ("config F:
+// pipelines.plan.stages[0].timeout: …"), or the environment variable and
+// its value when the bad value came from one ("GATEHOST_POOL_SIZE=\"x\":
+// …"). On error nothing is left open.
+func Load(path string) (*Loaded, error) {
 	if path == "" {
-		path = defaultConfigFile
+		path = DefaultFile
 	}
 	// Viper would open the file itself, and wait forever on a named pipe:
 	// it gets the bytes of a checked, capped read instead.
-	src, err := readConfigFile(path)
+	src, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, withoutPath(err))
+		return nil, err
 	}
 	ext := strings.TrimPrefix(filepath.Ext(path), ".")
-	if !slices.Contains(viper.SupportedExts, ext) {
+	if !slices.Contains(formats, ext) {
 		return nil, fmt.Errorf("config %s: unsupported config type %q (name it .yaml, .yml, .toml or .json)", path, ext)
 	}
 	v := viper.New()
@@ -210,13 +273,19 @@ func loadConfig(path string) (*loaded, error) {
 		}
 	}
 	if err := v.ReadConfig(bytes.NewReader(src)); err != nil {
-		return nil, fmt.Errorf("config %s: %s", path, oneLine(err.Error()))
+		return nil, fmt.Errorf("config %s: %s", path, oneline.Of(err.Error()))
 	}
 	var fc fileConfig
 	hook := viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
-		mapstructure.StringToTimeDurationHookFunc(), sizeHook))
+		durationHook, sizeHook))
 	if err := v.UnmarshalExact(&fc, hook); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, decodeError(err))
+		return nil, decodeError(path, err)
+	}
+	// Viper folds every key to lower case, and a gate's config schema may
+	// use any case: stage configs come from the document as written.
+	stageConfigs, err := rawStageConfigs(ext, src)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	// The CLI never decides unaudited: an acceptance nobody can verify
 	// later is not one (embedders may choose otherwise).
@@ -230,9 +299,9 @@ func loadConfig(path string) (*loaded, error) {
 		}
 		return filepath.Join(base, p)
 	}
-	l := &loaded{file: path, logPath: rel(fc.EventLog.Path), sessionPath: rel(fc.Sessions.Path)}
+	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path)}
 	cfg := host.Config{
-		EventLogPath:      l.logPath,
+		EventLogPath:      l.LogPath,
 		CacheDir:          fc.CacheDir,
 		MaxResponseBytes:  int(fc.MaxResponseBytes),
 		PoolSize:          fc.PoolSize,
@@ -266,19 +335,15 @@ func loadConfig(path string) (*loaded, error) {
 		}
 		cfg.Plugins[name] = host.PluginConfig{Path: rel(p.Path), SHA256: p.SHA256}
 	}
-	if err := checkConfiguredPaths(&cfg, l.sessionPath); err != nil {
+	if err := checkConfiguredPaths(&cfg, l.SessionPath); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, p := range fc.Pipelines {
 		pc := host.PipelineConfig{Subject: abi.SubjectKind(p.Subject), StopOnReject: p.StopOnReject}
 		for i, s := range p.Stages {
-			var raw json.RawMessage
-			if s.Config != nil {
-				b, err := json.Marshal(s.Config)
-				if err != nil {
-					return nil, fmt.Errorf("config %s: pipelines.%s.stages[%d].config: %w", path, name, i, err)
-				}
-				raw = b
+			raw, err := stageConfigs.config(name, i)
+			if err != nil {
+				return nil, fmt.Errorf("config %s: pipelines.%s.stages[%d].config: %w", path, name, i, err)
 			}
 			// Viper lower-cases map keys, so plugin names are matched
 			// case-insensitively: lower-case the references too.
@@ -309,47 +374,12 @@ func loadConfig(path string) (*loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.Catalog = store
-	if l.sessionPath != "" {
-		cfg.Sessions = session.NewFileStore(l.sessionPath)
+	if l.SessionPath != "" {
+		cfg.Sessions = session.NewFileStore(l.SessionPath)
 	}
 	if cfg.Domains, err = openDomains(context.Background(), fc.Domains, rel); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l.host = cfg
+	l.Host = cfg
 	return l, nil
-}
-
-// catalogLoader is loadCatalog; the config fuzz test replaces it so that no
-// fuzzed path is ever opened.
-var catalogLoader = loadCatalog
-
-func loadCatalog(sources []sourceConfig, rel func(string) string) (*catalog.Store, error) {
-	var tools []catalog.Tool
-	for i, s := range sources {
-		if s.Path == "" {
-			return nil, fmt.Errorf("catalog.sources[%d].path: required", i)
-		}
-		ts, err := catalog.Load(rel(s.Path), catalog.ImportOptions{Format: s.Format, Server: s.Server})
-		if err != nil {
-			key := fmt.Sprintf("catalog.sources[%d]", i)
-			if fileError(err) {
-				key += ".path"
-			}
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if err := checkSchemas(ts); err != nil {
-			return nil, fmt.Errorf("catalog.sources[%d] (%s): %w", i, rel(s.Path), err)
-		}
-		tools = append(tools, ts...)
-	}
-	return catalog.NewStore(tools...)
-}
-
-// errUsage marks errors that exit with code 2 because of how gatehost was
-// called.
-var errUsage = errors.New("usage")
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

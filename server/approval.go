@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/agentinput"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
 // Approvals: a person's confirmation of one tool call, minted through
@@ -31,11 +33,11 @@ import (
 // do not outlive a restart and are not shared between replicas.
 
 const (
-	// defaultApprovalTTL is how long an approval stays usable: long enough
+	// DefaultApprovalTTL is how long an approval stays usable: long enough
 	// for a person to approve and the agent to retry, short enough that a
 	// stale one is gone.
-	defaultApprovalTTL = 5 * time.Minute
-	maxApprovalTTL     = 24 * time.Hour
+	DefaultApprovalTTL = 5 * time.Minute
+	MaxApprovalTTL     = 24 * time.Hour
 	// maxApprovals caps the approvals held at once (unexpired, used or
 	// not), so that a runaway approver cannot exhaust memory.
 	maxApprovals = 10000
@@ -180,9 +182,9 @@ func newServeRunID(now time.Time) string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *server) now() time.Time {
-	if s.opts.now != nil {
-		return s.opts.now()
+func (s *Server) now() time.Time {
+	if s.opts.Now != nil {
+		return s.opts.Now()
 	}
 	return time.Now()
 }
@@ -191,7 +193,7 @@ func (s *server) now() time.Time {
 // with the tool call as the body, in any format the check route takes.
 // withAuth has already required an approver token. It answers 201 with the
 // approval; the minting is in the event log before the approval exists.
-func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	if sw, ok := w.(*statusWriter); ok {
 		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
 	}
@@ -237,7 +239,7 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	call, _, err := subject.ParseToolCall(body, format)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, subjectField(err), oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, agentinput.Field(err), oneline.Of(err.Error()), nil)
 		return
 	}
 	if call.ParseError != "" {
@@ -247,7 +249,7 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	native, err := json.Marshal(call)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
 		return
 	}
 	tool, ok := rt.h.Catalog().Snapshot().Get(call.Tool)
@@ -258,7 +260,7 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	if err := s.approvals.reserve(now); err != nil {
-		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
+		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusTooManyRequests, errTooManyApprovals, "",
 			fmt.Sprintf("%d approvals are outstanding; wait for some to be used or expire", maxApprovals), nil)
 		return
@@ -281,11 +283,11 @@ func (s *server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, a)
 }
 
-func (s *server) approvalTTL() time.Duration {
-	if s.opts.approvalTTL > 0 {
-		return s.opts.approvalTTL
+func (s *Server) approvalTTL() time.Duration {
+	if s.opts.ApprovalTTL > 0 {
+		return s.opts.ApprovalTTL
 	}
-	return defaultApprovalTTL
+	return DefaultApprovalTTL
 }
 
 // resolveConfirmation turns the X-Gatehost-Confirmation value presented
@@ -296,7 +298,7 @@ func (s *server) approvalTTL() time.Duration {
 // gate rejects what needs one. The use or the refusal is in the event log
 // (under runID) before the run starts; err is set only when that record
 // could not be written, and then no run may happen.
-func (s *server) resolveConfirmation(r *http.Request, rt *loadedConfig, pipeline, sess, toolName string, native []byte, presented, runID string) (*abi.Confirmation, error) {
+func (s *Server) resolveConfirmation(r *http.Request, rt *loadedConfig, pipeline, sess, toolName string, native []byte, presented, runID string) (*abi.Confirmation, error) {
 	b := binding{pipeline: pipeline, session: sess, subjectSHA256: subjectSHA256(native)}
 	now := s.now()
 	var a *approval

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ type metrics struct {
 // deadline is about 1 s.
 var latencyBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-func newMetrics(s *server) *metrics {
+func newMetrics(s *Server) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehost_decisions_total",
@@ -130,7 +130,7 @@ func (m *metrics) onCommit(c eventlog.Commit) {
 
 // runtimeCollector reports the serving runtime's pools and catalog at
 // scrape time.
-type runtimeCollector struct{ s *server }
+type runtimeCollector struct{ s *Server }
 
 var (
 	poolDesc = prometheus.NewDesc("gatehost_pool_instances",

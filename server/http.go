@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/rand"
@@ -17,6 +17,8 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/agentinput"
+	"github.com/gatehost/gatehost/internal/oneline"
 )
 
 // HTTP API error codes (README "gatehost serve"). Stable, snake_case.
@@ -59,7 +61,7 @@ type apiError struct {
 	Decision *host.Decision `json:"decision,omitempty"`
 }
 
-func (s *server) handler() http.Handler {
+func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/pipelines/{name}/check", s.handleCheck)
 	mux.HandleFunc("GET /v1/pipelines", s.handlePipelines)
@@ -79,7 +81,7 @@ var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:/+=-]{1,128}$`)
 // withRequestID takes the caller's X-Request-Id, or makes one, and echoes
 // it. An id outside [A-Za-z0-9._:/+=-]{1,128} is refused (it would go into
 // logs and the event log); the refusal carries a fresh id.
-func (s *server) withRequestID(next http.Handler) http.Handler {
+func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(headerRequestID)
 		valid := id == "" || requestIDRE.MatchString(id)
@@ -126,7 +128,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // withAccessLog logs one line per request at info: never the body, the
 // subject or its arguments.
-func (s *server) withAccessLog(next http.Handler) http.Handler {
+func (s *Server) withAccessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -172,7 +174,7 @@ func routeOf(r *http.Request) string {
 // route but the health probes takes agent tokens only, when any are
 // configured; the matched credential goes into the request's context for
 // its session binding.
-func (s *server) withAuth(next http.Handler) http.Handler {
+func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
@@ -183,7 +185,7 @@ func (s *server) withAuth(next http.Handler) http.Handler {
 		if isApprovalRoute(r.URL.Path) {
 			if approvers.empty() {
 				writeError(w, r, http.StatusForbidden, errApprovalsOff, "",
-					"no approver token is configured (--approver-token-file or $"+approverTokenEnv+"); confirmations cannot be issued over HTTP", nil)
+					"no approver token is configured (--approver-token-file or $"+ApproverTokenEnv+"); confirmations cannot be issued over HTTP", nil)
 				return
 			}
 			mine, other, otherName = approvers, agents, "an agent token"
@@ -214,7 +216,7 @@ func (s *server) withAuth(next http.Handler) http.Handler {
 
 // acquire returns the current runtime with a reference held, or nil before
 // the first config is ready and after shutdown began.
-func (s *server) acquire() *loadedConfig {
+func (s *Server) acquire() *loadedConfig {
 	for {
 		rt := s.cur.Load()
 		if rt == nil {
@@ -231,7 +233,7 @@ func (s *server) acquire() *loadedConfig {
 	}
 }
 
-func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if sw, ok := w.(*statusWriter); ok {
 		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
@@ -276,7 +278,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	presented := strings.TrimSpace(r.Header.Get(headerConfirmation))
 	native, toolName, field, err := nativeSubject(info.Subject, body, format, presented)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneline.Of(err.Error()), nil)
 		return
 	}
 	// A waiver is an operator's audited permission. Over HTTP the caller
@@ -308,13 +310,13 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	d, err := rt.h.Check(r.Context(), name, native, opts)
 	switch {
 	case errors.Is(err, host.ErrBadSubject):
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneLine(err.Error()), nil)
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
 		return
 	case errors.Is(err, host.ErrUnknownPipeline):
 		writeError(w, r, http.StatusNotFound, errUnknownPipeline, "name", err.Error(), nil)
 		return
 	case errors.Is(err, host.ErrClosed):
-		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
+		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errNotReady, "", err.Error(), nil)
 		return
 	case d == nil:
@@ -329,7 +331,7 @@ func (s *server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	case err != nil: // ErrEventLog: unaudited, so forced inconclusive
 		writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the decision could not be recorded; it is inconclusive", d)
 	case overloaded(d):
-		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
+		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errHostOverloaded, "", "too many runs in progress; retry later", d)
 	default:
 		writeJSON(w, http.StatusOK, d)
@@ -350,57 +352,28 @@ func overloaded(d *host.Decision) bool {
 	return false
 }
 
-// nativeSubject converts body, in any supported format, to the native JSON
-// of kind, as gatehost check does; for a tool call, toolName is the name
-// the call names its tool by. field is a JSON Pointer into body (or a
-// header name) for errors.
+// nativeSubject converts body to the native JSON of kind
+// (agentinput.Native); a confirmation applies to tool calls only.
 func nativeSubject(kind abi.SubjectKind, body []byte, f subject.Format, confirm string) (native []byte, toolName, field string, err error) {
 	if confirm != "" && kind != abi.SubjectToolCall {
 		return nil, "", headerConfirmation, fmt.Errorf("applies to tool_call pipelines only")
 	}
-	switch kind {
-	case abi.SubjectToolCall:
-		call, _, err := subject.ParseToolCall(body, f)
-		if err != nil {
-			return nil, "", subjectField(err), err
-		}
-		native, err = json.Marshal(call)
-		return native, call.Tool, "", err
-	case abi.SubjectProposal:
-		p, _, err := subject.ParseProposal(body, f)
-		if err != nil {
-			return nil, "", subjectField(err), err
-		}
-		native, err = json.Marshal(p)
-		return native, "", "", err
-	}
-	if f != subject.FormatAuto && f != subject.FormatNative {
-		return nil, "", "format", fmt.Errorf("%s applies to proposals and tool calls only", f)
-	}
-	return body, "", "", nil
-}
-
-func subjectField(err error) string {
-	var se *subject.Error
-	if errors.As(err, &se) {
-		return se.Field
-	}
-	return ""
+	return agentinput.Native(kind, body, f)
 }
 
 // acquireOr503 is acquire for a handler: with no runtime to serve (the
 // server is starting or shutting down) it answers 503 with Retry-After and
 // returns nil.
-func (s *server) acquireOr503(w http.ResponseWriter, r *http.Request) *loadedConfig {
+func (s *Server) acquireOr503(w http.ResponseWriter, r *http.Request) *loadedConfig {
 	rt := s.acquire()
 	if rt == nil {
-		w.Header().Set("Retry-After", retryAfter(s.opts.retryAfter))
+		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errNotReady, "", "the server is starting or shutting down", nil)
 	}
 	return rt
 }
 
-func (s *server) handlePipelines(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePipelines(w http.ResponseWriter, r *http.Request) {
 	rt := s.acquireOr503(w, r)
 	if rt == nil {
 		return
@@ -413,14 +386,14 @@ func (s *server) handlePipelines(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", healthContentType)
 	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 }
 
 // handleReady answers 200 once the first config's plugins are compiled and
 // their pools warm, and 503 before that and from the start of shutdown.
-func (s *server) handleReady(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", healthContentType)
 	if !s.ready.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)

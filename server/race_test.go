@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package server
 
 // raceEnabled scales load tests down under the race detector.
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"crypto/ecdsa"
@@ -32,8 +32,8 @@ func TestServeAuth(t *testing.T) {
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokFile, []byte("# operators\n"+tokenA+"\n\n"), 0o600))
-	t.Setenv(tokenEnv, tokenB)
-	ts := startServe(t, writeServeConfig(t, dir, serveParams{}), func(o *serveOptions) { o.tokenFile = tokFile })
+	t.Setenv(TokenEnv, tokenB)
+	ts := startServe(t, writeServeConfig(t, dir, serveParams{}), func(o *Options) { o.TokenFile = tokFile })
 	check := "/v1/pipelines/admission/check"
 	// A wrong token that shares all but its last byte with a real one.
 	nearly := tokenA[:len(tokenA)-1] + "X"
@@ -299,17 +299,9 @@ func TestApproverTokens(t *testing.T) {
 
 	// At start: newServer refuses a credential in both channels.
 	cfg := writeServeConfig(t, dir, serveParams{})
-	t.Setenv(tokenEnv, tokenA)
-	_, err = newServer(serveOptions{configPath: cfg, approverTokenFile: write("both2", tokenA)}, slog.New(slog.DiscardHandler))
+	t.Setenv(TokenEnv, tokenA)
+	_, err = New(Options{ConfigPath: cfg, ApproverTokenFile: write("both2", tokenA)}, slog.New(slog.DiscardHandler))
 	assert.ErrorIs(t, err, errTokenReused)
-}
-
-func TestServeApprovalTTLFlag(t *testing.T) {
-	for _, v := range []string{"0s", "999ms", "-1m", "25h"} {
-		code, _, errOut := runCLI("serve", "--approval-ttl", v)
-		assert.Equal(t, exitUsage, code, v)
-		assert.Contains(t, errOut, "--approval-ttl", v)
-	}
 }
 
 // FuzzTokenFile: any token-file content loads or fails with a tokenError,

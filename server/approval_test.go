@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bufio"
@@ -22,6 +22,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/edgecase"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -90,23 +91,22 @@ pipelines:
 // startApprovalServe starts a server whose agent tokens are agentDev
 // (sessions dev, dev2) and agentOther (other), whose approver is alice, and
 // whose sessions dev, dev2 and other have merge_pull_request granted.
-func startApprovalServe(t *testing.T, mod func(*serveOptions)) (*testServer, *fakeClock, string) {
+func startApprovalServe(t *testing.T, mod func(*Options)) (*testServer, *fakeClock, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := writeApprovalConfig(t, dir, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"))
 	for _, sess := range []string{"dev", "dev2", "other"} {
-		code, _, errOut := runCLI("session", "activate", "--config", cfg, "--session", sess, "merge_pull_request")
-		require.Equal(t, 0, code, errOut)
+		edgecase.Activate(t, cfg, sess, "merge_pull_request")
 	}
 	tokFile := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokFile, []byte("# agents\n"+agentDev+" sessions=dev,dev2 name=bot\n"+agentOther+"\tsessions=other\n"), 0o600))
 	apprFile := filepath.Join(dir, "approvers")
 	require.NoError(t, os.WriteFile(apprFile, []byte(approver+" name=alice\n"), 0o600))
-	t.Setenv(tokenEnv, "")
-	t.Setenv(approverTokenEnv, "")
+	t.Setenv(TokenEnv, "")
+	t.Setenv(ApproverTokenEnv, "")
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	ts := startServe(t, cfg, func(o *serveOptions) {
-		o.tokenFile, o.approverTokenFile, o.now, o.approvalTTL = tokFile, apprFile, clock.Now, 5*time.Minute
+	ts := startServe(t, cfg, func(o *Options) {
+		o.TokenFile, o.ApproverTokenFile, o.Now, o.ApprovalTTL = tokFile, apprFile, clock.Now, 5*time.Minute
 		if mod != nil {
 			mod(o)
 		}
@@ -121,7 +121,7 @@ var (
 )
 
 func mustRead(rel string) []byte {
-	b, err := os.ReadFile(filepath.Join("../..", rel))
+	b, err := os.ReadFile(filepath.Join("..", rel))
 	if err != nil {
 		panic(err)
 	}
@@ -562,7 +562,7 @@ func catalogWithChangedSchema(t *testing.T, dst, file string) string {
 // confirmed over HTTP: /v1/approvals refuses every caller before any
 // runtime is consulted.
 func TestServeApprovalsDisabled(t *testing.T) {
-	s := &server{opts: serveOptions{retryAfter: time.Second}, logger: slog.New(slog.DiscardHandler), approvals: newApprovalStore()}
+	s := &Server{opts: Options{RetryAfter: time.Second}, logger: slog.New(slog.DiscardHandler), approvals: newApprovalStore()}
 	s.metrics = newMetrics(s)
 	agents, err := loadTokens("", agentDev)
 	require.NoError(t, err)
@@ -575,7 +575,7 @@ func TestServeApprovalsDisabled(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}
 		rec := httptest.NewRecorder()
-		s.handler().ServeHTTP(rec, req)
+		s.Handler().ServeHTTP(rec, req)
 		require.Equal(t, 403, rec.Code, rec.Body.String())
 		assert.Equal(t, errApprovalsOff, rec.Header().Get("X-Gatehost-Error"))
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -167,7 +167,7 @@ func TestServeBadReloadKeepsServing(t *testing.T) {
 func TestServeWatchesConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeServeConfig(t, dir, variantParams(false))
-	ts := startServe(t, cfg, func(o *serveOptions) { o.watchInterval = 20 * time.Millisecond })
+	ts := startServe(t, cfg, func(o *Options) { o.WatchInterval = 20 * time.Millisecond })
 	failures := func() string {
 		m := string(ts.do(t, "GET", "/metrics", nil).body)
 		for _, line := range strings.Split(m, "\n") {
@@ -231,7 +231,7 @@ func TestServeShutdownDeadline(t *testing.T) {
 	dir := t.TempDir()
 	p := variantParams(false)
 	p.slow = "60s"
-	ts := startServe(t, writeServeConfig(t, dir, p), func(o *serveOptions) { o.shutdownTimeout = 200 * time.Millisecond })
+	ts := startServe(t, writeServeConfig(t, dir, p), func(o *Options) { o.ShutdownTimeout = 200 * time.Millisecond })
 	go func() {
 		req, _ := http.NewRequest("POST", ts.url+"/v1/pipelines/slow/check", strings.NewReader(string(readThenWrite)))
 		req.Header.Set(headerRequestID, "cut-short")

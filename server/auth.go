@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // Environment variables of bearer tokens, separated by commas or newlines.
 // Each item is a bare token: one from the environment can carry no fields.
 const (
-	tokenEnv         = "GATEHOST_AUTH_TOKENS"
-	approverTokenEnv = "GATEHOST_APPROVER_TOKENS"
+	TokenEnv         = "GATEHOST_AUTH_TOKENS"
+	ApproverTokenEnv = "GATEHOST_APPROVER_TOKENS"
 )
 
 // Sentinels of tokenError, for errors.Is.
@@ -143,7 +143,7 @@ var tokenNameRE = regexp.MustCompile(`^[A-Za-z0-9_.@:-]{1,64}$`)
 // there are more: a multi-token server must say which sessions each token
 // is for.
 func loadTokens(file, env string) (*tokenSet, error) {
-	t, err := parseTokens("--token-file", file, tokenEnv, env, true)
+	t, err := parseTokens("--token-file", file, TokenEnv, env, true)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func loadTokens(file, env string) (*tokenSet, error) {
 // token may also be an agent token: the channel a person confirms through
 // must be one the agent's credential cannot use.
 func loadApproverTokens(file, env string, agents *tokenSet) (*tokenSet, error) {
-	t, err := parseTokens("--approver-token-file", file, approverTokenEnv, env, false)
+	t, err := parseTokens("--approver-token-file", file, ApproverTokenEnv, env, false)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,67 @@
+package catalog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/gatehost/gatehost/internal/oneline"
+)
+
+// SchemaError is a tool whose input schema does not compile as gates
+// compile it (CheckSchemas).
+type SchemaError struct {
+	// Tool is the tool's wire name, cut to 128 bytes.
+	Tool string
+	// Err is the compiler's reason.
+	Err error
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("tool %s: input_schema does not compile: %s", e.Tool, oneline.Of(e.Err.Error()))
+}
+
+func (e *SchemaError) Unwrap() error { return e.Err }
+
+// CheckSchemas compiles every tool's input schema as gates do (JSON Schema
+// draft 2020-12 unless the schema names another draft, formats asserted,
+// no remote references), so that a catalog no gate can use is refused when
+// it is loaded rather than failing every run. The first tool whose schema
+// does not compile is returned as a *SchemaError; nil means all compile.
+func CheckSchemas(tools []Tool) error {
+	for _, t := range tools {
+		if err := compileSchema(t.InputSchema); err != nil {
+			return &SchemaError{Tool: cut(t.Name), Err: err}
+		}
+	}
+	return nil
+}
+
+// compileSchema compiles one self-contained schema. The compiler panics on
+// some malformed schemas; that is a reason like any other.
+func compileSchema(raw []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("remote reference %q not allowed", u)
+	}
+	const u = "tool.schema.json"
+	if err := c.AddResource(u, bytes.NewReader(raw)); err != nil {
+		return err
+	}
+	_, err = c.Compile(u)
+	var se *jsonschema.SchemaError
+	if errors.As(err, &se) && se.Err != nil {
+		return se.Err
+	}
+	return err
+}

@@ -1,0 +1,603 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/host/session"
+)
+
+// DefaultListen is loopback: with no auth configured nothing else is
+// allowed without Options.InsecureListenAny.
+const DefaultListen = "127.0.0.1:8490"
+
+// Options configure a Server; `gatehost serve`'s flags fill them (README
+// "gatehost serve"). New fills each zero field that has a default
+// (Defaults); a zero WatchInterval or MaxBody is meaningful.
+type Options struct {
+	// ConfigPath is the config file ("" is config.DefaultFile), read at
+	// New and again at each reload.
+	ConfigPath string
+	// Load reads ConfigPath; nil means config.Load.
+	Load func(path string) (*config.Loaded, error)
+	// Listen is the address Listen binds, host:port ("" is DefaultListen).
+	Listen string
+	// InsecureListenAny allows a non-loopback Listen without bearer
+	// tokens.
+	InsecureListenAny bool
+	// TokenFile holds the agents' bearer tokens, one a line, each
+	// optionally bound with sessions=ID,... ($GATEHOST_TOKEN too); none
+	// means no auth.
+	TokenFile string
+	// TLSCert and TLSKey are PEM files; with both, Serve serves HTTPS.
+	TLSCert, TLSKey string
+	// MaxBody caps a request body in bytes; 0 means the config's
+	// max_subject_bytes.
+	MaxBody int64
+	// Timeouts of the HTTP server Serve runs (net/http.Server's fields).
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownTimeout is the time in-flight runs get to finish once
+	// Serve's context is done.
+	ShutdownTimeout time.Duration
+	// WatchInterval is how often Serve polls the config file for a change;
+	// 0 turns watching off (Reload still reloads).
+	WatchInterval time.Duration
+	// RetryAfter is the Retry-After of an overloaded answer.
+	RetryAfter time.Duration
+	// ApproverTokenFile holds the tokens of POST /v1/approvals
+	// ($GATEHOST_APPROVER_TOKEN too); none means no confirmation over
+	// HTTP.
+	ApproverTokenFile string
+	// ApprovalTTL is how long a minted approval stays usable, 1s to 24h;
+	// 0 means DefaultApprovalTTL.
+	ApprovalTTL time.Duration
+	// Now is the clock of approvals (minting, expiry); nil means time.Now.
+	Now func() time.Time
+}
+
+// Defaults returns o with every zero field that has a default set to it,
+// as `gatehost serve` documents its flags.
+func (o Options) Defaults() Options {
+	o.ConfigPath = cmp.Or(o.ConfigPath, config.DefaultFile)
+	o.Listen = cmp.Or(o.Listen, DefaultListen)
+	o.ReadHeaderTimeout = cmp.Or(o.ReadHeaderTimeout, 5*time.Second)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, 30*time.Second)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, 60*time.Second)
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, 120*time.Second)
+	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 30*time.Second)
+	o.RetryAfter = cmp.Or(o.RetryAfter, time.Second)
+	o.ApprovalTTL = cmp.Or(o.ApprovalTTL, DefaultApprovalTTL)
+	if o.Load == nil {
+		o.Load = config.Load
+	}
+	return o
+}
+
+// Server is the HTTP decision API (README "gatehost serve"): an HTTP front
+// of the current runtime — a host built from the config file — which a
+// reload replaces atomically. New it, then either Serve it on a listener,
+// or Start it and mount Handler on an HTTP server of your own and Close it
+// when done.
+type Server struct {
+	opts    Options
+	logger  *slog.Logger
+	metrics *metrics
+
+	// evlog is the one writer of the event log, shared by every runtime:
+	// the log's lock admits one writer per file, and a reload must not
+	// close it between two decisions. The server closes it last.
+	evlog    *eventlog.Log
+	logPath  string
+	sessions session.Store
+	sessPath string
+
+	// first is the config read at start; run builds its runtime.
+	first *config.Loaded
+	cur   atomic.Pointer[loadedConfig]
+	// reloadMu serialises reloads; configDigest is the last config file
+	// content a reload tried, so a bad file is not retried every poll.
+	reloadMu     sync.Mutex
+	configDigest [32]byte
+	// tokens are the agents' credentials, approvers the credentials of
+	// POST /v1/approvals; no token is in both.
+	tokens    atomic.Pointer[tokenSet]
+	approvers atomic.Pointer[tokenSet]
+	// approvals live in this process's memory, across reloads.
+	approvals *approvalStore
+
+	ready    atomic.Bool
+	stopping atomic.Bool
+	// runCtx is every request's base context; cancelled when shutdown's
+	// deadline passes, so that runs still going end (inconclusive,
+	// recorded) instead of being cut off unrecorded.
+	runCtx     context.Context
+	cancelRuns context.CancelFunc
+	retiring   sync.WaitGroup
+	// built is closed when the first runtime is serving or failed;
+	// started says a build was started (by Start or Serve), startOnce
+	// starts one only.
+	built     chan struct{}
+	buildErr  error
+	started   atomic.Bool
+	startOnce sync.Once
+	closeOnce sync.Once
+}
+
+// loadedConfig is one loaded config: a host with its pipelines, serving until a
+// reload retires it. Requests hold a reference while they use it; the host
+// is closed once the last one lets go.
+type loadedConfig struct {
+	h         *host.Host
+	cfg       *config.Loaded
+	pipelines map[string]host.PipelineInfo
+	list      []host.PipelineInfo
+	maxBody   int64
+	// generation counts configs: 1 for the first, one more per reload.
+	generation uint64
+
+	mu      sync.Mutex
+	refs    int
+	retired bool
+	drained chan struct{}
+}
+
+func (rt *loadedConfig) acquire() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.retired {
+		return false
+	}
+	rt.refs++
+	return true
+}
+
+func (rt *loadedConfig) release() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.refs--
+	if rt.retired && rt.refs == 0 {
+		close(rt.drained)
+	}
+}
+
+// retire refuses new references; drained closes when the last is released.
+func (rt *loadedConfig) retire() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.retired {
+		return
+	}
+	rt.retired = true
+	if rt.refs == 0 {
+		close(rt.drained)
+	}
+}
+
+func (rt *loadedConfig) close() error {
+	err := rt.h.Close(context.Background())
+	_ = rt.cfg.Close()
+	return err
+}
+
+// New reads the config (Options.Load of Options.ConfigPath), the tokens and
+// the TLS files, and opens the event log: every fault an operator can fix
+// is reported before anything is served. Nothing is compiled yet: Start or
+// Serve builds the first runtime. Errors in how it was called (options
+// that contradict each other, out of range) wrap ErrUsage; config errors
+// name the file and key (config.Load). A nil logger discards.
+func New(o Options, logger *slog.Logger) (*Server, error) {
+	o = o.Defaults()
+	if o.ApprovalTTL < time.Second || o.ApprovalTTL > MaxApprovalTTL {
+		return nil, fmt.Errorf("%w: --approval-ttl %s: want 1s to %s", ErrUsage, o.ApprovalTTL, MaxApprovalTTL)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: o, logger: logger, built: make(chan struct{}), approvals: newApprovalStore()}
+	s.runCtx, s.cancelRuns = context.WithCancel(context.Background())
+	s.metrics = newMetrics(s)
+	toks, apprs, err := s.loadCredentials()
+	if err != nil {
+		return nil, err
+	}
+	s.tokens.Store(toks)
+	s.approvers.Store(apprs)
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrUsage)
+	}
+	if o.TLSCert != "" {
+		if _, err := loadKeyPair(o.TLSCert, o.TLSKey); err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+	}
+	path := o.ConfigPath
+	if b, err := config.ReadFile(path); err == nil {
+		s.configDigest = sha256.Sum256(b)
+	}
+	l, err := o.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	s.logPath, s.sessPath = l.LogPath, l.SessionPath
+	s.sessions = l.Host.Sessions
+	if s.sessions == nil {
+		// Kept across reloads, so a reload loses no session.
+		s.sessions = session.NewMemStore()
+	}
+	s.evlog, err = eventlog.Open(l.LogPath, eventlog.Options{Logger: logger, OnCommit: s.metrics.onCommit})
+	if err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("config %s: event_log.path: %w", path, err)
+	}
+	s.first = l
+	return s, nil
+}
+
+// Listen opens a TCP listener on Options.Listen, for Serve. With no auth it
+// must be loopback: checked on the address actually bound, so a host name
+// cannot smuggle in another (an error wrapping ErrUsage).
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", s.opts.Listen, err)
+	}
+	if s.tokens.Load().empty() && !s.opts.InsecureListenAny {
+		if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+			ln.Close()
+			return nil, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
+				ErrUsage, s.opts.Listen, TokenEnv)
+		}
+	}
+	return ln, nil
+}
+
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return s.runCtx },
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves Handler on ln (HTTPS with Options.TLSCert) until ctx is
+// done, then shuts down gracefully: it stops accepting, lets in-flight
+// runs finish within Options.ShutdownTimeout, closes every host and
+// finally the event log (Close). It builds the first runtime while already
+// answering /healthz (and /readyz with 503) unless Start did, and reloads
+// when the config file changes (Options.WatchInterval) and on Reload.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.run(ctx, ln, nil)
+}
+
+// Start builds the first runtime — plugins compiled, pools warm — and
+// returns when it serves or failed to build. Serve does it by itself; call
+// Start to mount Handler on an HTTP server of your own, and Close when
+// that server has shut down.
+func (s *Server) Start(ctx context.Context) error {
+	s.started.Store(true)
+	s.startOnce.Do(func() { s.buildFirst(ctx) })
+	<-s.built
+	return s.buildErr
+}
+
+// Reload builds the config file's runtime beside the current one and swaps
+// it in (see reload); a failed reload changes nothing and is returned. The
+// CLI calls it on SIGHUP.
+func (s *Server) Reload(ctx context.Context) error {
+	return s.reload(ctx, "reload requested")
+}
+
+// run is Serve, reloading also on each value from hup.
+func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal) error {
+	srv := s.httpServer()
+	serveErr := make(chan error, 1)
+	go func() {
+		var err error
+		if s.opts.TLSCert != "" {
+			var pair tls.Certificate
+			if pair, err = loadKeyPair(s.opts.TLSCert, s.opts.TLSKey); err == nil {
+				srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+				err = srv.ServeTLS(ln, "", "")
+			}
+		} else {
+			err = srv.Serve(ln)
+		}
+		serveErr <- err
+	}()
+	scheme := "http"
+	if s.opts.TLSCert != "" {
+		scheme = "https"
+	}
+	s.logger.Info("gatehost serve: listening", "url", scheme+"://"+ln.Addr().String(),
+		"auth", !s.tokens.Load().empty(), "approvals", !s.approvers.Load().empty(), "config", s.opts.ConfigPath)
+
+	s.started.Store(true)
+	go s.startOnce.Do(func() { s.buildFirst(ctx) })
+	built := s.built
+	var watch <-chan time.Time
+	if s.opts.WatchInterval > 0 {
+		t := time.NewTicker(s.opts.WatchInterval)
+		defer t.Stop()
+		watch = t.C
+	}
+	var err error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err = <-serveErr:
+			break loop
+		case <-built:
+			if s.buildErr != nil {
+				err = s.buildErr
+				break loop
+			}
+			built = nil // a nil channel: never again
+		case <-hup:
+			_ = s.reload(ctx, "SIGHUP")
+		case <-watch:
+			s.reloadIfChanged(ctx)
+		}
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, s.shutdown(srv))
+}
+
+func (s *Server) buildFirst(ctx context.Context) {
+	start := time.Now()
+	rt, err := s.build(ctx, s.first, nil)
+	s.first = nil
+	if err != nil {
+		s.buildErr = err
+		close(s.built)
+		return
+	}
+	rt.generation = 1
+	s.cur.Store(rt)
+	s.metrics.configGeneration.Set(1)
+	s.ready.Store(true)
+	s.logger.Info("gatehost serve: ready", "pipelines", len(rt.list),
+		"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "took", time.Since(start).Round(time.Millisecond))
+	close(s.built)
+}
+
+// shutdown stops accepting and waits for in-flight requests within the
+// shutdown timeout; after it, runs still going are cancelled (each ends
+// inconclusive and is recorded). Then every host is closed and the event
+// log, whose every append was already fsynced, is closed last.
+func (s *Server) shutdown(srv *http.Server) error {
+	s.stopping.Store(true)
+	s.ready.Store(false)
+	s.logger.Info("gatehost serve: shutting down", "deadline", s.opts.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		s.logger.Warn("gatehost serve: shutdown deadline passed; cancelling the runs still going", "err", err)
+		s.cancelRuns()
+		_ = srv.Close()
+		err = nil
+	}
+	return errors.Join(err, s.Close())
+}
+
+// Close retires the current runtime once its in-flight runs returned,
+// closes every host and what the config opened, and finally the event
+// log, whose every append was already fsynced. Serve closes by itself;
+// call Close after New or Start when Serve was not called (shut your own
+// HTTP server down first). Later calls return nil.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() { err = s.close() })
+	return err
+}
+
+func (s *Server) close() error {
+	s.stopping.Store(true)
+	s.ready.Store(false)
+	s.reloadMu.Lock() // no reload may start a runtime now
+	defer s.reloadMu.Unlock()
+	if s.started.Load() {
+		<-s.built
+	}
+	var err error
+	if rt := s.cur.Load(); rt != nil {
+		rt.retire()
+		select {
+		case <-rt.drained:
+		case <-time.After(5 * time.Second):
+			s.logger.Error("gatehost serve: runs did not return after cancellation")
+		}
+		err = rt.close()
+	}
+	if s.first != nil { // never built
+		err = errors.Join(err, s.first.Close())
+		s.first = nil
+	}
+	s.retiring.Wait()
+	s.cancelRuns()
+	seq, _ := s.evlog.Last()
+	err = errors.Join(err, s.evlog.Close())
+	s.logger.Info("gatehost serve: stopped; event log closed", "last_seq", seq)
+	return err
+}
+
+// build turns a loaded config into a serving runtime beside prev: plugins
+// compiled, pools warm, catalog loaded. The catalog's first generation
+// continues prev's: the same generation when the catalog is unchanged, one
+// more when it changed (one wholesale mutation, abi/SPEC.md §7.7).
+func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig) (rt *loadedConfig, err error) {
+	defer func() {
+		if err != nil {
+			_ = l.Close()
+		}
+	}()
+	if l.LogPath != s.logPath {
+		return nil, fmt.Errorf("config %s: event_log.path: changed from %s to %s; a reload keeps the open log (restart to move it)", l.File, s.logPath, l.LogPath)
+	}
+	if l.SessionPath != s.sessPath {
+		return nil, fmt.Errorf("config %s: sessions.path: changed from %q to %q; a reload keeps the session store (restart to move it)", l.File, s.sessPath, l.SessionPath)
+	}
+	next := l.Host.Catalog.Snapshot()
+	var gen uint64
+	if prev != nil {
+		old := prev.h.Catalog().Snapshot()
+		gen = old.Generation()
+		if !reflect.DeepEqual(old.List(), next.List()) {
+			gen++
+		}
+	}
+	store, err := catalog.NewStoreAt(gen, next.List()...)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: catalog: %w", l.File, err)
+	}
+	cfg := l.Host
+	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.evlog
+	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
+	h, err := host.New(ctx, cfg)
+	if err != nil {
+		return nil, l.HostError(err)
+	}
+	if err := h.Warm(ctx); err != nil {
+		_ = h.Close(context.Background())
+		return nil, l.HostError(err)
+	}
+	rt = &loadedConfig{h: h, cfg: l, pipelines: map[string]host.PipelineInfo{}, list: h.Pipelines(), drained: make(chan struct{})}
+	for _, p := range rt.list {
+		rt.pipelines[p.Name] = p
+	}
+	rt.maxBody = s.opts.MaxBody
+	if rt.maxBody == 0 {
+		rt.maxBody = int64(cmp.Or(l.Host.MaxSubjectBytes, host.MaxSubjectBytes))
+	}
+	return rt, nil
+}
+
+// reload builds the config file's runtime beside the current one and swaps
+// it in. Runs in flight finish on the runtime (pipelines and pinned catalog
+// snapshot) they started on; runs that start after the swap see the new
+// one. A failed reload changes nothing, is logged with its cause and
+// counted; the old config keeps serving.
+func (s *Server) reload(ctx context.Context, trigger string) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	if s.stopping.Load() {
+		return errors.New("shutting down")
+	}
+	prev := s.cur.Load()
+	if prev == nil {
+		return errors.New("not ready: the first config is still loading")
+	}
+	start := time.Now()
+	if b, err := config.ReadFile(s.opts.ConfigPath); err == nil {
+		s.configDigest = sha256.Sum256(b)
+	}
+	rt, toks, err := s.prepare(ctx, prev)
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("failure").Inc()
+		s.logger.Error("gatehost serve: reload failed; the previous config keeps serving",
+			"trigger", trigger, "config", s.opts.ConfigPath, "config_generation", prev.generation, "err", err)
+		return err
+	}
+	rt.generation = prev.generation + 1
+	s.tokens.Store(toks.agents)
+	s.approvers.Store(toks.approvers)
+	s.cur.Store(rt)
+	s.metrics.reloads.WithLabelValues("success").Inc()
+	s.metrics.configGeneration.Set(float64(rt.generation))
+	s.metrics.lastReload.SetToCurrentTime()
+	s.logger.Info("gatehost serve: config reloaded", "trigger", trigger, "config_generation", rt.generation,
+		"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "pipelines", len(rt.list),
+		"took", time.Since(start).Round(time.Millisecond))
+	s.retiring.Add(1)
+	go func() {
+		defer s.retiring.Done()
+		prev.retire()
+		<-prev.drained
+		if err := prev.close(); err != nil {
+			s.logger.Warn("gatehost serve: closing the previous config's host", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, credentials, error) {
+	toks, apprs, err := s.loadCredentials()
+	if err != nil {
+		return nil, credentials{}, err
+	}
+	if toks.empty() != s.tokens.Load().empty() {
+		// Turning auth off would expose a listener bound for auth.
+		return nil, credentials{}, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
+	}
+	l, err := s.opts.Load(s.opts.ConfigPath)
+	if err != nil {
+		return nil, credentials{}, err
+	}
+	rt, err := s.build(ctx, l, prev)
+	if err != nil {
+		return nil, credentials{}, err
+	}
+	return rt, credentials{toks, apprs}, nil
+}
+
+// credentials are the two token sets a reload swaps in together.
+type credentials struct{ agents, approvers *tokenSet }
+
+// loadCredentials reads the agent and the approver tokens, and logs how
+// sessions are bound: every fault is reported before anything is served.
+func (s *Server) loadCredentials() (*tokenSet, *tokenSet, error) {
+	toks, err := loadTokens(s.opts.TokenFile, os.Getenv(TokenEnv))
+	if err != nil {
+		return nil, nil, err
+	}
+	apprs, err := loadApproverTokens(s.opts.ApproverTokenFile, os.Getenv(ApproverTokenEnv), toks)
+	if err != nil {
+		return nil, nil, err
+	}
+	if unbound := toks.unbound(); len(toks.creds) == 1 && len(unbound) == 1 {
+		s.logger.Info("gatehost serve: the only agent token has no sessions= field; it may act for any session", "token", unbound[0])
+	} else if len(unbound) > 0 {
+		s.logger.Warn("gatehost serve: agent tokens without a sessions= field may check only without ?session=", "tokens", unbound)
+	}
+	return toks, apprs, nil
+}
+
+// reloadIfChanged reloads when the config file's content differs from what
+// the last reload read.
+func (s *Server) reloadIfChanged(ctx context.Context) {
+	b, err := config.ReadFile(s.opts.ConfigPath)
+	if err != nil {
+		return // a rename-in-progress; the next poll sees the new file
+	}
+	s.reloadMu.Lock()
+	same := sha256.Sum256(b) == s.configDigest
+	s.reloadMu.Unlock()
+	if !same {
+		_ = s.reload(ctx, "config file changed")
+	}
+}
