@@ -21,8 +21,9 @@ type ConfirmationRequest struct {
 	// ToolName is the name the call gives its tool.
 	ToolName string
 	// Tool is the call's tool as found in the run's pinned catalog
-	// snapshot (by name, alias or id), a copy; nil when the snapshot has
-	// no such tool.
+	// snapshot (by name, alias or id); nil when the snapshot has no such
+	// tool. It is a shallow copy: its slices and Hints are the snapshot's,
+	// not to be modified.
 	Tool *catalog.Tool
 	// CatalogGeneration is the generation of that snapshot, as the
 	// Decision reports it.

@@ -60,6 +60,7 @@ var (
 
 // SubjectError is a subject refused at the edge.
 type SubjectError struct {
+	// Kind is the kind of subject the pipeline checks.
 	Kind abi.SubjectKind
 	// Pointer is a JSON Pointer (RFC 6901) to the offending value, when
 	// known; "" is the whole subject.
@@ -304,7 +305,7 @@ func (h *Host) CheckProposal(ctx context.Context, pipelineName string, p abi.Pro
 
 // NativeSubject returns the native subject a Check of input on the named
 // pipeline would run on and record (compacted JSON), or the error Check
-// would refuse the input or opts.Format with, without running anything.
+// would refuse the input or its format f with, without running anything.
 // Its SHA-256 is ConfirmationRequest.SubjectSHA256: a service that mints
 // approvals binds them to it.
 func (h *Host) NativeSubject(pipelineName string, input []byte, f subject.Format) ([]byte, error) {
