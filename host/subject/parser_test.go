@@ -148,3 +148,26 @@ func FuzzNative(f *testing.F) {
 		requireValidToolCall(t, c)
 	})
 }
+
+// TestOpenAIArgumentsMemberNames: the JSON inside an OpenAI arguments
+// string keeps the member-name rule of the input around it, in both
+// OpenAI shapes: a name twice, exactly or under case folding, is an error.
+func TestOpenAIArgumentsMemberNames(t *testing.T) {
+	for _, args := range []string{`{\"a\":1,\"a\":2}`, `{\"k\":1,\"K\":2}`, `{\"o\":{\"x\":1,\"x\":1}}`} {
+		for _, in := range []string{
+			`{"id":"c","type":"function","function":{"name":"t","arguments":"` + args + `"}}`,
+			`{"type":"function_call","call_id":"c","name":"t","arguments":"` + args + `"}`,
+			`{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"t","arguments":"` + args + `"}}]}`,
+		} {
+			_, _, err := ParseToolCall([]byte(in), FormatAuto)
+			var e *Error
+			require.ErrorAs(t, err, &e, in)
+			assert.Contains(t, e.Field, "arguments", in)
+			assert.Contains(t, err.Error(), "ambiguous member name", in)
+		}
+	}
+	// The control: distinct names are read.
+	c, _, err := ParseToolCall([]byte(`{"id":"c","type":"function","function":{"name":"t","arguments":"{\"a\":1,\"b\":2}"}}`), FormatAuto)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"a":1,"b":2}`, string(c.Parameters))
+}
