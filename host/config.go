@@ -93,6 +93,11 @@ type Config struct {
 	// by name. A gate names one; it never supplies a command line.
 	Checks map[string]CheckCommand
 
+	// Confirmer resolves RunOptions.ConfirmationToken against each run's
+	// pinned catalog snapshot; nil confirms the call's tool by its catalog
+	// id (see Confirmer).
+	Confirmer Confirmer
+
 	// Limits (README "Limits"). Zero fields take the defaults.
 
 	// MaxSubjectBytes caps the subject of one run; default 4 MiB

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/host/subject"
 )
 
 // Embed the host: load the GitHub MCP catalog and the static-verify gate, run
@@ -38,11 +37,9 @@ func Example() {
 
 	msg := `{"role":"assistant","tool_calls":[{"id":"c1","type":"function",
 	  "function":{"name":"create_issue","arguments":"{\"owner\":\"octo\",\"repo\":\"demo\"}"}}]}`
-	proposal, _, err := subject.ParseProposal([]byte(msg), subject.FormatAuto)
-	if err != nil {
-		log.Fatal(err)
-	}
-	d, err := h.CheckProposal(ctx, "admission", proposal, host.RunOptions{})
+	// The raw message: its format is detected (RunOptions.Format names it
+	// instead), and it is read and validated once.
+	d, err := h.Check(ctx, "admission", []byte(msg), host.RunOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

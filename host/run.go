@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
 	"github.com/gatehost/gatehost/internal/ijson"
@@ -37,6 +39,19 @@ var (
 	// UTF-8. Wrapped, with ErrBadSubject, by the *SubjectError, whose
 	// Pointer names the value (the object, for a member name).
 	ErrNotIJSON = ijson.ErrNotIJSON
+	// ErrSubjectKind: the input is a valid subject of another kind than
+	// the pipeline's, such as a tool call sent to a proposal pipeline.
+	// Wrapped, with ErrBadSubject, by the *SubjectError, whose Looks names
+	// that kind.
+	ErrSubjectKind = errors.New("subject of another kind")
+	// ErrBadOptions: a RunOptions field is invalid, or does not apply to
+	// the pipeline (an agent format for a merge pipeline, a confirmation
+	// for a pipeline that does not check tool calls). The error is an
+	// *OptionError naming the field.
+	ErrBadOptions = errors.New("invalid run options")
+	// ErrConfirmation: Config.Confirmer failed to resolve the confirmation
+	// token; the run did not happen. The error wraps the Confirmer's.
+	ErrConfirmation = errors.New("confirmation not resolved")
 	// ErrEventLog: the decision could not be recorded. The Decision
 	// returned with it is inconclusive whatever the stages said: an
 	// unaudited acceptance is not an acceptance.
@@ -45,12 +60,17 @@ var (
 
 // SubjectError is a subject refused at the edge.
 type SubjectError struct {
+	// Kind is the kind of subject the pipeline checks.
 	Kind abi.SubjectKind
 	// Pointer is a JSON Pointer (RFC 6901) to the offending value, when
 	// known; "" is the whole subject.
 	Pointer string
 	Reason  string
-	Err     error
+	// Looks, when set, is the kind of subject the input is a valid subject
+	// of instead: a tool call sent to a proposal pipeline, or the reverse.
+	// The error then also wraps ErrSubjectKind.
+	Looks abi.SubjectKind
+	Err   error
 }
 
 func (e *SubjectError) Error() string {
@@ -61,19 +81,41 @@ func (e *SubjectError) Error() string {
 	return s
 }
 
-func (e *SubjectError) Unwrap() []error { return []error{ErrBadSubject, e.Err} }
+func (e *SubjectError) Unwrap() []error {
+	errs := []error{ErrBadSubject, e.Err}
+	if e.Looks != "" {
+		errs = append(errs, ErrSubjectKind)
+	}
+	return errs
+}
 
 // RunOptions are per-run inputs. The zero value is valid.
 type RunOptions struct {
+	// Format is the format of the input given to Check: subject.FormatAuto
+	// ("", detect it), FormatNative, or for proposal and tool_call
+	// pipelines an agent's format (FormatMCP, FormatOpenAI,
+	// FormatAnthropic). Another format for a merge pipeline, or an unknown
+	// one, is refused with ErrBadOptions.
+	Format subject.Format
 	// Session is the agent session the subject belongs to.
 	Session string
 	// RequestID is the caller's id, recorded in the Decision and the log.
 	RequestID string
-	// Confirmation is a person's confirmation of the tool call being
-	// checked; gates see it as Request.Context.Confirmation.
+	// ConfirmationToken is a person's confirmation of the tool call being
+	// checked, as presented by the caller; blank (only white space) is
+	// none. The host resolves it against the run's pinned catalog
+	// snapshot through Config.Confirmer (see Confirmer for the default),
+	// and gates see the result as Request.Context.Confirmation. Only
+	// tool_call pipelines take one; another pipeline refuses it with
+	// ErrBadOptions.
+	ConfirmationToken string
+	// Confirmation is a confirmation the caller resolved itself, given to
+	// the gates as is.
+	//
+	// Deprecated: set ConfirmationToken, and Config.Confirmer to resolve
+	// it; a token is bound to the run's own catalog snapshot. Setting both
+	// is refused with ErrBadOptions.
 	Confirmation *abi.Confirmation
-
-	pinned *pinnedSession // the session read at the start of the run
 
 	// Worktree is the directory the check capability runs commands in,
 	// such as a checkout of a merge subject's head. "" means none: a check
@@ -93,19 +135,43 @@ type RunOptions struct {
 	RunID string
 }
 
-// Check runs the named pipeline on subject, the native JSON of the
-// pipeline's subject kind (for proposals see abi.Proposal; host/subject
-// converts agents' formats), and returns the Decision.
+// run is the state of one Check, fixed at its start: what every stage of
+// the run sees.
+type run struct {
+	p       *pipeline
+	id      string
+	now     time.Time
+	subject []byte            // the compacted native subject
+	snap    *catalog.Snapshot // pinned for the whole run
+	session *pinnedSession    // the session read at the start of the run
+	// confirmation is the resolved ConfirmationToken (or the deprecated
+	// RunOptions.Confirmation); nil is none.
+	confirmation *abi.Confirmation
+	opts         RunOptions
+}
+
+// Check runs the named pipeline on input, a subject of the pipeline's kind
+// in opts.Format (detected when ""): the native JSON of the kind (for
+// proposals see abi.Proposal) or, for proposal and tool_call pipelines, an
+// agent's format as host/subject describes it. It returns the Decision.
+//
+// The input is read once: its size is capped by Config.MaxSubjectBytes,
+// whatever the format; an agent's format is converted to the native
+// subject, which is then validated once against the ABI's schema of the
+// kind. A native subject reaches the gates as given, compacted.
 //
 // A stage that traps, times out, runs out of memory or answers outside the
 // ABI is inconclusive with a reason code; that is a Decision, not an error.
 // A subject flagged as undecodable (parse_error on the tool call or on any
 // action) is rejected whatever the stages say, with a blocking finding of
 // code CodeUndecodableArguments per flagged part.
-// Check returns an error only for an unknown pipeline (ErrUnknownPipeline),
-// a bad subject (ErrBadSubject, before any stage runs), or a failed event
-// log append (ErrEventLog, with the inconclusive Decision).
-func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, opts RunOptions) (*Decision, error) {
+// Check returns an error and no Decision, before any stage runs, for an
+// unknown pipeline (ErrUnknownPipeline), invalid options (ErrBadOptions),
+// a bad subject (ErrBadSubject, a *SubjectError; ErrSubjectKind when the
+// input is a subject of another kind) or a confirmation token the
+// Confirmer could not resolve (ErrConfirmation); and with the inconclusive
+// Decision for a failed event log append (ErrEventLog).
+func (h *Host) Check(ctx context.Context, pipelineName string, input []byte, opts RunOptions) (*Decision, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -113,31 +179,37 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPipeline, pipelineName)
 	}
-	decoded, err := validateSubject(p.cfg.Subject, subject, h.cfg.MaxSubjectBytes)
+	if err := checkOptions(p, opts); err != nil {
+		return nil, err
+	}
+	native, decoded, err := h.decodeSubject(p, input, opts.Format)
 	if err != nil {
 		return nil, err
 	}
 	undecodable := undecodableFindings(p.cfg.Subject, decoded)
 	release, refused := h.admit(ctx)
 	defer release()
-	subject = compact(subject)
-	snap := h.catalog.Snapshot() // pinned for the whole run
-	opts.pinned = h.pinSession(ctx, p, opts.Session)
-	now := h.cfg.Now().UTC()
+	rn := &run{p: p, subject: compact(native), snap: h.catalog.Snapshot(), opts: opts, confirmation: opts.Confirmation}
+	rn.session = h.pinSession(ctx, p, opts.Session)
+	rn.now = h.cfg.Now().UTC()
 	if !opts.Now.IsZero() {
-		now = opts.Now.UTC()
+		rn.now = opts.Now.UTC()
 	}
-	runID := opts.RunID
-	if runID == "" {
-		runID = newRunID(now)
-	} else if !runIDRE.MatchString(runID) {
-		return nil, fmt.Errorf("host: RunOptions.RunID %q: want 32 lowercase hex digits", runID)
+	rn.id = opts.RunID
+	if rn.id == "" {
+		rn.id = newRunID(rn.now)
+	}
+	// A run refused admission calls no stage: its token is not spent.
+	if refused == nil {
+		if err := h.confirm(ctx, rn, decoded); err != nil {
+			return nil, err
+		}
 	}
 	d := &Decision{
-		RunID:             runID,
+		RunID:             rn.id,
 		Pipeline:          p.name,
 		RequestID:         opts.RequestID,
-		CatalogGeneration: snap.Generation(),
+		CatalogGeneration: rn.snap.Generation(),
 		Stages:            make([]StageResult, 0, len(p.stages)),
 		Findings:          []Finding{},
 	}
@@ -152,7 +224,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 			d.Stages = append(d.Stages, StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Skipped: true, Findings: []abi.Finding{}})
 			continue
 		}
-		r := h.runStage(ctx, p, s, d.RunID, subject, snap, now, opts)
+		r := h.runStage(ctx, rn, s)
 		d.Stages = append(d.Stages, r)
 		for _, f := range r.Findings {
 			d.Findings = append(d.Findings, Finding{Finding: f, Stage: r.Name, Advisory: r.Mode == Advisory})
@@ -167,7 +239,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 		d.Verdict = abi.Rejected
 		d.Findings = append(d.Findings, undecodable...)
 	}
-	if err := h.record(p, d, subject, opts); err != nil {
+	if err := h.record(rn, d); err != nil {
 		d.Verdict = abi.Inconclusive
 		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
 		err = fmt.Errorf("%w: %w", ErrEventLog, err)
@@ -178,54 +250,77 @@ func (h *Host) Check(ctx context.Context, pipelineName string, subject []byte, o
 	return d, nil
 }
 
+// OptionError is a RunOptions field that is invalid or does not apply to
+// the pipeline. It wraps ErrBadOptions.
+type OptionError struct {
+	// Field is the RunOptions field: "Format", "ConfirmationToken",
+	// "Confirmation" or "RunID".
+	Field  string
+	Reason string
+}
+
+func (e *OptionError) Error() string { return "RunOptions." + e.Field + ": " + e.Reason }
+
+func (e *OptionError) Unwrap() error { return ErrBadOptions }
+
+// checkOptions refuses options that do not apply to p.
+func checkOptions(p *pipeline, opts RunOptions) error {
+	switch opts.Format {
+	case subject.FormatAuto, subject.FormatNative:
+	case subject.FormatMCP, subject.FormatOpenAI, subject.FormatAnthropic:
+		if !hasAgentFormats(p.cfg.Subject) {
+			return &OptionError{Field: "Format", Reason: fmt.Sprintf("%s: pipeline %s checks %s; formats other than native apply to proposals and tool calls only",
+				opts.Format, p.name, kindNoun(p.cfg.Subject, true))}
+		}
+	default:
+		return &OptionError{Field: "Format", Reason: fmt.Sprintf("%q is not native, mcp, openai or anthropic", clip(string(opts.Format), 32))}
+	}
+	token := strings.TrimSpace(opts.ConfirmationToken) != ""
+	if (token || opts.Confirmation != nil) && p.cfg.Subject != abi.SubjectToolCall {
+		return &OptionError{Field: "ConfirmationToken", Reason: fmt.Sprintf("pipeline %s checks %s; confirmations apply to tool calls only", p.name, kindNoun(p.cfg.Subject, true))}
+	}
+	if token && opts.Confirmation != nil {
+		return &OptionError{Field: "Confirmation", Reason: "set together with ConfirmationToken; set one"}
+	}
+	if opts.RunID != "" && !runIDRE.MatchString(opts.RunID) {
+		return &OptionError{Field: "RunID", Reason: fmt.Sprintf("%q: want 32 lowercase hex digits", clip(opts.RunID, 64))}
+	}
+	return nil
+}
+
 // CheckProposal runs the named pipeline, which must check proposals, on p.
-// It is Check with the proposal encoded; see Check for errors.
+// It is Check with the proposal encoded as native JSON; see Check for
+// errors.
 func (h *Host) CheckProposal(ctx context.Context, pipelineName string, p abi.Proposal, opts RunOptions) (*Decision, error) {
 	if pl, ok := h.pipelines[pipelineName]; ok && pl.cfg.Subject != abi.SubjectProposal {
-		return nil, &SubjectError{Kind: abi.SubjectProposal, Reason: fmt.Sprintf("pipeline %s checks %s subjects", pipelineName, pl.cfg.Subject)}
+		return nil, kindMismatch(pl, abi.SubjectProposal)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, &SubjectError{Kind: abi.SubjectProposal, Reason: "cannot encode", Err: err}
 	}
+	opts.Format = subject.FormatNative
 	return h.Check(ctx, pipelineName, b, opts)
 }
 
-var (
-	subjectSchemas = map[abi.SubjectKind]string{abi.SubjectProposal: abi.SchemaProposal, abi.SubjectToolCall: abi.SchemaToolCall, abi.SubjectMerge: abi.SchemaMerge}
-	subjectStructs = map[abi.SubjectKind]abischema.Structs{abi.SubjectProposal: abischema.ProposalStructs, abi.SubjectToolCall: abischema.ToolCallStructs, abi.SubjectMerge: abischema.MergeStructs}
-)
-
-// validateSubject refuses a subject that is not a valid subject of kind and
-// returns it decoded (numbers as json.Number).
-func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) (any, error) {
-	if len(subject) > maxBytes {
-		return nil, &SubjectError{Kind: kind, Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(subject), maxBytes)}
+// NativeSubject returns the native subject a Check of input on the named
+// pipeline would run on and record (compacted JSON), or the error Check
+// would refuse the input or its format f with, without running anything.
+// Its SHA-256 is ConfirmationRequest.SubjectSHA256: a service that mints
+// approvals binds them to it.
+func (h *Host) NativeSubject(pipelineName string, input []byte, f subject.Format) ([]byte, error) {
+	p, ok := h.pipelines[pipelineName]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPipeline, pipelineName)
 	}
-	v, err := abischema.Decode(subject)
+	if err := checkOptions(p, RunOptions{Format: f}); err != nil {
+		return nil, err
+	}
+	native, _, err := h.decodeSubject(p, input, f)
 	if err != nil {
-		return nil, &SubjectError{Kind: kind, Reason: "not JSON", Err: err}
+		return nil, err
 	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, &SubjectError{Kind: kind, Reason: "not a JSON object"}
-	}
-	// Readers decode lone surrogates and bad bytes differently; the gates
-	// and the executor must read one value (RFC 7493 §2.1).
-	if err := ijson.Check(subject); err != nil {
-		return nil, ijsonSubjectError(kind, err)
-	}
-	// Every reader of the subject (schema, gates, the executor) must see
-	// the same members: no duplicate or case-variant names.
-	if err := abischema.CheckNames(subject, subjectStructs[kind]); err != nil {
-		return nil, &SubjectError{Kind: kind, Reason: "ambiguous member names", Err: err}
-	}
-	schema := subjectSchemas[kind]
-	if schema != "" {
-		if err := abischema.ValidateValue(schema, v); err != nil { // decoded once, above
-			return nil, &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
-		}
-	}
-	return v, nil
+	return compact(native), nil
 }
 
 func compact(b []byte) []byte {
@@ -236,31 +331,33 @@ func compact(b []byte) []byte {
 	return buf.Bytes()
 }
 
-func (h *Host) runStage(ctx context.Context, p *pipeline, s *stage, runID string, subject []byte, snap *catalog.Snapshot, now time.Time, opts RunOptions) (r StageResult) {
+func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) {
+	p := rn.p
 	start := time.Now()
 	r = StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Findings: []abi.Finding{}}
 	defer func() { r.DurationMicros = time.Since(start).Microseconds() }()
 	req, err := json.Marshal(abi.Request{
 		ABIVersion:   abi.MajorVersion,
 		MinorVersion: abi.MinorVersion,
-		RunID:        runID,
+		RunID:        rn.id,
 		Pipeline:     p.name,
 		Stage:        s.cfg.Name,
 		SubjectKind:  p.cfg.Subject,
-		Subject:      subject,
+		Subject:      rn.subject,
 		Config:       s.config,
 		Context: abi.Context{
-			CatalogGeneration: snap.Generation(),
-			Session:           opts.Session,
-			Now:               now.Format(time.RFC3339Nano),
+			CatalogGeneration: rn.snap.Generation(),
+			Session:           rn.opts.Session,
+			Now:               rn.now.Format(time.RFC3339Nano),
 			Capabilities:      s.cfg.Capabilities,
-			Confirmation:      opts.Confirmation,
+			Confirmation:      rn.confirmation,
 		},
 	})
 	if err != nil {
 		return failStage(r, abi.ReasonHostError, err, nil)
 	}
-	state := &runContext{host: h, snap: snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: runID, session: opts.Session, subject: p.cfg.Subject, pinned: opts.pinned, worktree: opts.Worktree}
+	state := &runContext{host: h, snap: rn.snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: rn.id,
+		session: rn.opts.Session, subject: p.cfg.Subject, pinned: rn.session, worktree: rn.opts.Worktree}
 	return h.callStage(ctx, s, r, req, state)
 }
 
@@ -415,8 +512,9 @@ func failStage(r StageResult, reason string, err error, ev map[string]any) Stage
 }
 
 // record appends one record per stage and one for the decision, in one
-// write and one fsync. subject is the compacted subject the stages saw.
-func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions) error {
+// write and one fsync.
+func (h *Host) record(rn *run, d *Decision) error {
+	p := rn.p
 	if h.log == nil {
 		return nil
 	}
@@ -448,7 +546,7 @@ func (h *Host) record(p *pipeline, d *Decision, subject []byte, opts RunOptions)
 		Session           string    `json:"session,omitempty"`
 		Findings          []Finding `json:"findings"`
 		FindingsTotal     int       `json:"findings_total,omitempty"`
-	}{d.CatalogGeneration, digest(subject), opts.Session, findings, total})
+	}{d.CatalogGeneration, digest(rn.subject), rn.opts.Session, findings, total})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,7 +20,6 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
-	"github.com/gatehost/gatehost/internal/agentinput"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
@@ -82,7 +82,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, err)
 	}
-	data, err := readSubject(ctx, fs.Arg(0), os.Stdin, host.MaxSubjectBytes)
+	data, err := readSubject(ctx, fs.Arg(0), os.Stdin, cmp.Or(cfg.Host.MaxSubjectBytes, host.MaxSubjectBytes))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -106,11 +106,12 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
-	native, _, _, err := agentinput.Native(info.Subject, data, subject.Format(*format))
-	if err != nil {
-		return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
+	// Refused once here rather than as n errors: every run reads the same
+	// input, as check would.
+	if _, err := h.NativeSubject(info.Name, data, subject.Format(*format)); err != nil {
+		return fail(stderr, checkError(fs.Arg(0), err))
 	}
-	opts := host.RunOptions{Session: *session}
+	opts := host.RunOptions{Format: subject.Format(*format), Session: *session}
 	rep := &benchReport{Pipeline: info.Name, Engine: wasmrt.Name, GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Decisions: *n, Concurrency: *concurrency, Warmup: *warmup, Recorded: *record,
 		StartupMS: float64(startup.Microseconds()) / 1000, Verdicts: map[abi.Verdict]int{}}
@@ -125,7 +126,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			rep.Errors++
 		}
 	}
-	runBench(ctx, *warmup, *concurrency, nil, func() { _, _ = h.Check(ctx, info.Name, native, opts) })
+	runBench(ctx, *warmup, *concurrency, nil, func() { _, _ = h.Check(ctx, info.Name, data, opts) })
 	rep.Verdicts = map[abi.Verdict]int{}
 
 	lat := make([]time.Duration, *n)
@@ -137,7 +138,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var done atomic.Int64
 	t0 := time.Now()
 	runBench(ctx, *n, *concurrency, lat, func() {
-		d, err := h.Check(ctx, info.Name, native, opts)
+		d, err := h.Check(ctx, info.Name, data, opts)
 		tally(d, err)
 		if k := done.Add(1); k%int64(step) == 0 {
 			mu.Lock()

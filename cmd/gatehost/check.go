@@ -64,34 +64,10 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 	}
-	native := data
-	var confirmation *abi.Confirmation
-	if info.Subject == abi.SubjectToolCall {
-		call, _, err := subject.ParseToolCall(data, subject.Format(*format))
-		if err != nil {
-			return fail(stderr, fmt.Errorf("subject %s: %w", fs.Arg(0), err))
-		}
-		if native, err = json.Marshal(call); err != nil {
-			return fail(stderr, err)
-		}
-		confirmation = confirmationFor(h, call.Tool, *confirm)
-	} else if *confirm != "" {
-		return fail(stderr, fmt.Errorf("%w: --confirm applies to tool_call pipelines only", errUsage))
-	}
-	if info.Subject == abi.SubjectProposal {
-		p, _, err := subject.ParseProposal(data, subject.Format(*format))
-		if err != nil {
-			return fail(stderr, fmt.Errorf("subject %s: %s", fs.Arg(0), oneline.Of(err.Error())))
-		}
-		if native, err = json.Marshal(p); err != nil {
-			return fail(stderr, err)
-		}
-	} else if info.Subject != abi.SubjectToolCall && *format != "" && *format != string(subject.FormatNative) {
-		return fail(stderr, fmt.Errorf("%w: --format %s applies to proposals only", errUsage, *format))
-	}
-	d, err := h.Check(ctx, info.Name, native, host.RunOptions{Session: *session, RequestID: *requestID, Confirmation: confirmation, Now: now})
+	d, err := h.Check(ctx, info.Name, data, host.RunOptions{Format: subject.Format(*format), Session: *session,
+		RequestID: *requestID, ConfirmationToken: *confirm, Now: now})
 	if d == nil {
-		return fail(stderr, err)
+		return fail(stderr, checkError(fs.Arg(0), err))
 	}
 	// The exit code is the verdict, decided and recorded by now: a reader
 	// that stops early (| head -1) closes the pipe, and the write's EPIPE
@@ -121,19 +97,30 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitInconclusive
 }
 
-// confirmationFor binds a confirmation token to the canonical id the call's
-// tool name has in the host's catalog; a name that resolves to nothing gets
-// none, and the gate denies it anyway.
-func confirmationFor(h *host.Host, name, token string) *abi.Confirmation {
-	// A blank token confirms nothing: it is what a missing one looks like.
-	if strings.TrimSpace(token) == "" {
-		return nil
+// checkError is the message of an error Check returned without a
+// decision: a refused subject names the file and fits one line; options
+// that do not apply to the pipeline are the flags' fault.
+func checkError(arg string, err error) error {
+	var (
+		oe    *host.OptionError
+		other *host.SubjectError
+		agent *subject.Error
+	)
+	switch {
+	case errors.As(err, &other) && other.Looks != "":
+		return fmt.Errorf("subject %s: %s", arg, other.Reason)
+	case errors.As(err, &agent): // host/subject's message names the format and the place
+		return fmt.Errorf("subject %s: %s", arg, oneline.Of(agent.Error()))
+	case errors.Is(err, host.ErrBadSubject):
+		return fmt.Errorf("subject %s: %s", arg, oneline.Of(err.Error()))
+	case errors.As(err, &oe):
+		flag := map[string]string{"Format": "--format", "ConfirmationToken": "--confirm"}[oe.Field]
+		if flag == "" {
+			return err
+		}
+		return fmt.Errorf("%w: %s: %s", errUsage, flag, oe.Reason)
 	}
-	t, ok := h.Catalog().Snapshot().Get(name)
-	if !ok {
-		return nil
-	}
-	return &abi.Confirmation{Tool: t.ID, Token: token}
+	return err
 }
 
 // readSubject reads the subject from the file arg, or stdin for "-", up to

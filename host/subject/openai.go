@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/ijson"
 )
 
@@ -240,6 +241,11 @@ func openAIArguments(raw json.RawMessage, l loc) (params json.RawMessage, parseE
 	}
 	if err := ijson.Check(b); err != nil {
 		return nil, "", ijsonError(l, "the JSON in arguments", err)
+	}
+	// The rule on member names holds inside the string too: it reaches
+	// the tool as written, and the host refuses the native call it makes.
+	if err := abischema.CheckNames(b, nil); err != nil {
+		return nil, "", l.errorf(err, "the JSON in arguments: %v", err)
 	}
 	if b[0] != '{' {
 		return nil, "arguments must encode a JSON object, got " + kindName(b), nil

@@ -7,8 +7,9 @@
 //
 // Rules shared by all formats:
 //
-//   - The input is one JSON value of at most MaxSubjectBytes bytes of UTF-8,
-//     with no list longer than MaxActions.
+//   - The input is one JSON value of at most Parser.MaxBytes bytes of UTF-8
+//     (DefaultMaxBytes for ParseProposal and ParseToolCall), with no list
+//     longer than MaxActions.
 //   - Something wrong with the envelope (the message, the list, a call's
 //     name or id) is an *Error: the whole input is refused.
 //   - Something wrong with one call's arguments is not an error. The action
@@ -44,12 +45,29 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// MaxSubjectBytes caps the size of the input to ParseProposal.
-const MaxSubjectBytes = 4 << 20
+// DefaultMaxBytes caps the input of ParseProposal and ParseToolCall. A
+// caller with its own limit (the host, with Config.MaxSubjectBytes) sets
+// Parser.MaxBytes instead, so that one limit applies.
+const DefaultMaxBytes = 4 << 20
+
+// Parser reads the formats within a size limit. The zero value is the
+// parser of ParseProposal and ParseToolCall.
+type Parser struct {
+	// MaxBytes caps the input, in bytes; 0 or less means DefaultMaxBytes.
+	// A larger input is an *Error wrapping ErrTooLarge.
+	MaxBytes int
+}
+
+func (ps Parser) maxBytes() int {
+	if ps.MaxBytes <= 0 {
+		return DefaultMaxBytes
+	}
+	return ps.MaxBytes
+}
 
 // MaxActions caps the length of each list ParseProposal reads: actions,
 // requests, choices, tool calls, output items and content blocks. Within
-// MaxSubjectBytes a list of tiny elements would otherwise decode to gigabytes
+// the byte limit a list of tiny elements would otherwise decode to gigabytes
 // of structs, long before any gate could apply its own limit.
 const MaxActions = 1000
 
@@ -96,7 +114,7 @@ const (
 	FormatAnthropic Format = "anthropic"
 )
 
-// ErrTooLarge is wrapped by the *Error for an input over MaxSubjectBytes or
+// ErrTooLarge is wrapped by the *Error for an input over the byte limit or
 // with a list over MaxActions.
 var ErrTooLarge = errors.New("subject: input too large")
 
@@ -155,7 +173,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // ParseProposal parses data in format f, or in the detected format if f is
-// FormatAuto, and returns the proposal and the format used.
+// FormatAuto, and returns the proposal and the format used. It is
+// Parser{}.Proposal: the input is capped at DefaultMaxBytes.
 //
 // Detection looks at marker members: "actions" (native), "jsonrpc" or
 // "method" (MCP), "tool_calls", "choices" or an "output" list (OpenAI), a
@@ -166,61 +185,120 @@ func (e *Error) Unwrap() error { return e.Err }
 //
 // Every error is an *Error, and the returned Format is then its Format.
 func ParseProposal(data []byte, f Format) (abi.Proposal, Format, error) {
-	v, got, err := parseProposal(data, f)
+	return Parser{}.Proposal(data, f)
+}
+
+// Proposal is ParseProposal with the parser's byte limit.
+func (ps Parser) Proposal(data []byte, f Format) (abi.Proposal, Format, error) {
+	in, got, err := ps.prepare(data, f)
 	if err != nil {
-		return v, got, err
+		return abi.Proposal{}, got, err
 	}
-	// A member name twice in one object, exactly or under case folding, is
-	// read differently by different parsers: the gate could check one tool
-	// while the executor runs another. (Case variants of known fields are
-	// reported with their field by the parser above.)
+	p, err := parseAs(data, in, got)
+	if err != nil {
+		return abi.Proposal{}, got, err
+	}
+	if err := checkNames(data, got); err != nil {
+		return abi.Proposal{}, got, err
+	}
+	return p, got, nil
+}
+
+// Native returns data, a subject of kind (abi.SubjectProposal or
+// abi.SubjectToolCall) in format f or, for FormatAuto, the detected one, as
+// the native JSON of kind, and the format used.
+//
+// A native input is detected, not validated: it is returned as given, for
+// the caller to validate against the ABI's schema of kind. This is the
+// host's path: each subject is then decoded and validated once, by the
+// host, and a native subject reaches the gates as its author wrote it. An
+// input in an agent format is read as Proposal or ToolCall reads it and
+// returned as the encoding/json encoding of the abi.Proposal or
+// abi.ToolCall. Errors are *Error values; another kind is one too.
+func (ps Parser) Native(data []byte, kind abi.SubjectKind, f Format) ([]byte, Format, error) {
+	switch kind {
+	case abi.SubjectProposal:
+		in, got, err := ps.prepare(data, f)
+		if err != nil || got == FormatNative {
+			return data, got, err
+		}
+		p, err := parseAs(data, in, got)
+		if err == nil {
+			err = checkNames(data, got)
+		}
+		if err != nil {
+			return nil, got, err
+		}
+		b, err := json.Marshal(p)
+		return b, got, err
+	case abi.SubjectToolCall:
+		call, got, asIs, err := ps.toolCall(data, f, true)
+		if err != nil || asIs {
+			return data, got, err
+		}
+		b, err := json.Marshal(call)
+		return b, got, err
+	}
+	return nil, f, &Error{Format: f, Index: -1, Reason: fmt.Sprintf("%s subjects have no agent formats", quote(string(kind)))}
+}
+
+// checkNames refuses a member name twice in one object, exactly or under
+// case folding, which different parsers read differently: the gate could
+// check one tool while the executor runs another. (Case variants of known
+// fields are reported with their field by the format's parser.)
+func checkNames(data []byte, f Format) error {
 	if err := abischema.CheckNames(data, nil); err != nil {
-		return abi.Proposal{}, got, &Error{Format: got, Index: -1, Reason: err.Error(), Err: err}
+		return &Error{Format: f, Index: -1, Reason: err.Error(), Err: err}
 	}
-	return v, got, nil
+	return nil
 }
 
-// parseProposal is ParseProposal without the final member-name check.
-func parseProposal(data []byte, f Format) (abi.Proposal, Format, error) {
-	p, err := parse(data, &f)
+// prepare applies the rules every format shares to data and determines its
+// format: f, checked against the content, or the detected one.
+func (ps Parser) prepare(data []byte, f Format) (*input, Format, error) {
+	whole := loc{format: f, index: -1}
+	if err := ps.precheck(data, whole); err != nil {
+		return nil, f, err
+	}
+	in, err := decodeInput(data, whole)
 	if err != nil {
-		return abi.Proposal{}, f, err
+		return nil, f, err
 	}
-	return p, f, nil
+	detected, derr := detect(in)
+	switch {
+	case f == FormatAuto && derr != nil:
+		return nil, f, derr
+	case f == FormatAuto:
+		f = detected
+	case derr == nil && detected != f:
+		return nil, f, whole.errorf(nil, "input looks like %s, not %s", detected, f)
+	}
+	return in, f, nil
 }
 
-func parse(data []byte, f *Format) (abi.Proposal, error) {
-	whole := loc{format: *f, index: -1}
-	switch *f {
+// precheck refuses an unknown format, an input over the byte limit and
+// one that is not UTF-8; whole is the location of the whole input.
+func (ps Parser) precheck(data []byte, whole loc) error {
+	switch whole.format {
 	case FormatAuto, FormatNative, FormatMCP, FormatOpenAI, FormatAnthropic:
 	default:
-		return abi.Proposal{}, whole.errorf(nil, "unknown format %s", quote(string(*f)))
+		return whole.errorf(nil, "unknown format %s", quote(string(whole.format)))
 	}
-	if len(data) > MaxSubjectBytes {
-		return abi.Proposal{}, whole.errorf(ErrTooLarge, "input is %d bytes, over the limit of %d", len(data), MaxSubjectBytes)
+	if max := ps.maxBytes(); len(data) > max {
+		return whole.errorf(ErrTooLarge, "input is %d bytes, over the limit of %d", len(data), max)
 	}
 	// Invalid UTF-8 would be silently replaced in decoded strings but kept
 	// in raw parameters, so gates and tools could read different text.
 	if !utf8.Valid(data) {
-		return abi.Proposal{}, whole.errorf(nil, "input is not valid UTF-8")
+		return whole.errorf(nil, "input is not valid UTF-8")
 	}
-	in, err := decodeInput(data, whole)
-	if err != nil {
-		return abi.Proposal{}, err
-	}
+	return nil
+}
 
-	detected, derr := detect(in)
-	switch {
-	case *f == FormatAuto && derr != nil:
-		return abi.Proposal{}, derr
-	case *f == FormatAuto:
-		*f = detected
-	case derr == nil && detected != *f:
-		return abi.Proposal{}, whole.errorf(nil, "input looks like %s, not %s", detected, *f)
-	}
-
-	l := loc{format: *f, index: -1}
-	switch *f {
+// parseAs reads in, the decoded data, as a proposal in format f.
+func parseAs(data []byte, in *input, f Format) (abi.Proposal, error) {
+	l := loc{format: f, index: -1}
+	switch f {
 	case FormatNative:
 		return parseNative(data, in, l)
 	case FormatMCP:

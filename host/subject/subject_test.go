@@ -326,8 +326,8 @@ func TestParseProposalJSONErrorIsWrapped(t *testing.T) {
 func TestParseProposalTooLarge(t *testing.T) {
 	// A valid proposal one byte over the cap.
 	head, tail := `{"actions":[],"pad":"`, `"}`
-	data := []byte(head + strings.Repeat("x", MaxSubjectBytes+1-len(head)-len(tail)) + tail)
-	require.Len(t, data, MaxSubjectBytes+1)
+	data := []byte(head + strings.Repeat("x", DefaultMaxBytes+1-len(head)-len(tail)) + tail)
+	require.Len(t, data, DefaultMaxBytes+1)
 	_, _, err := ParseProposal(data, FormatAuto)
 	require.ErrorIs(t, err, ErrTooLarge)
 	var e *Error

@@ -1,12 +1,6 @@
 package subject
 
-import (
-	"unicode/utf8"
-
-	"github.com/gatehost/gatehost/internal/abischema"
-
-	"github.com/gatehost/gatehost/abi"
-)
+import "github.com/gatehost/gatehost/abi"
 
 // ParseToolCall parses one tool call, the subject of a tool_call pipeline,
 // in format f or, for FormatAuto, the detected format, and returns it in
@@ -27,64 +21,61 @@ import (
 // than one is an error, since a tool_call pipeline checks a single call.
 // Errors are *Error values as for ParseProposal; arguments are never echoed.
 // ParseToolCall never panics.
+//
+// ParseToolCall is Parser{}.ToolCall: the input is capped at
+// DefaultMaxBytes.
 func ParseToolCall(data []byte, f Format) (abi.ToolCall, Format, error) {
-	v, got, err := parseToolCall(data, f)
-	if err != nil {
-		return v, got, err
-	}
-	// A member name twice in one object, exactly or under case folding, is
-	// read differently by different parsers: the gate could check one tool
-	// while the executor runs another. (Case variants of known fields are
-	// reported with their field by the parser above.)
-	if err := abischema.CheckNames(data, nil); err != nil {
-		return abi.ToolCall{}, got, &Error{Format: got, Index: -1, Reason: err.Error(), Err: err}
-	}
-	return v, got, nil
+	return Parser{}.ToolCall(data, f)
 }
 
-// parseToolCall is ParseToolCall without the final member-name check.
-func parseToolCall(data []byte, f Format) (abi.ToolCall, Format, error) {
+// ToolCall is ParseToolCall with the parser's byte limit.
+func (ps Parser) ToolCall(data []byte, f Format) (abi.ToolCall, Format, error) {
+	call, got, _, err := ps.toolCall(data, f, false)
+	return call, got, err
+}
+
+// toolCall reads data as ToolCall does. With keepNative, an input in the
+// native shape is only detected: asIs reports it, and call is zero.
+func (ps Parser) toolCall(data []byte, f Format, keepNative bool) (call abi.ToolCall, got Format, asIs bool, err error) {
 	whole := loc{format: f, index: -1}
-	switch f {
-	case FormatAuto, FormatNative, FormatMCP, FormatOpenAI, FormatAnthropic:
-	default:
-		return abi.ToolCall{}, f, whole.errorf(nil, "unknown format %s", quote(string(f)))
-	}
-	if len(data) > MaxSubjectBytes {
-		return abi.ToolCall{}, f, whole.errorf(ErrTooLarge, "input is %d bytes, over the limit of %d", len(data), MaxSubjectBytes)
-	}
-	if !utf8.Valid(data) {
-		return abi.ToolCall{}, f, whole.errorf(nil, "input is not valid UTF-8")
+	if err := ps.precheck(data, whole); err != nil {
+		return abi.ToolCall{}, f, false, err
 	}
 	if kindOf(data) == '{' {
 		in, err := decodeInput(data, whole)
 		if err != nil {
-			return abi.ToolCall{}, f, err
+			return abi.ToolCall{}, f, false, err
 		}
 		if sf, ok := singleFormat(in.obj); ok && (f == FormatAuto || f == sf) {
-			a, err := singleCall(in.obj, sf)
-			if err != nil {
-				return abi.ToolCall{}, sf, err
+			if keepNative && sf == FormatNative {
+				return abi.ToolCall{}, sf, true, nil
 			}
-			return toolCall(a), sf, nil
+			a, err := singleCall(in.obj, sf)
+			if err == nil {
+				err = checkNames(data, sf)
+			}
+			if err != nil {
+				return abi.ToolCall{}, sf, false, err
+			}
+			return toolCall(a), sf, false, nil
 		}
 	}
-	p, pf, err := ParseProposal(data, f)
+	p, pf, err := ps.Proposal(data, f)
 	if err != nil {
-		return abi.ToolCall{}, pf, err
+		return abi.ToolCall{}, pf, false, err
 	}
 	l := loc{format: pf, index: -1}
 	if len(p.Actions) != 1 {
-		return abi.ToolCall{}, pf, l.errorf(nil, "holds %d tool calls; a tool_call subject is exactly one", len(p.Actions))
+		return abi.ToolCall{}, pf, false, l.errorf(nil, "holds %d tool calls; a tool_call subject is exactly one", len(p.Actions))
 	}
 	a := p.Actions[0]
 	if a.Type != "" && a.Type != abi.ActionToolCall {
-		return abi.ToolCall{}, pf, l.errorf(nil, "the action is a %s, not a tool call", quote(a.Type))
+		return abi.ToolCall{}, pf, false, l.errorf(nil, "the action is a %s, not a tool call", quote(a.Type))
 	}
 	if a.Tool == "" {
-		return abi.ToolCall{}, pf, l.at("actions").elem(0).at("tool").errorf(nil, "tool is required")
+		return abi.ToolCall{}, pf, false, l.at("actions").elem(0).at("tool").errorf(nil, "tool is required")
 	}
-	return toolCall(a), pf, nil
+	return toolCall(a), pf, false, nil
 }
 
 // singleFormat recognises the single-call shapes ParseProposal does not
