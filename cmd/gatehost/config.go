@@ -56,6 +56,7 @@ type fileConfig struct {
 	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
+	MCP mcpFileConfig `mapstructure:"mcp"` // gatehost mcp; see mcp_config.go
 }
 
 // compileLimits bounds a module's shape before compilation (host.CompileLimits).
@@ -181,6 +182,8 @@ type loaded struct {
 	logPath string
 	// sessionPath is the session file; "" keeps sessions in memory.
 	sessionPath string
+	// mcp is the gateway's section, read by gatehost mcp (mcp_config.go).
+	mcp mcpFileConfig
 }
 
 // loadConfig reads the config file (explicit, or gatehost.yaml in the
@@ -230,7 +233,7 @@ func loadConfig(path string) (*loaded, error) {
 		}
 		return filepath.Join(base, p)
 	}
-	l := &loaded{file: path, logPath: rel(fc.EventLog.Path), sessionPath: rel(fc.Sessions.Path)}
+	l := &loaded{file: path, logPath: rel(fc.EventLog.Path), sessionPath: rel(fc.Sessions.Path), mcp: fc.MCP}
 	cfg := host.Config{
 		EventLogPath:      l.logPath,
 		CacheDir:          fc.CacheDir,
