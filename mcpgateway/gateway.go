@@ -71,6 +71,9 @@ type Gateway struct {
 	approvals *approvals
 	impl      *mcp.Implementation
 	sessions  sync.Map // *downstream, for Close
+	// closing tracks upstream sessions being closed in the background, so
+	// that Close returns only when their processes are gone.
+	closing sync.WaitGroup
 }
 
 // New returns a gateway that checks every tools/call with h's pipeline
@@ -137,12 +140,15 @@ func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// Close closes every open session's upstreams.
+// Close closes every open session's upstreams and waits until their
+// processes have exited (a stdio server that ignores its closed stdin is
+// terminated after a grace period of 2s).
 func (g *Gateway) Close() error {
 	g.sessions.Range(func(k, _ any) bool {
 		k.(*downstream).close()
 		return true
 	})
+	g.closing.Wait()
 	return nil
 }
 

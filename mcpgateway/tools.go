@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -208,14 +209,16 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		up.close() // a hung upstream is restarted before its next call
 		return errorResult(runID, "gatehost: upstream %s did not answer within %s; the call was cancelled upstream and may or may not have run", up.u.Name, d.g.opts.CallTimeout), nil
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		up.close()
 		return errorResult(runID, "gatehost: upstream %s closed the connection before answering; the call may or may not have run", up.u.Name), nil
 	default:
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) {
 			return nil, err // a protocol error from the upstream, passed through
 		}
-		return errorResult(runID, "gatehost: upstream %s: %v", up.u.Name, err), nil
+		up.close() // an answer outside the protocol: start afresh
+		return errorResult(runID, "gatehost: upstream %s: %v; the call may or may not have run", up.u.Name, err), nil
 	}
 	up.healthy()
 	if b, err := json.Marshal(res); err != nil || len(b) > d.g.opts.MaxResultBytes {

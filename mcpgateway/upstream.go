@@ -100,13 +100,17 @@ func (c *upconn) healthy() {
 	c.mu.Unlock()
 }
 
+// close drops the connection; the next use reconnects. The old session is
+// closed in the background: a stdio server that ignores its closed stdin
+// is signalled only after CommandTransport's grace period, which no caller
+// should wait out.
 func (c *upconn) close() {
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
 	c.mu.Unlock()
 	if cs != nil {
-		_ = cs.Close()
+		c.d.g.closing.Go(func() { _ = cs.Close() })
 	}
 }
 
