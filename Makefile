@@ -4,7 +4,7 @@ PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit
+.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps
 
 all: build
 
@@ -15,6 +15,7 @@ help:
 	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
+	@echo "make mcp-deps    install the real MCP servers the gateway tests run (npm ci, testdata/mcp)"
 
 build: build/gatehost $(WASM)
 
@@ -38,7 +39,18 @@ vet:
 fmt:
 	gofmt -w $(GOFILES)
 
-test: vet
+# The MCP servers the gateway tests run behind gatehost mcp, at the exact
+# versions of testdata/mcp/package-lock.json; reinstalled when the lock
+# file changes (npm writes node_modules/.package-lock.json on install).
+MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
+
+mcp-deps: $(MCP_DEPS)
+
+$(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
+	npm ci --prefix testdata/mcp --no-audit --no-fund
+	touch $@
+
+test: vet mcp-deps
 	./scripts/check-tree.sh
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
 	$(GO) test -race -timeout 30m ./...

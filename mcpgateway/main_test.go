@@ -43,15 +43,22 @@ type fixture struct {
 	logPath string
 }
 
-// newFixture builds a host whose pipeline "exec" runs the exec gate, plus
-// any further stages (such as preconditions) with cfg's domains.
+// newFixture builds a host whose pipeline "exec" runs the exec gate
+// (policy confirmNonIdempotent), plus any further stages (such as
+// preconditions) with their domains.
 func newFixture(t *testing.T, extra []host.StageConfig, domains map[string]host.Domain) *fixture {
+	t.Helper()
+	return newFixtureWith(t, confirmNonIdempotent, extra, domains)
+}
+
+// newFixtureWith is newFixture with the exec gate's config.
+func newFixtureWith(t *testing.T, execConfig json.RawMessage, extra []host.StageConfig, domains map[string]host.Domain) *fixture {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
 	evlog, err := eventlog.Open(logPath, eventlog.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = evlog.Close() })
-	stages := append([]host.StageConfig{{Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: confirmNonIdempotent}}, extra...)
+	stages := append([]host.StageConfig{{Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: execConfig}}, extra...)
 	h, err := host.New(context.Background(), host.Config{
 		Plugins: map[string]host.PluginConfig{
 			"exec": {Path: execWasm}, "preconditions": {Path: preconditionsWasm}},
