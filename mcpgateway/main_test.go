@@ -51,22 +51,27 @@ func newFixture(t *testing.T, extra []host.StageConfig, domains map[string]host.
 	return newFixtureWith(t, confirmNonIdempotent, extra, domains)
 }
 
-// newFixtureWith is newFixture with the exec gate's config.
-func newFixtureWith(t *testing.T, execConfig json.RawMessage, extra []host.StageConfig, domains map[string]host.Domain) *fixture {
+// newFixtureWith is newFixture with the exec gate's config; tweaks change
+// the host config before the host is built.
+func newFixtureWith(t testing.TB, execConfig json.RawMessage, extra []host.StageConfig, domains map[string]host.Domain, tweaks ...func(*host.Config)) *fixture {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
 	evlog, err := eventlog.Open(logPath, eventlog.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = evlog.Close() })
 	stages := append([]host.StageConfig{{Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: execConfig}}, extra...)
-	h, err := host.New(context.Background(), host.Config{
+	cfg := host.Config{
 		Plugins: map[string]host.PluginConfig{
 			"exec": {Path: execWasm}, "preconditions": {Path: preconditionsWasm}},
 		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: stages}},
 		EventLog:  evlog,
 		CacheDir:  testwasm.CacheDir(),
 		Domains:   domains,
-	})
+	}
+	for _, tw := range tweaks {
+		tw(&cfg)
+	}
+	h, err := host.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
 	return &fixture{h: h, evlog: evlog, logPath: logPath}
@@ -81,7 +86,7 @@ func stdioUpstream(t *testing.T, name string) mcpgateway.Upstream {
 }
 
 // newGateway returns a gateway over f's host with the "exec" pipeline.
-func (f *fixture) newGateway(t *testing.T, opts mcpgateway.Options) *mcpgateway.Gateway {
+func (f *fixture) newGateway(t testing.TB, opts mcpgateway.Options) *mcpgateway.Gateway {
 	t.Helper()
 	if opts.Pipeline == "" {
 		opts.Pipeline = "exec"

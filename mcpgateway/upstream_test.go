@@ -111,6 +111,10 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 			n, _ := args(req)["size"].(float64)
 			return text(strings.Repeat("x", int(n))), nil
 		})
+	s.AddResource(&mcp.Resource{Name: "readme", URI: "note://readme", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "notes server"}}}, nil
+		})
 	return s
 }
 
