@@ -70,12 +70,19 @@ func (g *Gateway) newSession() *downstream {
 	return d
 }
 
+// close ends the session: its upstreams are closed and its gatehost
+// session is removed from the store (the decisions stay in the event log).
 func (d *downstream) close() {
 	if d.closed.Swap(true) {
 		return
 	}
 	for _, c := range d.ups {
 		c.close()
+	}
+	if id := d.sessionID(); id != "" {
+		if _, err := d.g.h.Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: session not removed from the store", "session", id, "error", err)
+		}
 	}
 	d.g.sessions.Delete(d)
 }
@@ -184,6 +191,14 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 	ir.Instructions = strings.Join(instructions, "\n\n")
 	if err := d.g.createSession(ctx, id); err != nil {
 		return nil, err
+	}
+	if ss != nil {
+		// An HTTP session ends when the client deletes it or it idles
+		// out; its upstreams end with it.
+		go func() {
+			_ = ss.Wait()
+			d.close()
+		}()
 	}
 	return ir, nil
 }

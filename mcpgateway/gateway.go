@@ -108,7 +108,8 @@ func New(h *host.Host, opts Options) (*Gateway, error) {
 
 // Handler returns the Streamable HTTP endpoint (MCP 2025-11-25 transport,
 // Mcp-Session-Id sessions). Mount it where clients should connect, behind
-// whatever authentication the embedder requires.
+// whatever authentication the embedder requires. A session idle for
+// Options.SessionIdleTimeout is closed with its upstreams.
 func (g *Gateway) Handler() http.Handler {
 	probe := g.newServer(nil)
 	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
@@ -118,7 +119,7 @@ func (g *Gateway) Handler() http.Handler {
 			return g.newSession().server
 		}
 		return probe
-	}, nil)
+	}, &mcp.StreamableHTTPOptions{Logger: sdkLogger(g.opts.Logger), SessionTimeout: g.opts.SessionIdleTimeout})
 }
 
 // ServeTransport serves one downstream session over t (for example

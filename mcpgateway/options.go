@@ -22,6 +22,9 @@ const (
 	// started again; it doubles up to DefaultMaxRestartBackoff.
 	DefaultRestartBackoff    = 250 * time.Millisecond
 	DefaultMaxRestartBackoff = 30 * time.Second
+	// DefaultSessionIdleTimeout closes a Streamable HTTP session that has
+	// sent no request for this long.
+	DefaultSessionIdleTimeout = 30 * time.Minute
 )
 
 // Trust levels of an upstream: what provenance its tools get in the
@@ -92,6 +95,9 @@ type Options struct {
 	// RestartBackoff and MaxRestartBackoff pace the restarts of a crashed
 	// upstream; defaults DefaultRestartBackoff and DefaultMaxRestartBackoff.
 	RestartBackoff, MaxRestartBackoff time.Duration
+	// SessionIdleTimeout closes an idle Streamable HTTP session and its
+	// upstreams; default DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
 	// EventLog, when set, receives the approval records (the host records
 	// decisions itself). It should be the host's own log (host.Config
 	// EventLog). Nil records approvals nowhere.
@@ -163,6 +169,7 @@ func (o Options) normalize() (Options, error) {
 		{"approval_ttl", &o.ApprovalTTL, DefaultApprovalTTL},
 		{"restart_backoff", &o.RestartBackoff, DefaultRestartBackoff},
 		{"max_restart_backoff", &o.MaxRestartBackoff, DefaultMaxRestartBackoff},
+		{"session_idle_timeout", &o.SessionIdleTimeout, DefaultSessionIdleTimeout},
 	} {
 		if *d.v < 0 {
 			return bad(d.field, "negative duration %s", *d.v)

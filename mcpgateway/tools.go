@@ -182,8 +182,13 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	if dec.Verdict == abi.Rejected && err == nil && onlyConfirmationMissing(dec) {
 		dec = d.confirm(ctx, c, dec, native, up)
 	}
-	if dec.Verdict != abi.Accepted || !routed {
+	if dec.Verdict != abi.Accepted {
 		return deniedResult(dec), nil
+	}
+	if !routed {
+		// Accepted on a catalog record no upstream of this gateway lists
+		// (a file catalog's tool): there is nowhere to send it.
+		return errorResult(dec.RunID, "gatehost: no upstream of this gateway serves %q; nothing was sent", p.Name), nil
 	}
 	return d.forwardCall(ctx, up, r.name, p, dec.RunID)
 }
