@@ -28,7 +28,7 @@ build/gatehost: $(GOFILES) go.mod go.sum
 build/plugins/%.wasm: $(GOFILES) go.mod go.sum
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$*/wasm
 
-demo: build
+demo: build mcp-deps
 	./scripts/demo.sh
 
 vet:
