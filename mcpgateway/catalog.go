@@ -88,9 +88,11 @@ func (g *Gateway) publishLocked() error {
 		return nil
 	}
 	_, err := store.Update(func(b *catalog.Builder) error {
-		for _, t := range g.owned(store.Snapshot()) {
-			if err := b.Remove(t.ID); err != nil {
-				return err
+		for _, id := range b.IDs() {
+			if t, _ := b.Get(id); g.owns(t) {
+				if err := b.Remove(id); err != nil {
+					return err
+				}
 			}
 		}
 		for _, t := range tools {
@@ -108,18 +110,26 @@ func (g *Gateway) publishLocked() error {
 }
 
 // owned returns the snapshot's tools that came from this gateway's
-// upstreams: namespace mcp.NAME and source NAME.
+// upstreams.
 func (g *Gateway) owned(snap *catalog.Snapshot) []catalog.Tool {
 	var out []catalog.Tool
 	for _, t := range snap.List() {
-		for _, u := range g.opts.Upstreams {
-			if t.Source == u.Name && strings.HasPrefix(t.ID, "mcp."+u.Name+":") {
-				out = append(out, t)
-				break
-			}
+		if g.owns(t) {
+			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// owns reports whether t came from one of the gateway's upstreams:
+// namespace mcp.NAME and source NAME.
+func (g *Gateway) owns(t catalog.Tool) bool {
+	for _, u := range g.opts.Upstreams {
+		if t.Source == u.Name && strings.HasPrefix(t.ID, "mcp."+u.Name+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // sameTools reports whether two tool sets agree on everything policy or

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,49 +262,22 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		if len(d.ups) == 1 {
 			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) { return cs.ListResources(ctx, p) })
 		}
-		out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-		err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
-			for r, err := range cs.Resources(ctx, nil) {
-				if err != nil {
-					return err
-				}
-				out.Resources = append(out.Resources, r)
-			}
-			return nil
-		})
-		return out, err
+		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Resources)
+		return &mcp.ListResourcesResult{Resources: all}, err
 	case *mcp.ListResourceTemplatesParams:
 		if len(d.ups) == 1 {
 			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
 				return cs.ListResourceTemplates(ctx, p)
 			})
 		}
-		out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
-		err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
-			for r, err := range cs.ResourceTemplates(ctx, nil) {
-				if err != nil {
-					return err
-				}
-				out.ResourceTemplates = append(out.ResourceTemplates, r)
-			}
-			return nil
-		})
-		return out, err
+		all, err := mergeAll(ctx, d, (*mcp.ClientSession).ResourceTemplates)
+		return &mcp.ListResourceTemplatesResult{ResourceTemplates: all}, err
 	case *mcp.ListPromptsParams:
 		if len(d.ups) == 1 {
 			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) { return cs.ListPrompts(ctx, p) })
 		}
-		out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
-		err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
-			for r, err := range cs.Prompts(ctx, nil) {
-				if err != nil {
-					return err
-				}
-				out.Prompts = append(out.Prompts, r)
-			}
-			return nil
-		})
-		return out, err
+		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Prompts)
+		return &mcp.ListPromptsResult{Prompts: all}, err
 	case *mcp.ReadResourceParams:
 		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, p) })
 	case *mcp.GetPromptParams:
@@ -334,6 +308,23 @@ func (d *downstream) first(ctx context.Context, f func(*mcp.ClientSession) (mcp.
 		errs = append(errs, err)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// mergeAll reads every page of one list from every upstream, in upstream
+// order: several upstreams answer a list method together.
+func mergeAll[T any, P any](ctx context.Context, d *downstream, list func(*mcp.ClientSession, context.Context, P) iter.Seq2[T, error]) ([]T, error) {
+	all := []T{}
+	var zero P
+	err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
+		for x, err := range list(cs, ctx, zero) {
+			if err != nil {
+				return err
+			}
+			all = append(all, x)
+		}
+		return nil
+	})
+	return all, err
 }
 
 func withSession[R mcp.Result](ctx context.Context, c *upconn, f func(*mcp.ClientSession) (R, error)) (mcp.Result, error) {

@@ -72,8 +72,28 @@ type Gateway struct {
 	impl      *mcp.Implementation
 	sessions  sync.Map // *downstream, for Close
 	// closing tracks upstream sessions being closed in the background, so
-	// that Close returns only when their processes are gone.
-	closing sync.WaitGroup
+	// that Close returns only when their processes are gone; once the
+	// gateway is closed, closes run in the caller (see background).
+	closeMu  sync.Mutex
+	isClosed bool
+	closing  sync.WaitGroup
+}
+
+// background runs f in a goroutine that Close waits for, or in the caller
+// once Close has begun waiting (a WaitGroup must not grow while waited on).
+func (g *Gateway) background(f func()) {
+	g.closeMu.Lock()
+	if g.isClosed {
+		g.closeMu.Unlock()
+		f()
+		return
+	}
+	g.closing.Add(1)
+	g.closeMu.Unlock()
+	go func() {
+		defer g.closing.Done()
+		f()
+	}()
 }
 
 // New returns a gateway that checks every tools/call with h's pipeline
@@ -149,6 +169,9 @@ func (g *Gateway) Close() error {
 		k.(*downstream).close()
 		return true
 	})
+	g.closeMu.Lock()
+	g.isClosed = true
+	g.closeMu.Unlock()
 	g.closing.Wait()
 	return nil
 }

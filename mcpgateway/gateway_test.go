@@ -54,12 +54,7 @@ func TestGatedCalls(t *testing.T) {
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
 	cs := connect(t, g, nil)
 
-	lr, err := cs.ListTools(context.Background(), nil)
-	require.NoError(t, err)
-	var names []string
-	for _, tl := range lr.Tools {
-		names = append(names, tl.Name)
-	}
+	names := toolNames(t, cs)
 	assert.Contains(t, names, "read_note")
 	assert.Contains(t, names, "delete_note")
 

@@ -154,3 +154,16 @@ func findingCodes(t *testing.T, r *mcp.CallToolResult) []string {
 	}
 	return codes
 }
+
+// toolNames lists the session's tools (which activates them, with
+// ActivateOnList) and returns their names.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	lr, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range lr.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}

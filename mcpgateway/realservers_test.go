@@ -146,12 +146,7 @@ func TestCollisionNamespacing(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "left"), stdioUpstream(t, "right")}, ActivateOnList: []string{"*"}})
 	cs := connect(t, g, nil)
-	lr, err := cs.ListTools(context.Background(), nil)
-	require.NoError(t, err)
-	var names []string
-	for _, tl := range lr.Tools {
-		names = append(names, tl.Name)
-	}
+	names := toolNames(t, cs)
 	assert.Contains(t, names, "left.write_note")
 	assert.Contains(t, names, "right.write_note")
 	assert.NotContains(t, names, "write_note")
@@ -161,17 +156,20 @@ func TestCollisionNamespacing(t *testing.T) {
 	assert.Equal(t, "note: ", text(call(t, cs, "right.read_note", map[string]any{"name": "a"})), "right is another server")
 	assert.Equal(t, []string{"unknown_tool"}, findingCodes(t, call(t, cs, "write_note", map[string]any{"name": "a"})))
 
+	// Other lists are merged; other methods go to the first upstream that
+	// answers.
+	res, err := cs.ListResources(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Len(t, res.Resources, 2)
+	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "note://readme"})
+	require.NoError(t, err)
+	assert.Equal(t, "notes server", rr.Contents[0].Text)
+
 	// Without a collision a tool keeps its name.
 	bin := nodeServer(t, "mcp-server-memory")
 	g2 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes"), {Name: "memory", Command: []string{bin},
 		Env: []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl")}}}, ActivateOnList: []string{"*"}})
-	cs2 := connect(t, g2, nil)
-	lr, err = cs2.ListTools(context.Background(), nil)
-	require.NoError(t, err)
-	names = nil
-	for _, tl := range lr.Tools {
-		names = append(names, tl.Name)
-	}
+	names = toolNames(t, connect(t, g2, nil))
 	assert.Contains(t, names, "read_graph")
 	assert.Contains(t, names, "read_note")
 }

@@ -110,7 +110,7 @@ func (c *upconn) close() {
 	c.cs = nil
 	c.mu.Unlock()
 	if cs != nil {
-		c.d.g.closing.Go(func() { _ = cs.Close() })
+		c.d.g.background(func() { _ = cs.Close() })
 	}
 }
 
