@@ -66,7 +66,7 @@ type approvals struct {
 	m  map[string]approval
 }
 
-func newApprovals(ttl time.Duration, _ *host.Host) *approvals {
+func newApprovals(ttl time.Duration) *approvals {
 	return &approvals{ttl: ttl, now: time.Now, m: map[string]approval{}}
 }
 

@@ -121,7 +121,7 @@ func New(h *host.Host, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("%w %q: no such pipeline", ErrPipeline, o.Pipeline)
 	}
 	g := &Gateway{h: h, opts: o, lists: make([]*listed, len(o.Upstreams)),
-		approvals: newApprovals(o.ApprovalTTL, h), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
+		approvals: newApprovals(o.ApprovalTTL), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
 	g.routes.Store(&map[string]route{})
 	return g, nil
 }

@@ -44,3 +44,13 @@ func TestSessionsInTheStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ids)
 }
+
+// TestListSessionToolsOnly: with ListSessionToolsOnly, tools/list shows
+// only what the session holds after activation.
+func TestListSessionToolsOnly(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		CoreTools: []string{"read_note"}, ActivateOnList: []string{"write_note"}, ListSessionToolsOnly: true})
+	names := toolNames(t, connect(t, g, nil))
+	assert.ElementsMatch(t, []string{"read_note", "write_note"}, names)
+}

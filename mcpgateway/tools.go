@@ -272,7 +272,7 @@ const codeConfirmationRequired = "confirmation_required"
 // and the run id in _meta.
 func deniedResult(d *host.Decision) *mcp.CallToolResult {
 	var b strings.Builder
-	fmt.Fprintf(&b, "gatehost %s the call (run %s); nothing was sent to the server.", d.Verdict, d.RunID)
+	fmt.Fprintf(&b, "gatehost did not accept the call: %s (run %s); nothing was sent to the server.", d.Verdict, d.RunID)
 	for _, f := range d.Findings {
 		if f.Advisory {
 			continue
