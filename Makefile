@@ -4,7 +4,7 @@ PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*')
 
-.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps
+.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
 	@echo "make mcp-deps    install the real MCP servers the gateway tests run (npm ci, testdata/mcp)"
+	@echo "make mcp-conformance  the MCP conformance suite against server-everything, directly and through gatehost mcp"
 
 build: build/gatehost $(WASM)
 
@@ -49,6 +50,9 @@ mcp-deps: $(MCP_DEPS)
 $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 	npm ci --prefix testdata/mcp --no-audit --no-fund
 	touch $@
+
+mcp-conformance: build mcp-deps
+	./scripts/mcp-conformance.sh
 
 test: vet mcp-deps
 	./scripts/check-tree.sh

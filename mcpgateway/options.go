@@ -68,8 +68,10 @@ type Options struct {
 	// unique names.
 	Upstreams []Upstream
 	// CoreTools are pinned in every new session's core (catalog ids, wire
-	// names or aliases, as `gatehost session create` takes them). A name
-	// no upstream lists is skipped with a warning.
+	// names or aliases, as `gatehost session create` takes them; "*" for
+	// every tool the upstreams list when the session starts). A name no
+	// upstream lists, or a tool of an unverified upstream, is skipped with
+	// a warning.
 	CoreTools []string
 	// ActivateOnList are granted to a session when its client lists
 	// tools: names as in CoreTools, or "*" for every listed tool. A tool

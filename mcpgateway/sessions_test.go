@@ -54,3 +54,17 @@ func TestListSessionToolsOnly(t *testing.T) {
 	names := toolNames(t, connect(t, g, nil))
 	assert.ElementsMatch(t, []string{"read_note", "write_note"}, names)
 }
+
+// TestCoreStar: core "*" pins every tool listed at session start, so a
+// client may call without listing first; a drift still denies.
+func TestCoreStar(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, CoreTools: []string{"*"}})
+	opts, changed := listChanged()
+	cs := connect(t, g, opts)
+	w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "x"})
+	assert.False(t, w.IsError, text(w))
+	require.False(t, call(t, cs, "rug_pull", map[string]any{"mode": "annotations"}).IsError)
+	<-changed
+	assert.Equal(t, []string{"tool_drifted"}, findingCodes(t, call(t, cs, "write_note", map[string]any{"name": "a"})))
+}

@@ -40,12 +40,20 @@ func (g *Gateway) relist(ctx context.Context, idx int, cs *mcp.ClientSession) er
 }
 
 // createSession creates the gatehost session of a new MCP session, with
-// the configured core pins that the catalog holds.
+// the configured core pins that the catalog holds ("*": every trusted tool
+// of the gateway's upstreams).
 func (g *Gateway) createSession(ctx context.Context, id string) error {
 	snap := g.h.Catalog().Snapshot()
+	names := g.opts.CoreTools
+	if slices.Contains(names, "*") {
+		names = nil
+		for _, t := range g.owned(snap) {
+			names = append(names, t.ID)
+		}
+	}
 	var core []string
 	seen := map[string]bool{}
-	for _, name := range g.opts.CoreTools {
+	for _, name := range names {
 		t, ok := snap.Get(name)
 		if !ok {
 			g.opts.Logger.Warn("mcp gateway: core tool not listed by any upstream; not pinned", "tool", name, "session", id)
