@@ -22,6 +22,7 @@ targets=(
   "./plugins/static-verify FuzzEvaluate"
   "./cmd/gatehost FuzzLoadConfig"
   "./cmd/gatehost FuzzTokenFile"
+  "./mcpgateway FuzzPublish"
 )
 summary=()
 status=0
