@@ -26,10 +26,15 @@ func httpSetup(t testing.TB) (upstreamURL, gatewayURL string, f *fixture) {
 	up := newTestUpstream(nil)
 	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
 	t.Cleanup(upSrv.Close)
-	// 200 sessions' calls can all wait for a run slot at once: the queue
-	// takes them all, and waits as long as a loaded machine needs.
+	// 200 sessions' calls can all wait for a run slot and a gate instance
+	// at once: the queue takes them all, and the waits last as long as a
+	// loaded machine needs (the defaults refuse the excess at once, with
+	// host_overloaded).
 	f = newFixtureWith(t, confirmNonIdempotent, nil, nil, func(c *host.Config) {
-		c.MaxQueuedRuns, c.QueueTimeout = 1000, time.Minute
+		c.MaxQueuedRuns, c.QueueTimeout = 1000, 5*time.Minute
+		p := c.Pipelines["exec"]
+		p.Stages[0].Timeout = 5 * time.Minute
+		c.Pipelines["exec"] = p
 	})
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
 	gw := httptest.NewServer(g.Handler())

@@ -124,6 +124,13 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, na
 		ExpiresAt: g.approvals.now().Add(g.opts.ApprovalTTL)}
 
 	ectx, cancel := context.WithTimeout(ctx, g.opts.ApprovalTTL)
+	go func() {
+		select {
+		case <-d.gone:
+			cancel()
+		case <-ectx.Done():
+		}
+	}()
 	res, err := ss.Elicit(ectx, &mcp.ElicitParams{
 		Message: approvalMessage(t.ID, string(t.Effect), up.u.Name, c.args),
 		RequestedSchema: map[string]any{

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -140,4 +141,46 @@ func TestApprovalNotRecordedNotUsed(t *testing.T) {
 	d := call(t, cs, "delete_note", map[string]any{"name": "a"})
 	assert.True(t, d.IsError)
 	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+}
+
+// TestClientGoneDuringElicitation: a client connection that ends while
+// the person is asked approves nothing; the refusal is recorded.
+func TestClientGoneDuringElicitation(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+	asked, release := make(chan struct{}), make(chan struct{})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, drop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- g.ServeTransport(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-release // the person never answers: the connection goes first
+			return nil, errors.New("gone")
+		}}).Connect(context.Background(), ct, nil)
+	require.NoError(t, err)
+	_, err = cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_note", Arguments: map[string]any{"name": "a"}})
+	}()
+	<-asked
+	drop() // the connection to the client ends
+	<-served
+	close(release)
+	_ = cs.Close()
+	// The refusal is the gateway's last act for the call: wait for the
+	// record (bounded only to end a hang).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		kinds, reasons := logKinds(t, f.logPath)
+		if slices.Contains(kinds, "approval_refused") {
+			assert.Contains(t, reasons, "failed")
+			assert.NotContains(t, kinds, "approval_used")
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no approval_refused record")
+		time.Sleep(10 * time.Millisecond)
+	}
 }

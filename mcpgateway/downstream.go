@@ -28,6 +28,12 @@ type downstream struct {
 	caps   *mcp.ClientCapabilities
 	closed atomic.Bool
 
+	// gone is closed when the client connection is being dropped, so that
+	// what waits on the client (an elicitation) stops waiting: the SDK
+	// does not end a request to a client whose connection it closes.
+	gone     chan struct{}
+	goneOnce sync.Once
+
 	// placeholders toggle to make the SDK send list_changed downstream.
 	phMu sync.Mutex
 	ph   map[string]bool
@@ -62,7 +68,7 @@ func (g *Gateway) newServer(d *downstream) *mcp.Server {
 }
 
 func (g *Gateway) newSession() *downstream {
-	d := &downstream{g: g, ph: map[string]bool{}}
+	d := &downstream{g: g, ph: map[string]bool{}, gone: make(chan struct{})}
 	for i, u := range g.opts.Upstreams {
 		d.ups = append(d.ups, &upconn{d: d, idx: i, u: u})
 	}
@@ -71,9 +77,13 @@ func (g *Gateway) newSession() *downstream {
 	return d
 }
 
+// drop marks the client connection as going away (see gone).
+func (d *downstream) drop() { d.goneOnce.Do(func() { close(d.gone) }) }
+
 // close ends the session: its upstreams are closed and its gatehost
 // session is removed from the store (the decisions stay in the event log).
 func (d *downstream) close() {
+	d.drop()
 	if d.closed.Swap(true) {
 		return
 	}

@@ -151,7 +151,10 @@ func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	if err != nil {
 		return fmt.Errorf("mcpgateway: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = ss.Close() })
+	stop := context.AfterFunc(ctx, func() {
+		d.drop()
+		_ = ss.Close()
+	})
 	defer stop()
 	err = ss.Wait()
 	d.close()
@@ -161,12 +164,17 @@ func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// Close closes every open session's upstreams and waits until their
-// processes have exited (a stdio server that ignores its closed stdin is
+// Close closes every open session (client connection, upstreams) and
+// waits until the upstreams' processes have exited (a stdio server that ignores its closed stdin is
 // terminated after a grace period of 2s).
 func (g *Gateway) Close() error {
 	g.sessions.Range(func(k, _ any) bool {
-		k.(*downstream).close()
+		d := k.(*downstream)
+		d.drop()
+		if ss := d.serverSession(); ss != nil {
+			_ = ss.Close()
+		}
+		d.close()
 		return true
 	})
 	g.closeMu.Lock()
