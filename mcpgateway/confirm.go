@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 )
 
@@ -209,6 +211,14 @@ func (g *Gateway) record(kind, runID, reason string, ap approval) error {
 	return err
 }
 
+// effectWords say what an effect class means (host/catalog Effect); an
+// unknown class reads as the most careful one.
+var effectWords = map[catalog.Effect]string{
+	catalog.EffectReadOnly:        "it only reads",
+	catalog.EffectIdempotentWrite: "it changes something, and repeating it changes nothing more",
+	catalog.EffectNonIdempotent:   "it changes something, and may not be safe to repeat",
+}
+
 // maxShownArguments caps the arguments shown to the person.
 const maxShownArguments = 2048
 
@@ -226,6 +236,6 @@ func approvalMessage(tool, effect, upstream string, args json.RawMessage) string
 		}
 		shown = shown[:cut] + " …(cut)"
 	}
-	return fmt.Sprintf("The agent wants to run %s on the MCP server %q. Its effect class is %s: it changes something, and may not be safe to repeat. Arguments:\n%s\nApprove this one call?",
-		tool, upstream, effect, shown)
+	return fmt.Sprintf("The agent wants to run %s on the MCP server %q. Its effect class is %s: %s. Arguments:\n%s\nApprove this one call?",
+		tool, upstream, effect, cmp.Or(effectWords[catalog.Effect(effect)], effectWords[catalog.EffectNonIdempotent]), shown)
 }
