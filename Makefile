@@ -2,7 +2,7 @@
 GO      ?= go
 PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
-GOFILES := $(shell find . -name '*.go' -not -path './build/*')
+GOFILES := $(shell find . -name '*.go' -not -path './build/*' -not -path './testdata/mcp/node_modules/*')
 
 .PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance
 
