@@ -2,9 +2,9 @@
 GO      ?= go
 PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
-GOFILES := $(shell find . -name '*.go' -not -path './build/*')
+GOFILES := $(shell find . -name '*.go' -not -path './build/*' -not -path './testdata/mcp/node_modules/*')
 
-.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit
+.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance
 
 all: build
 
@@ -15,6 +15,8 @@ help:
 	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
+	@echo "make mcp-deps    install the real MCP servers the gateway tests run (npm ci, testdata/mcp)"
+	@echo "make mcp-conformance  the MCP conformance suite against server-everything, directly and through gatehost mcp"
 
 build: build/gatehost $(WASM)
 
@@ -27,7 +29,7 @@ build/gatehost: $(GOFILES) go.mod go.sum
 build/plugins/%.wasm: $(GOFILES) go.mod go.sum
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$*/wasm
 
-demo: build
+demo: build mcp-deps
 	./scripts/demo.sh
 
 vet:
@@ -38,7 +40,21 @@ vet:
 fmt:
 	gofmt -w $(GOFILES)
 
-test: vet
+# The MCP servers the gateway tests run behind gatehost mcp, at the exact
+# versions of testdata/mcp/package-lock.json; reinstalled when the lock
+# file changes (npm writes node_modules/.package-lock.json on install).
+MCP_DEPS := testdata/mcp/node_modules/.package-lock.json
+
+mcp-deps: $(MCP_DEPS)
+
+$(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
+	npm ci --prefix testdata/mcp --no-audit --no-fund
+	touch $@
+
+mcp-conformance: build mcp-deps
+	./scripts/mcp-conformance.sh
+
+test: vet mcp-deps
 	./scripts/check-tree.sh
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
 	$(GO) test -race -timeout 30m ./...

@@ -59,6 +59,7 @@ type fileConfig struct {
 	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
+	MCP MCP `mapstructure:"mcp"`
 }
 
 // compileLimits bounds a module's shape before compilation (host.CompileLimits).
@@ -220,6 +221,8 @@ type Loaded struct {
 	// SessionPath is the session file (sessions.path, resolved); ""
 	// keeps sessions in memory.
 	SessionPath string
+	// MCP is the mcp: section, read by gatehost mcp.
+	MCP MCP
 }
 
 // Close closes what Load opened: each domain's data source. It is safe to
@@ -299,7 +302,7 @@ func Load(path string) (*Loaded, error) {
 		}
 		return filepath.Join(base, p)
 	}
-	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path)}
+	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP}
 	cfg := host.Config{
 		EventLogPath:      l.LogPath,
 		CacheDir:          fc.CacheDir,

@@ -52,6 +52,19 @@ echo "\$ gatehost domain validate testdata/domains/*/domain.yaml"
 "$bin" domain validate testdata/domains/*/domain.yaml || failed=1
 echo
 
+# gatehost mcp in front of server-filesystem: a scripted agent (the MCP Go
+# SDK's client) reads, writes where the fs domain allows and where it does
+# not, and edits with and without a person's approval; the disk is checked
+# after each call.
+mcpdir=$(mktemp -d)
+mkdir -p "$mcpdir/public" "$mcpdir/private"
+echo "served by server-filesystem, behind gatehost" >"$mcpdir/README.txt"
+echo "\$ gatehost mcp --pipeline mcp-fs -- mcp-server-filesystem $mcpdir   (driven by examples/mcp-agent)"
+go run ./examples/mcp-agent --gatehost "$bin" --config gatehost.yaml \
+  --server testdata/mcp/node_modules/.bin/mcp-server-filesystem --dir "$mcpdir" || failed=1
+rm -rf "$mcpdir"
+echo
+
 echo "\$ gatehost log verify"
 "$bin" log verify || failed=1
 exit $failed

@@ -22,6 +22,7 @@ targets=(
   "./plugins/static-verify FuzzEvaluate"
   "./config FuzzLoadConfig"
   "./server FuzzTokenFile"
+  "./mcpgateway FuzzPublish"
 )
 summary=()
 status=0

@@ -3,6 +3,7 @@
 //
 //	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
 //	gatehost serve [--config F] [--listen ADDR] [flags]
+//	gatehost mcp [--config F] [--pipeline NAME] [--listen ADDR] [-- UPSTREAM...]
 //	gatehost log verify [--config F] [--output text|json]
 //	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
 //	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
@@ -43,6 +44,7 @@ const usage = `gatehost runs gates: sandboxed WebAssembly checks an AI agent's a
 Usage:
   gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
   gatehost serve [flags]             serve the HTTP decision API (POST /v1/pipelines/NAME/check)
+  gatehost mcp [flags] [-- CMD...]   an MCP gateway: gate every tools/call to MCP servers
   gatehost log verify [flags]        verify the event log's hash chain
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
   gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
@@ -84,6 +86,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCheck(ctx, args[1:], stdin, stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "log":
 		if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
 			fmt.Fprintln(stdout, "Usage: gatehost log verify [flags]   (gatehost log verify --help lists them)")

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/mcpgateway"
+	"github.com/gatehost/gatehost/server"
+)
+
+const mcpUsage = `Usage: gatehost mcp [flags] [-- UPSTREAM-COMMAND...]
+
+Serve MCP to an agent as if gatehost were the server, in front of the MCP
+servers in the config's mcp.upstreams (and the stdio server command given
+after --, named by --upstream-name). Every tools/call runs the pipeline
+before anything is sent upstream; everything else passes through.
+
+Without --listen the agent speaks MCP on stdin/stdout (an mcp.json server
+command); with it, Streamable HTTP on http://ADDR/mcp.
+`
+
+// cmdMCP runs the MCP gateway. In stdio mode stdout is the protocol, so
+// nothing else is written there; logs go to stderr.
+func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("mcp", mcpUsage, stderr, flagConfig|flagPipeline|flagLogLevel)
+	fs.setUsage("pipeline", "tool_call pipeline for every tools/call (default mcp.pipeline of the config)")
+	fs.setDefault("log-level", "info")
+	pipeline := &fs.pipeline
+	listen := fs.String("listen", "", "serve Streamable HTTP on ADDR (path /mcp) instead of stdio")
+	upstreamName := fs.String("upstream-name", "upstream", "name of the upstream given after --")
+	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+server.TokenEnv+"); none means no auth, loopback only")
+	insecure := fs.Bool("insecure-listen-any", false, "allow --listen on a non-loopback address without bearer tokens")
+	if code, done := fs.parse(args, func(int) bool { return true }); done {
+		return code
+	}
+	logger, cfg, err := fs.setup()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer cfg.Close()
+	opts, err := gatewayOptions(cfg.MCP)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
+	}
+	if extra := fs.Args(); len(extra) > 0 {
+		opts.Upstreams = append(opts.Upstreams, mcpgateway.Upstream{Name: *upstreamName, Command: extra})
+	}
+	opts.Pipeline = cmp.Or(pipelineFlag(*pipeline), opts.Pipeline)
+	// One writer of the log: the host records decisions, the gateway
+	// approvals.
+	evlog, err := eventlog.Open(cfg.LogPath, eventlog.Options{Logger: logger})
+	if err != nil {
+		return fail(stderr, fmt.Errorf("config %s: event_log.path: %w", cfg.File, err))
+	}
+	defer evlog.Close()
+	cfg.Host.EventLogPath, cfg.Host.EventLog, cfg.Host.Logger = "", evlog, logger
+	if opts.Pipeline != "" {
+		onlyPipeline(&cfg.Host, opts.Pipeline)
+	}
+	h, err := host.New(ctx, cfg.Host)
+	if err != nil {
+		return fail(stderr, cfg.HostError(err))
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+	opts.EventLog, opts.Logger = evlog, logger
+	g, err := mcpgateway.New(h, opts)
+	if err != nil {
+		if errors.Is(err, mcpgateway.ErrOptions) {
+			err = fmt.Errorf("config %s: mcp: %w (or --pipeline / -- UPSTREAM)", cfg.File, err)
+		}
+		return fail(stderr, err)
+	}
+	defer g.Close()
+	if *listen == "" {
+		// The SDK's stdio transport reads and writes the process's own
+		// stdin and stdout, which run was given.
+		_, _ = stdin, stdout
+		if err := g.ServeTransport(ctx, &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(stderr, "gatehost mcp:", err)
+			return 1
+		}
+		return 0
+	}
+	toks, err := server.LoadTokens(*tokenFile)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fail(stderr, fmt.Errorf("--listen %s: %w", *listen, err))
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); toks.Empty() && !*insecure && (!ok || !a.IP.IsLoopback()) {
+		ln.Close()
+		return fail(stderr, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
+			errUsage, *listen, server.TokenEnv))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", toks.Require(g.Handler()))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	logger.Info("gatehost mcp: serving Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "pipeline", opts.Pipeline)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(stderr, "gatehost mcp:", err)
+		return 1
+	}
+	return 0
+}

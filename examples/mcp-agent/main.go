@@ -1,0 +1,137 @@
+// Command mcp-agent is the scripted agent of `make demo`'s gateway step: an
+// MCP client (the official Go SDK) that starts `gatehost mcp` in front of
+// @modelcontextprotocol/server-filesystem on a directory, makes the calls
+// an agent would, and checks the disk after each one.
+//
+//	go run ./examples/mcp-agent --gatehost build/gatehost --config gatehost.yaml \
+//	    --server testdata/mcp/node_modules/.bin/mcp-server-filesystem --dir DIR
+//
+// It exits 1 when a call's outcome or the disk differs from what the
+// gateway's rules promise.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	gatehost := flag.String("gatehost", "build/gatehost", "the gatehost binary")
+	config := flag.String("config", "gatehost.yaml", "gatehost config with an mcp: section")
+	server := flag.String("server", "testdata/mcp/node_modules/.bin/mcp-server-filesystem", "the filesystem MCP server")
+	dir := flag.String("dir", "", "directory the server serves (public/ is writable by the rules)")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "mcp-agent: --dir is required")
+		os.Exit(2)
+	}
+	if err := run(*gatehost, *config, *server, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run(gatehost, config, server, dir string) error {
+	ctx := context.Background()
+	approve := false
+	client := mcp.NewClient(&mcp.Implementation{Name: "demo-agent", Version: "1"}, &mcp.ClientOptions{
+		// The person at the keyboard: says no first, then yes.
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			fmt.Printf("  [person asked] %s\n  [person answers] approve=%v\n", firstLine(r.Params.Message), approve)
+			if !approve {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		},
+	})
+	cmd := exec.Command(gatehost, "mcp", "--config", config, "--log-level", "warn", "--upstream-name", "fs", "--", server, dir)
+	cmd.Stderr = os.Stderr
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("connect to gatehost mcp: %w", err)
+	}
+	defer cs.Close()
+
+	lr, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("tools/list: %d tools from server-filesystem, through gatehost\n", len(lr.Tools))
+
+	failed := false
+	step := func(what, tool string, args map[string]any, wantAllowed bool, disk func() error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			fmt.Printf("FAIL %s: %v\n", what, err)
+			failed = true
+			return
+		}
+		verdict := "allowed"
+		if res.IsError {
+			verdict = "denied"
+		}
+		fmt.Printf("%s: %s → %s\n", what, tool, verdict)
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok && res.IsError {
+				fmt.Printf("  %s\n", strings.ReplaceAll(t.Text, "\n", "\n  "))
+			}
+		}
+		if res.IsError == wantAllowed {
+			fmt.Printf("FAIL %s: want allowed=%v\n", what, wantAllowed)
+			failed = true
+		}
+		if err := disk(); err != nil {
+			fmt.Printf("FAIL %s: disk: %v\n", what, err)
+			failed = true
+		} else {
+			fmt.Println("  disk checked")
+		}
+	}
+	notes := filepath.Join(dir, "public", "notes.txt")
+	secret := filepath.Join(dir, "private", "secret.txt")
+	step("read a file", "read_text_file", map[string]any{"path": filepath.Join(dir, "README.txt")}, true, func() error { return nil })
+	step("write under public/", "write_file", map[string]any{"path": notes, "content": "draft\n"}, true, content(notes, "draft\n"))
+	step("write outside public/", "write_file", map[string]any{"path": secret, "content": "exfiltrated\n"}, false, absent(secret))
+	edit := map[string]any{"path": notes, "edits": []map[string]any{{"oldText": "draft", "newText": "final"}}}
+	step("edit without approval", "edit_file", edit, false, content(notes, "draft\n"))
+	approve = true
+	step("edit with approval", "edit_file", edit, true, content(notes, "final\n"))
+	if failed {
+		return fmt.Errorf("a step did not go as the rules say")
+	}
+	return nil
+}
+
+func content(path, want string) func() error {
+	return func() error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if string(b) != want {
+			return fmt.Errorf("%s holds %q, want %q", path, b, want)
+		}
+		return nil
+	}
+}
+
+func absent(path string) func() error {
+	return func() error {
+		if _, err := os.Stat(path); err == nil {
+			return fmt.Errorf("%s exists", path)
+		}
+		return nil
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

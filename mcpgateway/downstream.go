@@ -1,0 +1,440 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehost/gatehost/host/session"
+)
+
+// downstream is one client session: its MCP server, its upstream
+// connections and its gatehost session.
+type downstream struct {
+	g      *Gateway
+	server *mcp.Server
+	ups    []*upconn
+
+	mu     sync.Mutex
+	id     string // gatehost session id; "" until initialize
+	ss     *mcp.ServerSession
+	caps   *mcp.ClientCapabilities
+	closed atomic.Bool
+
+	// gone is closed when the client connection is being dropped, so that
+	// what waits on the client (an elicitation) stops waiting: the SDK
+	// does not end a request to a client whose connection it closes.
+	gone     chan struct{}
+	goneOnce sync.Once
+
+	// placeholders toggle to make the SDK send list_changed downstream.
+	phMu sync.Mutex
+	ph   map[string]bool
+}
+
+// newServer builds an MCP server whose every method goes through d (nil d:
+// a server that only answers the SDK's protocol-version probe).
+func (g *Gateway) newServer(d *downstream) *mcp.Server {
+	opts := &mcp.ServerOptions{
+		Logger:                    sdkLogger(g.opts.Logger),
+		SupportedProtocolVersions: protocolVersions,
+		HasTools:                  true,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools: &mcp.ToolCapabilities{ListChanged: true},
+		},
+	}
+	if d != nil {
+		// Subscriptions go upstream; the SDK keeps track of them so that
+		// Server.ResourceUpdated reaches this session.
+		opts.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error {
+			return d.eachUpstream(ctx, func(cs *mcp.ClientSession) error { return cs.Subscribe(ctx, r.Params) })
+		}
+		opts.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
+			return d.eachUpstream(ctx, func(cs *mcp.ClientSession) error { return cs.Unsubscribe(ctx, r.Params) })
+		}
+	}
+	s := mcp.NewServer(g.impl, opts)
+	if d != nil {
+		s.AddReceivingMiddleware(d.fromClient)
+	}
+	return s
+}
+
+func (g *Gateway) newSession() *downstream {
+	d := &downstream{g: g, ph: map[string]bool{}, gone: make(chan struct{})}
+	for i, u := range g.opts.Upstreams {
+		d.ups = append(d.ups, &upconn{d: d, idx: i, u: u})
+	}
+	d.server = g.newServer(d)
+	g.sessions.Store(d, struct{}{})
+	return d
+}
+
+// drop marks the client connection as going away (see gone).
+func (d *downstream) drop() { d.goneOnce.Do(func() { close(d.gone) }) }
+
+// close ends the session: its upstreams are closed and its gatehost
+// session is removed from the store (the decisions stay in the event log).
+func (d *downstream) close() {
+	d.drop()
+	if d.closed.Swap(true) {
+		return
+	}
+	for _, c := range d.ups {
+		c.close()
+	}
+	if id := d.sessionID(); id != "" {
+		if _, err := d.g.h.Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: session not removed from the store", "session", id, "error", err)
+		}
+	}
+	d.g.sessions.Delete(d)
+}
+
+func (d *downstream) serverSession() *mcp.ServerSession {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ss
+}
+
+func (d *downstream) sessionID() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.id
+}
+
+// clientCapabilities are the downstream client's, offered upstream as the
+// gateway's own.
+func (d *downstream) clientCapabilities() *mcp.ClientCapabilities {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.caps == nil {
+		return &mcp.ClientCapabilities{}
+	}
+	c := *d.caps
+	return &c
+}
+
+// fromClient is the server's receiving middleware: the gateway's handling
+// of every method the client sends.
+func (d *downstream) fromClient(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "initialize":
+			return d.initialize(ctx, method, req, next)
+		case "tools/list":
+			return d.listTools(ctx)
+		case "tools/call":
+			return d.callTool(ctx, req)
+		case "ping", "notifications/initialized", "notifications/cancelled",
+			"resources/subscribe", "resources/unsubscribe":
+			// Answered by the SDK: ping locally, cancellation cancels
+			// the handler's context (and so the forwarded request),
+			// subscriptions through SubscribeHandler.
+			return next(ctx, method, req)
+		case "logging/setLevel":
+			// The SDK keeps the level to filter what it forwards; the
+			// upstreams get it too.
+			p := req.GetParams().(*mcp.SetLoggingLevelParams)
+			if err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error { return cs.SetLoggingLevel(ctx, p) }); err != nil {
+				return nil, err
+			}
+			return next(ctx, method, req)
+		case "notifications/roots/list_changed":
+			for _, c := range d.ups {
+				// The upstream asks roots/list again; the gateway's
+				// client forwards it to this client.
+				c.rootsChanged()
+			}
+			return nil, nil
+		case "notifications/progress":
+			return nil, nil // progress of client-side work has no upstream request to attach to
+		}
+		return d.forward(ctx, method, req)
+	}
+}
+
+// initialize lets the SDK record the client's parameters, connects the
+// upstreams with the client's capabilities, lists their tools, creates
+// the gatehost session, and answers with the upstreams' capabilities.
+func (d *downstream) initialize(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	p := req.GetParams().(*mcp.InitializeParams)
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	id := "mcp-" + randomHex(16)
+	if ss != nil && ss.ID() != "" && len(ss.ID()) <= 100 && session.ValidID("mcp-"+ss.ID()) {
+		id = "mcp-" + ss.ID()
+	}
+	d.mu.Lock()
+	d.ss, d.id, d.caps = ss, id, p.Capabilities
+	d.mu.Unlock()
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return nil, err
+	}
+	ir := res.(*mcp.InitializeResult)
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	var instructions []string
+	for _, c := range d.ups {
+		cs, err := c.session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r := cs.InitializeResult()
+		if r == nil {
+			continue
+		}
+		mergeCapabilities(caps, r.Capabilities)
+		if r.Instructions != "" {
+			instructions = append(instructions, r.Instructions)
+		}
+		if len(d.ups) == 1 && r.ServerInfo != nil {
+			ir.ServerInfo = r.ServerInfo
+		}
+	}
+	ir.Capabilities = caps
+	ir.Instructions = strings.Join(instructions, "\n\n")
+	if err := d.g.createSession(ctx, id); err != nil {
+		return nil, err
+	}
+	if ss != nil {
+		// An HTTP session ends when the client deletes it or it idles
+		// out; its upstreams end with it.
+		go func() {
+			_ = ss.Wait()
+			d.close()
+		}()
+	}
+	return ir, nil
+}
+
+// mergeCapabilities adds what an upstream offers, except tools, which the
+// gateway always offers with list_changed.
+func mergeCapabilities(dst, src *mcp.ServerCapabilities) {
+	if src == nil {
+		return
+	}
+	if src.Completions != nil {
+		dst.Completions = src.Completions
+	}
+	if src.Logging != nil {
+		dst.Logging = src.Logging
+	}
+	if src.Prompts != nil {
+		if dst.Prompts == nil {
+			dst.Prompts = &mcp.PromptCapabilities{}
+		}
+		dst.Prompts.ListChanged = dst.Prompts.ListChanged || src.Prompts.ListChanged
+	}
+	if src.Resources != nil {
+		if dst.Resources == nil {
+			dst.Resources = &mcp.ResourceCapabilities{}
+		}
+		dst.Resources.ListChanged = dst.Resources.ListChanged || src.Resources.ListChanged
+		dst.Resources.Subscribe = dst.Resources.Subscribe || src.Resources.Subscribe
+	}
+}
+
+// eachUpstream runs f on every upstream session; the first error wins.
+func (d *downstream) eachUpstream(ctx context.Context, f func(*mcp.ClientSession) error) error {
+	var errs []error
+	for _, c := range d.ups {
+		cs, err := c.session(ctx)
+		if err == nil {
+			err = f(cs)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *upconn) current() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cs
+}
+
+// forward sends a method other than tools/* to the upstream that serves
+// it and returns its answer unchanged. With several upstreams, list
+// methods merge every upstream's (all pages) and the others go to the
+// upstream whose list held the named item, or else the first.
+func (d *downstream) forward(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	switch p := req.GetParams().(type) {
+	case *mcp.ListResourcesParams:
+		if len(d.ups) == 1 {
+			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) { return cs.ListResources(ctx, p) })
+		}
+		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Resources)
+		return &mcp.ListResourcesResult{Resources: all}, err
+	case *mcp.ListResourceTemplatesParams:
+		if len(d.ups) == 1 {
+			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
+				return cs.ListResourceTemplates(ctx, p)
+			})
+		}
+		all, err := mergeAll(ctx, d, (*mcp.ClientSession).ResourceTemplates)
+		return &mcp.ListResourceTemplatesResult{ResourceTemplates: all}, err
+	case *mcp.ListPromptsParams:
+		if len(d.ups) == 1 {
+			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) { return cs.ListPrompts(ctx, p) })
+		}
+		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Prompts)
+		return &mcp.ListPromptsResult{Prompts: all}, err
+	case *mcp.ReadResourceParams:
+		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, p) })
+	case *mcp.GetPromptParams:
+		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.GetPrompt(ctx, p) })
+	case *mcp.CompleteParams:
+		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, p) })
+	}
+	return nil, fmt.Errorf("gatehost mcp gateway: method %q is not forwarded", method)
+}
+
+// first tries the upstreams in order until one answers without a
+// protocol error, so that an item of the second upstream is found there.
+func (d *downstream) first(ctx context.Context, f func(*mcp.ClientSession) (mcp.Result, error)) (mcp.Result, error) {
+	var errs []error
+	for _, c := range d.ups {
+		cs, err := c.session(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r, err := f(cs)
+		if err == nil {
+			return r, nil
+		}
+		if len(d.ups) == 1 {
+			return nil, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// mergeAll reads every page of one list from every upstream, in upstream
+// order: several upstreams answer a list method together.
+func mergeAll[T any, P any](ctx context.Context, d *downstream, list func(*mcp.ClientSession, context.Context, P) iter.Seq2[T, error]) ([]T, error) {
+	all := []T{}
+	var zero P
+	err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
+		for x, err := range list(cs, ctx, zero) {
+			if err != nil {
+				return err
+			}
+			all = append(all, x)
+		}
+		return nil
+	})
+	return all, err
+}
+
+func withSession[R mcp.Result](ctx context.Context, c *upconn, f func(*mcp.ClientSession) (R, error)) (mcp.Result, error) {
+	cs, err := c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f(cs)
+}
+
+// fromUpstream is the upstream clients' receiving middleware: requests the
+// upstream makes of the client go to the downstream client.
+func (d *downstream) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss := d.serverSession()
+		switch method {
+		case "roots/list", "sampling/createMessage", "elicitation/create":
+			if ss == nil {
+				return nil, fmt.Errorf("gatehost mcp gateway: no client session for %s", method)
+			}
+		}
+		switch p := req.GetParams().(type) {
+		case *mcp.ListRootsParams:
+			return ss.ListRoots(ctx, p)
+		case *mcp.CreateMessageWithToolsParams:
+			return ss.CreateMessageWithTools(ctx, p)
+		case *mcp.CreateMessageParams:
+			return ss.CreateMessage(ctx, p)
+		case *mcp.ElicitParams:
+			return ss.Elicit(ctx, p)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// list-changed kinds, for notifyListChanged.
+const (
+	toolsChanged     = "tools"
+	promptsChanged   = "prompts"
+	resourcesChanged = "resources"
+)
+
+// notifyListChanged makes the SDK send notifications/KIND/list_changed to
+// this session: it adds or removes a placeholder the session never sees
+// (every list method is answered by the gateway, not by the SDK's
+// registry), which the SDK announces as a change.
+func (d *downstream) notifyListChanged(kind string) {
+	d.phMu.Lock()
+	defer d.phMu.Unlock()
+	const name = "gatehost-list-changed"
+	on := !d.ph[kind]
+	d.ph[kind] = on
+	switch kind {
+	case toolsChanged:
+		if on {
+			d.server.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return nil, errors.New("unreachable")
+				})
+		} else {
+			d.server.RemoveTools(name)
+		}
+	case promptsChanged:
+		if on {
+			d.server.AddPrompt(&mcp.Prompt{Name: name},
+				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return nil, errors.New("unreachable")
+				})
+		} else {
+			d.server.RemovePrompts(name)
+		}
+	case resourcesChanged:
+		const uri = "gatehost:list-changed"
+		if on {
+			d.server.AddResource(&mcp.Resource{Name: name, URI: uri},
+				func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+					return nil, errors.New("unreachable")
+				})
+		} else {
+			d.server.RemoveResources(uri)
+		}
+	}
+}
+
+// upstreamToolsChanged re-lists an upstream's tools after its
+// notifications/tools/list_changed, publishes the new catalog snapshot,
+// and tells the client.
+func (d *downstream) upstreamToolsChanged(idx int) {
+	c := d.ups[idx]
+	cs := c.current()
+	if cs == nil || d.closed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.g.opts.CallTimeout)
+	defer cancel()
+	if err := d.g.relist(ctx, idx, cs); err != nil {
+		d.g.opts.Logger.Warn("mcp gateway: re-list after list_changed failed; the upstream is reconnected before its next call",
+			"upstream", c.u.Name, "error", err)
+		c.close()
+		return
+	}
+	d.notifyListChanged(toolsChanged)
+}

@@ -1,0 +1,225 @@
+// Package mcpgateway puts gatehost in the data path between an agent and
+// real MCP servers: the agent connects to the gateway as if it were the
+// server, and every tools/call runs a host pipeline before anything is sent
+// upstream (README "Put gatehost in front of an MCP server").
+//
+// The gateway speaks MCP through the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk): downstream over stdio
+// (ServeTransport with mcp.StdioTransport) or Streamable HTTP (Handler);
+// upstream to stdio commands it starts (mcp.CommandTransport) or Streamable
+// HTTP URLs. Each downstream session gets its own upstream sessions and its
+// own gatehost session, so per-session protocol state (capabilities, log
+// level, subscriptions, server-to-client requests) stays with its client.
+//
+// What it does per method:
+//   - tools/list: every upstream's tools, all pages, imported into the
+//     host's catalog (provenance, schema digests, effect classes from
+//     annotations) and answered with the exposed names;
+//   - tools/call: the pipeline decides; accepted → forwarded unchanged
+//     (plus the run id in _meta); rejected or inconclusive → nothing is
+//     sent and the agent gets an isError result naming the findings, with
+//     the Decision as structuredContent;
+//   - everything else passes through to the upstream and back.
+package mcpgateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/subject"
+)
+
+// MetaRunID is the _meta key of a tools/call result that holds the run id
+// of the decision that let it through or stopped it.
+const MetaRunID = "gatehost/run_id"
+
+// protocolVersions are the revisions the gateway serves downstream. The
+// 2026-07-28 revision forbids server-initiated requests during a call, and
+// the gateway asks for confirmations with elicitation/create while it holds
+// the call, so it stays at 2025-11-25 and older.
+var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Errors of New, for errors.Is.
+var (
+	// ErrPipeline: Options.Pipeline names no pipeline of the host, or one
+	// whose subject is not a tool call.
+	ErrPipeline = errors.New("mcpgateway: pipeline")
+)
+
+// Gateway is an MCP gateway over one host. It is safe for concurrent use;
+// one Gateway serves any number of downstream sessions.
+type Gateway struct {
+	h    *host.Host
+	opts Options
+
+	mu    sync.Mutex // serialises catalog publication
+	lists []*listed  // per upstream, the latest tools/list; nil until listed
+	// routes maps an exposed tool name to its upstream; replaced whole.
+	routes atomic.Pointer[map[string]route]
+
+	approvals *approvals
+	impl      *mcp.Implementation
+	sessions  sync.Map // *downstream, for Close
+	// closing tracks upstream sessions being closed in the background, so
+	// that Close returns only when their processes are gone; once the
+	// gateway is closed, closes run in the caller (see background).
+	closeMu  sync.Mutex
+	isClosed bool
+	closing  sync.WaitGroup
+}
+
+// background runs f in a goroutine that Close waits for, or in the caller
+// once Close has begun waiting (a WaitGroup must not grow while waited on).
+func (g *Gateway) background(f func()) {
+	g.closeMu.Lock()
+	if g.isClosed {
+		g.closeMu.Unlock()
+		f()
+		return
+	}
+	g.closing.Add(1)
+	g.closeMu.Unlock()
+	go func() {
+		defer g.closing.Done()
+		f()
+	}()
+}
+
+// New returns a gateway that checks every tools/call with h's pipeline
+// opts.Pipeline. It connects to nothing yet: upstreams are started per
+// downstream session. Errors: *OptionsError (ErrOptions) naming the field,
+// or ErrPipeline.
+func New(h *host.Host, opts Options) (*Gateway, error) {
+	if h == nil {
+		return nil, &OptionsError{Field: "host", Reason: "required"}
+	}
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	found := false
+	for _, p := range h.Pipelines() {
+		if p.Name == o.Pipeline {
+			if p.Subject != abi.SubjectToolCall {
+				return nil, fmt.Errorf("%w %q checks %s subjects; the gateway needs a tool_call pipeline", ErrPipeline, o.Pipeline, p.Subject)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w %q: no such pipeline", ErrPipeline, o.Pipeline)
+	}
+	g := &Gateway{h: h, opts: o, lists: make([]*listed, len(o.Upstreams)),
+		approvals: newApprovals(o.ApprovalTTL), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
+	g.routes.Store(&map[string]route{})
+	return g, nil
+}
+
+// Handler returns the Streamable HTTP endpoint (MCP 2025-11-25 transport,
+// Mcp-Session-Id sessions). Mount it where clients should connect, behind
+// whatever authentication the embedder requires. A session idle for
+// Options.SessionIdleTimeout is closed with its upstreams.
+func (g *Gateway) Handler() http.Handler {
+	probe := g.newServer(nil)
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		// The SDK asks for a server on every request (to check the
+		// protocol version); only a request without a session starts one.
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			return g.newSession().server
+		}
+		return probe
+	}, &mcp.StreamableHTTPOptions{Logger: sdkLogger(g.opts.Logger), SessionTimeout: g.opts.SessionIdleTimeout})
+}
+
+// ServeTransport serves one downstream session over t (for example
+// &mcp.StdioTransport{}) until the client disconnects or ctx ends; it then
+// closes the session's upstreams.
+func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	d := g.newSession()
+	ss, err := d.server.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcpgateway: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		d.drop()
+		_ = ss.Close()
+	})
+	defer stop()
+	err = ss.Wait()
+	d.close()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Close closes every open session (client connection, upstreams) and
+// waits until the upstreams' processes have exited (a stdio server that ignores its closed stdin is
+// terminated after a grace period of 2s).
+func (g *Gateway) Close() error {
+	g.sessions.Range(func(k, _ any) bool {
+		d := k.(*downstream)
+		d.drop()
+		if ss := d.serverSession(); ss != nil {
+			_ = ss.Close()
+		}
+		d.close()
+		return true
+	})
+	g.closeMu.Lock()
+	g.isClosed = true
+	g.closeMu.Unlock()
+	g.closing.Wait()
+	return nil
+}
+
+// call is one tools/call as the gateway decides on it.
+type call struct {
+	session string
+	name    string
+	args    json.RawMessage
+	// confirmation, when set, is a person's approval of this very call.
+	confirmation *abi.Confirmation
+}
+
+// decide runs the pipeline on one tools/call. It is the gateway's only way
+// into the host. It returns the Decision and the native subject it checked
+// (whose SHA-256 the decision record holds); an error without a Decision
+// means the call could not be checked at all (a bad subject).
+func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, []byte, error) {
+	params, err := json.Marshal(struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+	}{c.name, c.args})
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, _, err := subject.ParseToolCall(params, subject.FormatMCP)
+	if err != nil {
+		return nil, nil, err
+	}
+	native, err := json.Marshal(tc)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := g.h.Check(ctx, g.opts.Pipeline, native, host.RunOptions{
+		Session: c.session, Confirmation: c.confirmation})
+	return d, native, err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

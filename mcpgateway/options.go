@@ -1,0 +1,193 @@
+package mcpgateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/gatehost/gatehost/host/eventlog"
+)
+
+// Defaults of Options' zero fields.
+const (
+	// DefaultCallTimeout bounds one forwarded tools/call upstream.
+	DefaultCallTimeout = 60 * time.Second
+	// DefaultApprovalTTL is how long a person's approval stays usable.
+	DefaultApprovalTTL = 5 * time.Minute
+	// DefaultMaxResultBytes caps one upstream tools/call result, as JSON.
+	DefaultMaxResultBytes = 8 << 20
+	// DefaultRestartBackoff is the first wait before a crashed upstream is
+	// started again; it doubles up to DefaultMaxRestartBackoff.
+	DefaultRestartBackoff    = 250 * time.Millisecond
+	DefaultMaxRestartBackoff = 30 * time.Second
+	// DefaultSessionIdleTimeout closes a Streamable HTTP session that has
+	// sent no request for this long.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+)
+
+// Trust levels of an upstream: what provenance its tools get in the
+// catalog (host/catalog Provenance), and so what the exec gate makes of
+// them.
+const (
+	// TrustConfig (the default): the operator's config names the server,
+	// so its tools have provenance mcp_config{NAME} and source NAME.
+	TrustConfig = "config"
+	// TrustUnverified: nobody vouches for the server; its tools have
+	// provenance unverified, which the exec gate denies (untrusted_source).
+	TrustUnverified = "unverified"
+)
+
+// Upstream is one real MCP server behind the gateway. Exactly one of
+// Command and URL is set.
+type Upstream struct {
+	// Name identifies the upstream: 1 to 64 bytes of [a-z0-9_-]. Its tools
+	// get the catalog namespace mcp.NAME and, when their names collide
+	// with another upstream's, the wire name NAME.TOOL.
+	Name string
+	// Command is a stdio server: argv, no shell. The gateway starts one
+	// process per downstream session and restarts it, with backoff, when
+	// it exits.
+	Command []string
+	// Env are extra KEY=VALUE variables for Command, added to the
+	// gateway's own environment.
+	Env []string
+	// URL is a Streamable HTTP server's endpoint.
+	URL string
+	// Trust is TrustConfig ("" means it) or TrustUnverified.
+	Trust string
+}
+
+// Options configure a Gateway. Zero fields take the defaults above.
+type Options struct {
+	// Pipeline names the host pipeline every tools/call runs; its subject
+	// kind must be tool_call. Required.
+	Pipeline string
+	// Upstreams are the servers behind the gateway; at least one, with
+	// unique names.
+	Upstreams []Upstream
+	// CoreTools are pinned in every new session's core (catalog ids, wire
+	// names or aliases, as `gatehost session create` takes them; "*" for
+	// every tool the upstreams list when the session starts). A name no
+	// upstream lists, or a tool of an unverified upstream, is skipped with
+	// a warning.
+	CoreTools []string
+	// ActivateOnList are granted to a session when its client lists
+	// tools: names as in CoreTools, or "*" for every listed tool. A tool
+	// the session already holds, drifted or not, is never re-granted by a
+	// listing: a drifted grant stays denied until an operator re-grants
+	// it (`gatehost session activate`).
+	ActivateOnList []string
+	// ListSessionToolsOnly answers tools/list with only the tools the
+	// session holds (core or activated) after activation; otherwise every
+	// upstream tool is listed.
+	ListSessionToolsOnly bool
+	// CallTimeout bounds one forwarded tools/call; default
+	// DefaultCallTimeout. At it the call is cancelled upstream and the
+	// agent gets an error result.
+	CallTimeout time.Duration
+	// ApprovalTTL is how long an approval obtained through elicitation is
+	// usable, and how long the gateway waits for the person's answer;
+	// default DefaultApprovalTTL.
+	ApprovalTTL time.Duration
+	// MaxResultBytes caps one upstream tools/call result as JSON; default
+	// DefaultMaxResultBytes. A larger result is replaced by an error.
+	MaxResultBytes int
+	// RestartBackoff and MaxRestartBackoff pace the restarts of a crashed
+	// upstream; defaults DefaultRestartBackoff and DefaultMaxRestartBackoff.
+	RestartBackoff, MaxRestartBackoff time.Duration
+	// SessionIdleTimeout closes an idle Streamable HTTP session and its
+	// upstreams; default DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+	// EventLog, when set, receives the approval records (the host records
+	// decisions itself). It should be the host's own log (host.Config
+	// EventLog). Nil records approvals nowhere.
+	EventLog *eventlog.Log
+	// Logger receives the gateway's log lines; default slog.Default().
+	Logger *slog.Logger
+}
+
+// OptionsError is an Options value the gateway refuses, naming the field.
+type OptionsError struct {
+	// Field is a dotted path such as upstreams[1].url.
+	Field  string
+	Reason string
+}
+
+func (e *OptionsError) Error() string { return "mcpgateway: " + e.Field + ": " + e.Reason }
+
+// ErrOptions is matched (errors.Is) by every *OptionsError.
+var ErrOptions = errors.New("mcpgateway: invalid options")
+
+func (e *OptionsError) Is(target error) bool { return target == ErrOptions }
+
+var upstreamNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// normalize checks opts and fills the defaults.
+func (o Options) normalize() (Options, error) {
+	bad := func(field, format string, args ...any) (Options, error) {
+		return Options{}, &OptionsError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if o.Pipeline == "" {
+		return bad("pipeline", "required")
+	}
+	if len(o.Upstreams) == 0 {
+		return bad("upstreams", "at least one upstream is required")
+	}
+	o.Upstreams = append([]Upstream(nil), o.Upstreams...) // the caller's slice stays as given
+	seen := map[string]bool{}
+	for i, u := range o.Upstreams {
+		f := fmt.Sprintf("upstreams[%d]", i)
+		if !upstreamNameRE.MatchString(u.Name) {
+			return bad(f+".name", "%q is not 1 to 64 bytes of [a-z0-9_-]", u.Name)
+		}
+		if seen[u.Name] {
+			return bad(f+".name", "%q is named twice", u.Name)
+		}
+		seen[u.Name] = true
+		switch {
+		case len(u.Command) > 0 && u.URL != "":
+			return bad(f, "set command or url, not both")
+		case len(u.Command) == 0 && u.URL == "":
+			return bad(f, "set command (a stdio server) or url (a Streamable HTTP server)")
+		case len(u.Command) > 0 && u.Command[0] == "":
+			return bad(f+".command[0]", "empty program name")
+		}
+		switch u.Trust {
+		case "":
+			o.Upstreams[i].Trust = TrustConfig
+		case TrustConfig, TrustUnverified:
+		default:
+			return bad(f+".trust", "%q is not %q or %q", u.Trust, TrustConfig, TrustUnverified)
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{
+		{"call_timeout", &o.CallTimeout, DefaultCallTimeout},
+		{"approval_ttl", &o.ApprovalTTL, DefaultApprovalTTL},
+		{"restart_backoff", &o.RestartBackoff, DefaultRestartBackoff},
+		{"max_restart_backoff", &o.MaxRestartBackoff, DefaultMaxRestartBackoff},
+		{"session_idle_timeout", &o.SessionIdleTimeout, DefaultSessionIdleTimeout},
+	} {
+		if *d.v < 0 {
+			return bad(d.field, "negative duration %s", *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if o.MaxResultBytes < 0 {
+		return bad("max_result_bytes", "negative size %d", o.MaxResultBytes)
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}

@@ -1,0 +1,175 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/host/domain"
+	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/mcpgateway"
+)
+
+// nodeServer is the path of an MCP server installed from
+// testdata/mcp/package-lock.json. Missing servers fail the test (they are
+// part of what is tested), except under -short.
+func nodeServer(t *testing.T, bin string) string {
+	t.Helper()
+	root, err := testwasm.Root()
+	require.NoError(t, err)
+	p := filepath.Join(root, "testdata", "mcp", "node_modules", ".bin", bin)
+	if _, err := os.Stat(p); err != nil {
+		if testing.Short() {
+			t.Skipf("%s not installed (-short)", bin)
+		}
+		t.Fatalf("%s is not installed: run make mcp-deps (npm ci --prefix testdata/mcp)", p)
+	}
+	return p
+}
+
+func repoFile(t *testing.T, rel string) string {
+	t.Helper()
+	root, err := testwasm.Root()
+	require.NoError(t, err)
+	return filepath.Join(root, rel)
+}
+
+// fsDomain is testdata/mcp/fs-domain.yaml: writes under public/ only.
+func fsDomain(t *testing.T) map[string]host.Domain {
+	t.Helper()
+	cat, err := domain.Load(repoFile(t, "testdata/mcp/fs-domain.yaml"))
+	require.NoError(t, err)
+	src, err := datasource.OpenDocuments(repoFile(t, "testdata/mcp/empty-db.json"))
+	require.NoError(t, err)
+	return map[string]host.Domain{"fs": {Catalog: cat, Source: src}}
+}
+
+func approveAll(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+}
+
+// TestFilesystemServer: @modelcontextprotocol/server-filesystem behind the
+// gateway, with the exec gate (edits and moves need a person's
+// confirmation) and the fs domain's write guards. The disk is checked
+// after each call.
+func TestFilesystemServer(t *testing.T) {
+	bin := nodeServer(t, "mcp-server-filesystem")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "public"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "private"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from disk"), 0o644))
+
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[],"confirm_tools":["mcp.fs:edit_file","mcp.fs:move_file"]}`),
+		[]host.StageConfig{{Plugin: "preconditions", Capabilities: []string{"query"}, Config: []byte(`{"domain":"fs"}`)}}, fsDomain(t))
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "fs", Command: []string{bin, dir}}}, ActivateOnList: []string{"*"}})
+
+	approve := false
+	cs := connect(t, g, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if approve {
+			return approveAll(ctx, r)
+		}
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	lr, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, lr.Tools)
+
+	r := call(t, cs, "read_text_file", map[string]any{"path": filepath.Join(dir, "hello.txt")})
+	assert.False(t, r.IsError, text(r))
+	assert.Contains(t, text(r), "hello from disk")
+
+	pub := filepath.Join(dir, "public", "a.txt")
+	w := call(t, cs, "write_file", map[string]any{"path": pub, "content": "v1"})
+	assert.False(t, w.IsError, text(w))
+	b, err := os.ReadFile(pub)
+	require.NoError(t, err)
+	assert.Equal(t, "v1", string(b))
+
+	for _, p := range []string{filepath.Join(dir, "private", "b.txt"), filepath.Join(dir, "public", "..", "private", "c.txt"), filepath.Join(dir, "d.txt")} {
+		w = call(t, cs, "write_file", map[string]any{"path": p, "content": "nope"})
+		assert.True(t, w.IsError, p)
+		assert.Equal(t, []string{"precondition_failed"}, findingCodes(t, w), p)
+		assert.NoFileExists(t, filepath.Clean(p), "nothing was written")
+	}
+
+	edit := map[string]any{"path": pub, "edits": []map[string]any{{"oldText": "v1", "newText": "v2"}}}
+	e := call(t, cs, "edit_file", edit)
+	assert.True(t, e.IsError)
+	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, e))
+	b, _ = os.ReadFile(pub)
+	assert.Equal(t, "v1", string(b), "the declined edit was not sent")
+
+	approve = true
+	e = call(t, cs, "edit_file", edit)
+	assert.False(t, e.IsError, text(e))
+	b, _ = os.ReadFile(pub)
+	assert.Equal(t, "v2", string(b), "the approved edit ran")
+
+	_, err = eventlog.Verify(f.logPath)
+	assert.NoError(t, err)
+}
+
+// TestMemoryServer: @modelcontextprotocol/server-memory behind the gateway;
+// creating entities passes, deleting them needs a person's confirmation.
+func TestMemoryServer(t *testing.T) {
+	bin := nodeServer(t, "mcp-server-memory")
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[],"confirm_tools":["mcp.memory:delete_entities","mcp.memory:delete_relations"]}`), nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "memory", Command: []string{bin},
+		Env: []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl")}}}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, nil)
+	_, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	c := call(t, cs, "create_entities", map[string]any{"entities": []map[string]any{{"name": "alice", "entityType": "person", "observations": []string{"likes tea"}}}})
+	require.False(t, c.IsError, text(c))
+
+	d := call(t, cs, "delete_entities", map[string]any{"entityNames": []string{"alice"}})
+	assert.True(t, d.IsError)
+	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+	g2 := call(t, cs, "read_graph", map[string]any{})
+	assert.False(t, g2.IsError, text(g2))
+	assert.Contains(t, text(g2), "alice", "the entity is still there")
+}
+
+// TestCollisionNamespacing: two upstreams listing the same tool names get
+// them as UPSTREAM.NAME, each routed to its own server; names that do not
+// collide stay as they are.
+func TestCollisionNamespacing(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "left"), stdioUpstream(t, "right")}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, nil)
+	names := toolNames(t, cs)
+	assert.Contains(t, names, "left.write_note")
+	assert.Contains(t, names, "right.write_note")
+	assert.NotContains(t, names, "write_note")
+
+	require.False(t, call(t, cs, "left.write_note", map[string]any{"name": "a", "text": "L"}).IsError)
+	assert.Equal(t, "note: L", text(call(t, cs, "left.read_note", map[string]any{"name": "a"})))
+	assert.Equal(t, "note: ", text(call(t, cs, "right.read_note", map[string]any{"name": "a"})), "right is another server")
+	assert.Equal(t, []string{"unknown_tool"}, findingCodes(t, call(t, cs, "write_note", map[string]any{"name": "a"})))
+
+	// Other lists are merged; other methods go to the first upstream that
+	// answers.
+	res, err := cs.ListResources(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Len(t, res.Resources, 2)
+	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "note://readme"})
+	require.NoError(t, err)
+	assert.Equal(t, "notes server", rr.Contents[0].Text)
+
+	// Without a collision a tool keeps its name.
+	bin := nodeServer(t, "mcp-server-memory")
+	g2 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes"), {Name: "memory", Command: []string{bin},
+		Env: []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl")}}}, ActivateOnList: []string{"*"}})
+	names = toolNames(t, connect(t, g2, nil))
+	assert.Contains(t, names, "read_graph")
+	assert.Contains(t, names, "read_note")
+}

@@ -1,0 +1,184 @@
+package mcpgateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrUpstream is wrapped by every error about reaching an upstream: it did
+// not start, closed the connection, timed out or answered outside the
+// protocol.
+var ErrUpstream = errors.New("upstream")
+
+// upconn is one downstream session's connection to one upstream. It is
+// (re)connected on demand: after a crash, the next use waits out the
+// backoff, connects again and re-lists the tools before anything is sent.
+type upconn struct {
+	d   *downstream
+	idx int
+	u   Upstream
+
+	mu       sync.Mutex
+	client   *mcp.Client
+	rootsOn  bool // placeholder root toggle, see rootsChanged
+	cs       *mcp.ClientSession
+	failures int       // consecutive failed or crashed connections
+	notUntil time.Time // no reconnect before this
+}
+
+// session returns a live client session, connecting (and listing tools)
+// when there is none.
+func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != nil {
+		return c.cs, nil
+	}
+	if wait := time.Until(c.notUntil); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w %s: restarting: %w", ErrUpstream, c.u.Name, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+	cs, err := c.connect(ctx)
+	if err == nil {
+		err = c.d.g.relist(ctx, c.idx, cs)
+		if err != nil {
+			_ = cs.Close()
+		}
+	}
+	if err != nil {
+		c.failures++
+		c.notUntil = time.Now().Add(c.backoff())
+		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
+	}
+	c.cs = cs
+	go c.watch(cs)
+	return cs, nil
+}
+
+// backoff is the wait before the next connection attempt.
+func (c *upconn) backoff() time.Duration {
+	b := c.d.g.opts.RestartBackoff
+	for i := 1; i < c.failures && b < c.d.g.opts.MaxRestartBackoff; i++ {
+		b *= 2
+	}
+	return min(b, c.d.g.opts.MaxRestartBackoff)
+}
+
+// watch notices the upstream going away (a crashed process, a closed HTTP
+// session) so that the next use reconnects.
+func (c *upconn) watch(cs *mcp.ClientSession) {
+	_ = cs.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs == cs {
+		c.cs = nil
+		if !c.d.closed.Load() {
+			c.failures++
+			c.notUntil = time.Now().Add(c.backoff())
+			c.d.g.opts.Logger.Warn("mcp gateway: upstream connection closed", "upstream", c.u.Name, "session", c.d.id)
+		}
+	}
+}
+
+// healthy resets the backoff after a call that the upstream answered.
+func (c *upconn) healthy() {
+	c.mu.Lock()
+	c.failures = 0
+	c.mu.Unlock()
+}
+
+// close drops the connection; the next use reconnects. The old session is
+// closed in the background: a stdio server that ignores its closed stdin
+// is signalled only after CommandTransport's grace period, which no caller
+// should wait out.
+func (c *upconn) close() {
+	c.mu.Lock()
+	cs := c.cs
+	c.cs = nil
+	c.mu.Unlock()
+	if cs != nil {
+		c.d.g.background(func() { _ = cs.Close() })
+	}
+}
+
+// connect starts the upstream's session with the downstream client's
+// capabilities, so that what the upstream may ask of the client is what
+// the client declared.
+func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	var t mcp.Transport
+	if len(c.u.Command) > 0 {
+		cmd := exec.Command(c.u.Command[0], c.u.Command[1:]...)
+		cmd.Env = append(os.Environ(), c.u.Env...)
+		cmd.Stderr = os.Stderr
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL, HTTPClient: http.DefaultClient}
+	}
+	client := mcp.NewClient(c.d.g.impl, &mcp.ClientOptions{
+		Logger:       sdkLogger(c.d.g.opts.Logger),
+		Capabilities: c.d.clientCapabilities(),
+		// Upstream notifications go to the downstream session.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go c.d.upstreamToolsChanged(c.idx)
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			c.d.notifyListChanged(promptsChanged)
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			c.d.notifyListChanged(resourcesChanged)
+		},
+		ResourceUpdatedHandler: func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			_ = c.d.server.ResourceUpdated(context.WithoutCancel(ctx), r.Params)
+		},
+		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
+			if ss := c.d.serverSession(); ss != nil {
+				_ = ss.Log(context.WithoutCancel(ctx), r.Params)
+			}
+		},
+		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
+			if ss := c.d.serverSession(); ss != nil {
+				_ = ss.NotifyProgress(context.WithoutCancel(ctx), r.Params)
+			}
+		},
+	})
+	// Requests from the upstream to the client (roots, sampling,
+	// elicitation) are forwarded to the downstream client.
+	client.AddReceivingMiddleware(c.d.fromUpstream)
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.client = client
+	return cs, nil
+}
+
+// rootsChanged makes the SDK client send notifications/roots/list_changed
+// upstream, by toggling a placeholder root that no upstream ever sees
+// (roots/list is answered by the downstream client, see fromUpstream).
+func (c *upconn) rootsChanged() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client == nil || c.cs == nil {
+		return
+	}
+	const uri = "file:///gatehost-roots-changed"
+	c.rootsOn = !c.rootsOn
+	if c.rootsOn {
+		c.client.AddRoots(&mcp.Root{URI: uri})
+	} else {
+		c.client.RemoveRoots(uri)
+	}
+}
