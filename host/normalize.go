@@ -69,50 +69,46 @@ func normalize(cfg Config) (Config, error) {
 // checkLimits refuses out-of-range limits of a Config with defaults applied.
 func checkLimits(c Config) error {
 	q := c.Quarantine
+	if err := firstNegative("", []limit{
+		{"max_subject_bytes", c.MaxSubjectBytes < 0}, {"max_concurrent_runs", c.MaxConcurrentRuns < 0},
+		{"max_queued_runs", c.MaxQueuedRuns < 0}, {"queue_timeout", c.QueueTimeout < 0},
+		{"pool_size", c.PoolSize < 0}, {"load_timeout", c.LoadTimeout < 0}, {"compile_timeout", c.CompileTimeout < 0},
+		{"quarantine.failures", q.Failures < 0}, {"quarantine.window", q.Window < 0}, {"quarantine.backoff", q.Backoff < 0},
+	}); err != nil {
+		return err
+	}
 	switch {
-	case c.MaxSubjectBytes < 0:
-		return cfgErr("max_subject_bytes", "must be positive")
-	case c.MaxConcurrentRuns < 0:
-		return cfgErr("max_concurrent_runs", "must be positive")
-	case c.MaxQueuedRuns < 0:
-		return cfgErr("max_queued_runs", "must be positive")
-	case c.QueueTimeout < 0:
-		return cfgErr("queue_timeout", "must be positive")
 	case c.PoolSize > MaxPoolSize:
 		return cfgErr("pool_size", "at most %d", MaxPoolSize)
-	case q.Failures < 0:
-		return cfgErr("quarantine.failures", "must be positive")
-	case q.Window < 0:
-		return cfgErr("quarantine.window", "must be positive")
-	case q.Backoff < 0:
-		return cfgErr("quarantine.backoff", "must be positive")
 	case q.MaxBackoff < q.Backoff:
 		return cfgErr("quarantine.max_backoff", "must be at least quarantine.backoff (%s)", q.Backoff)
 	case c.MaxResponseBytes < 0 || c.MaxResponseBytes > MaxResponseBytesLimit:
 		return cfgErr("max_response_bytes", "must be between 1 and %d", MaxResponseBytesLimit)
-	case c.PoolSize < 0:
-		return cfgErr("pool_size", "must be positive")
-	case c.LoadTimeout < 0:
-		return cfgErr("load_timeout", "must be positive")
-	case c.CompileTimeout < 0:
-		return cfgErr("compile_timeout", "must be positive")
 	}
 	return nil
 }
 
 // checkCompileLimits refuses negative compile limits, naming the field.
 func checkCompileLimits(l CompileLimits) error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{
-		{"module_bytes", l.ModuleBytes}, {"functions", l.Functions}, {"function_bytes", l.FunctionBytes},
-		{"nesting", l.Nesting}, {"loop_nesting", l.LoopNesting}, {"locals", l.Locals},
-		{"local_blocks", l.LocalBlocks}, {"total_local_blocks", l.TotalLocalBlocks}, {"total_depth", l.TotalDepth},
-		{"blocks", l.Blocks}, {"total_blocks_squared", l.TotalBlocksSquared},
-	} {
-		if f.v < 0 {
-			return cfgErr("compile_limits."+f.name, "must be positive")
+	return firstNegative("compile_limits.", []limit{
+		{"module_bytes", l.ModuleBytes < 0}, {"functions", l.Functions < 0}, {"function_bytes", l.FunctionBytes < 0},
+		{"nesting", l.Nesting < 0}, {"loop_nesting", l.LoopNesting < 0}, {"locals", l.Locals < 0},
+		{"local_blocks", l.LocalBlocks < 0}, {"total_local_blocks", l.TotalLocalBlocks < 0}, {"total_depth", l.TotalDepth < 0},
+		{"blocks", l.Blocks < 0}, {"total_blocks_squared", l.TotalBlocksSquared < 0},
+	})
+}
+
+// limit is a config field and whether its value is negative.
+type limit struct {
+	field    string
+	negative bool
+}
+
+// firstNegative refuses the first negative limit, naming prefix+field.
+func firstNegative(prefix string, limits []limit) error {
+	for _, l := range limits {
+		if l.negative {
+			return cfgErr(prefix+l.field, "must be positive")
 		}
 	}
 	return nil
