@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,7 +27,7 @@ func init() {
 
 // describe: see hostkit.Describe.
 func describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
-	h := &Host{cfg: Config{CacheDir: cmpOff(cacheDir), CompileTimeout: DefaultCompileTimeout},
+	h := &Host{cfg: Config{CacheDir: cmp.Or(cacheDir, CacheOff), CompileTimeout: DefaultCompileTimeout},
 		engines: map[uint32]*engine.Engine{}, logger: slog.New(slog.DiscardHandler)}
 	e, err := h.engine(ctx, DefaultMemoryLimit/engine.PageSize)
 	if err != nil {
@@ -41,14 +42,6 @@ func describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor
 	defer p.pool.close(ctx)
 	raw, err := json.Marshal(p.descriptor)
 	return p.descriptor, raw, err
-}
-
-// cmpOff is dir, or CacheOff for "".
-func cmpOff(dir string) string {
-	if dir == "" {
-		return CacheOff
-	}
-	return dir
 }
 
 // evaluateRequest: see hostkit.EvaluateRequest.
