@@ -131,6 +131,10 @@ type Config struct {
 	// noInterrupt runs guests without the deadline check (benchmarks of
 	// its cost only; set through export_test.go, never in production).
 	noInterrupt bool
+	// partialGrants lets a stage withhold capabilities its gate declares,
+	// which New otherwise refuses: for conformance and host tests of how a
+	// gate copes with a denied call (set from hostkit.WithPartialGrants).
+	partialGrants bool
 }
 
 // CompileLimits bounds a module's shape before compilation; see
@@ -199,10 +203,15 @@ type StageConfig struct {
 	// to 64 KiB pages; default 64 MiB, at most 4 GiB.
 	MemoryLimit uint64
 	// Capabilities granted to the stage, such as "catalog". Each must be
-	// declared by the plugin's descriptor and known to the host.
+	// known to the host and declared by the gate's descriptor, and every
+	// capability the descriptor declares must be granted: a gate denied a
+	// capability it uses can only answer inconclusive, so New refuses the
+	// stage (a *ConfigError for its capabilities) instead.
 	Capabilities []string
 	// Config is the stage config, JSON. It must validate against the
-	// plugin's config schema. Empty means none.
+	// gate's config schema, or New returns a *ConfigError naming the key
+	// (pipelines.P.stages[i].config.KEY) and wrapping ErrStageConfig.
+	// Empty means none.
 	Config json.RawMessage
 }
 

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,38 +10,32 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/hostkit"
 )
 
-// This file is the host's side of the conformance kit (sdk/gatetest): what a
-// kit needs to drive a module through the real host beyond Check.
+// This file is the host's side of the conformance kit (sdk/gatekit), reached
+// through internal/hostkit: what a kit needs to drive a module through the
+// real host beyond Check.
 
-// ModuleInfo is what a module declares, read without running its code, plus
-// its descriptor when it loads.
-type ModuleInfo = engine.Info
-
-// Inspect reports a module's imports, exports, declared memory and every way
-// its shape breaks the ABI (all of them; loading stops at the first). The
-// error is non-nil only when wasm is not a WebAssembly module.
-func Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error) {
-	return engine.Inspect(ctx, wasm)
+func init() {
+	hostkit.Describe = describe
+	hostkit.KnownCapabilities = knownCapabilities
+	hostkit.EvaluateRequest = func(ctx context.Context, h any, pipeline string, request []byte) (any, error) {
+		return h.(*Host).evaluateRequest(ctx, pipeline, request)
+	}
 }
 
-// Describe loads wasm as the host does at start (abi/SPEC.md §3.1 steps 2–9,
-// with the default memory limit and load deadline) and returns its
-// descriptor: parsed, and as the module served it. cacheDir is as
-// Config.CacheDir. The error is a *LoadError.
-func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
-	h := &Host{cfg: Config{CacheDir: cacheDir, CompileTimeout: DefaultCompileTimeout}, engines: map[uint32]*engine.Engine{}, logger: slog.New(slog.DiscardHandler)}
-	if cacheDir == "" {
-		h.cfg.CacheDir = CacheOff
-	}
+// describe: see hostkit.Describe.
+func describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
+	h := &Host{cfg: Config{CacheDir: cmp.Or(cacheDir, CacheOff), CompileTimeout: DefaultCompileTimeout},
+		engines: map[uint32]*engine.Engine{}, logger: slog.New(slog.DiscardHandler)}
 	e, err := h.engine(ctx, DefaultMemoryLimit/engine.PageSize)
 	if err != nil {
 		return abi.Descriptor{}, nil, err
 	}
 	defer e.Close(ctx)
 	mod, err := h.compile(ctx, e, wasm)
-	p, err := load(ctx, e, "module", precompiled{mod, err}, "", 1, DefaultLoadTimeout)
+	p, err := load(ctx, "module", precompiled{mod, err}, "", 1, DefaultLoadTimeout)
 	if err != nil {
 		return abi.Descriptor{}, nil, err
 	}
@@ -49,27 +44,8 @@ func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor
 	return p.descriptor, raw, err
 }
 
-// KnownCapabilities lists the capabilities this host can grant, sorted.
-func KnownCapabilities() []string { return knownCapabilities() }
-
-// Descriptor returns the descriptor of a loaded plugin.
-func (h *Host) Descriptor(plugin string) (abi.Descriptor, bool) {
-	for v, p := range h.plugins {
-		if v.plugin == plugin {
-			return p.descriptor, true
-		}
-	}
-	return abi.Descriptor{}, false
-}
-
-// EvaluateRequest hands request, byte for byte, to the plugin of the named
-// pipeline's first stage, with that stage's grants, limits and the current
-// catalog snapshot, and returns the stage's result, decided fail-closed as in
-// Check. The host neither builds nor validates the request and records
-// nothing in the event log: this is for conformance tests that must see how
-// a gate answers requests the host itself would never send (malformed,
-// empty, oversized). Errors: ErrClosed, ErrUnknownPipeline.
-func (h *Host) EvaluateRequest(ctx context.Context, pipeline string, request []byte) (StageResult, error) {
+// evaluateRequest: see hostkit.EvaluateRequest.
+func (h *Host) evaluateRequest(ctx context.Context, pipeline string, request []byte) (StageResult, error) {
 	if h.closed.Load() {
 		return StageResult{}, ErrClosed
 	}

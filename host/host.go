@@ -9,7 +9,6 @@
 package host
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,6 +27,7 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/hostkit"
 )
 
 // Host runs pipelines of gates. It is safe for concurrent use; Close it when
@@ -43,10 +42,8 @@ type Host struct {
 	engines   map[uint32]*engine.Engine // by memory limit in pages
 	plugins   map[variant]*plugin
 	pipelines map[string]*pipeline
-	// breakers holds each plugin's quarantine state, by plugin name.
-	breakers map[string]*breaker
-	// compiled holds the modules precompile compiled, until load takes them.
-	compiled map[variant]precompiled
+	// quarantines holds each plugin's quarantine state, by plugin name.
+	quarantines map[string]*quarantine
 	// runSlots admits MaxConcurrentRuns runs; queued counts runs waiting.
 	runSlots chan struct{}
 	queued   atomic.Int64
@@ -69,7 +66,7 @@ type pipeline struct {
 type stage struct {
 	cfg          StageConfig
 	plugin       *plugin
-	breaker      *breaker
+	quarantine   *quarantine
 	config       []byte // validated, compact JSON; nil for none
 	configDigest string
 }
@@ -79,77 +76,37 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 // New validates cfg, loads every plugin a stage uses, and opens the event
 // log. Any fault refuses the whole host: a *ConfigError for a bad field, a
 // *LoadError (errors.Is one of the Err* kinds) for a module, or an event log
-// error.
+// error. The host keeps a copy of cfg: changing cfg's maps and slices after
+// New returns changes nothing in the host.
+//
+// New works in stages: normalize (every default and every check that needs
+// no module, once), plan (the plugin variants the pipelines use), compile
+// (all of them, in parallel), load (instantiate, describe, and check each
+// stage against its gate's descriptor).
 func New(ctx context.Context, cfg Config) (*Host, error) {
-	h := &Host{
-		cfg:       cfg,
-		logger:    cmp.Or(cfg.Logger, slog.Default()),
-		catalog:   cfg.Catalog,
-		sessions:  cfg.Sessions,
-		engines:   map[uint32]*engine.Engine{},
-		plugins:   map[variant]*plugin{},
-		pipelines: map[string]*pipeline{},
-		breakers:  map[string]*breaker{},
+	ncfg, err := normalize(cfg)
+	if err != nil {
+		return nil, err
 	}
+	h := &Host{
+		cfg:         ncfg,
+		logger:      ncfg.Logger,
+		catalog:     ncfg.Catalog,
+		sessions:    ncfg.Sessions,
+		engines:     map[uint32]*engine.Engine{},
+		plugins:     map[variant]*plugin{},
+		pipelines:   map[string]*pipeline{},
+		quarantines: map[string]*quarantine{},
+		runSlots:    make(chan struct{}, ncfg.MaxConcurrentRuns),
+	}
+	h.cfg.partialGrants = hostkit.PartialGrants(ctx)
 	if h.catalog == nil {
-		c, err := catalog.NewStore()
-		if err != nil {
+		if h.catalog, err = catalog.NewStore(); err != nil {
 			return nil, err
 		}
-		h.catalog = c
 	}
 	if h.sessions == nil {
 		h.sessions = session.NewMemStore()
-	}
-	h.cfg.MaxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
-	h.cfg.PoolSize = cmp.Or(cfg.PoolSize, runtime.GOMAXPROCS(0))
-	h.cfg.LoadTimeout = cmp.Or(cfg.LoadTimeout, DefaultLoadTimeout)
-	h.cfg.CompileTimeout = cmp.Or(cfg.CompileTimeout, DefaultCompileTimeout)
-	if h.cfg.Now == nil {
-		h.cfg.Now = time.Now
-	}
-	h.cfg.MaxSubjectBytes = cmp.Or(cfg.MaxSubjectBytes, MaxSubjectBytes)
-	h.cfg.MaxConcurrentRuns = cmp.Or(cfg.MaxConcurrentRuns, 4*runtime.GOMAXPROCS(0))
-	h.cfg.MaxQueuedRuns = cmp.Or(cfg.MaxQueuedRuns, 4*h.cfg.MaxConcurrentRuns)
-	h.cfg.QueueTimeout = cmp.Or(cfg.QueueTimeout, DefaultQueueTimeout)
-	h.cfg.Quarantine = cfg.Quarantine.withDefaults()
-	q := h.cfg.Quarantine
-	switch {
-	case h.cfg.MaxSubjectBytes < 0:
-		return nil, cfgErr("max_subject_bytes", "must be positive")
-	case h.cfg.MaxConcurrentRuns < 0:
-		return nil, cfgErr("max_concurrent_runs", "must be positive")
-	case h.cfg.MaxQueuedRuns < 0:
-		return nil, cfgErr("max_queued_runs", "must be positive")
-	case h.cfg.QueueTimeout < 0:
-		return nil, cfgErr("queue_timeout", "must be positive")
-	case h.cfg.PoolSize > MaxPoolSize:
-		return nil, cfgErr("pool_size", "at most %d", MaxPoolSize)
-	case q.Failures < 0:
-		return nil, cfgErr("quarantine.failures", "must be positive")
-	case q.Window < 0:
-		return nil, cfgErr("quarantine.window", "must be positive")
-	case q.Backoff < 0:
-		return nil, cfgErr("quarantine.backoff", "must be positive")
-	case q.MaxBackoff < q.Backoff:
-		return nil, cfgErr("quarantine.max_backoff", "must be at least quarantine.backoff (%s)", q.Backoff)
-	}
-	h.runSlots = make(chan struct{}, h.cfg.MaxConcurrentRuns)
-	switch {
-	case h.cfg.MaxResponseBytes < 0 || h.cfg.MaxResponseBytes > MaxResponseBytesLimit:
-		return nil, cfgErr("max_response_bytes", "must be between 1 and %d", MaxResponseBytesLimit)
-	case h.cfg.PoolSize < 0:
-		return nil, cfgErr("pool_size", "must be positive")
-	case h.cfg.LoadTimeout < 0:
-		return nil, cfgErr("load_timeout", "must be positive")
-	case h.cfg.CompileTimeout < 0:
-		return nil, cfgErr("compile_timeout", "must be positive")
-	}
-	if err := checkCompileLimits(cfg.CompileLimits); err != nil {
-		return nil, err
-	}
-	if err := validateChecks(cfg.Checks); err != nil {
-		return nil, err
 	}
 	if err := h.prepareDomains(ctx); err != nil {
 		return nil, err
@@ -158,153 +115,123 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		_ = h.Close(context.Background())
 		return nil, err
 	}
-	if cfg.EventLog != nil {
-		if cfg.EventLogPath != "" {
-			_ = h.Close(context.Background())
-			return nil, cfgErr("event_log", "set EventLog or EventLogPath, not both")
-		}
-		h.log = cfg.EventLog
-	} else if cfg.EventLogPath != "" {
-		l, err := eventlog.Open(cfg.EventLogPath, eventlog.Options{Logger: h.logger})
-		if err != nil {
-			_ = h.Close(context.Background())
-			return nil, fmt.Errorf("host: event log: %w", err)
-		}
-		h.log, h.ownLog = l, true
+	if err := h.openEventLog(); err != nil {
+		_ = h.Close(context.Background())
+		return nil, err
 	}
 	return h, nil
 }
 
+// build plans, compiles and loads the pipelines of the normalized config.
 func (h *Host) build(ctx context.Context) error {
-	for name := range h.cfg.Plugins {
-		if !nameRE.MatchString(name) {
-			return cfgErr("plugins."+name, "name must match %s", nameRE)
-		}
-	}
-	names := slices.Sorted(maps.Keys(h.cfg.Pipelines))
-	if len(names) == 0 && len(h.cfg.Plugins) > 0 {
+	if len(h.cfg.Pipelines) == 0 && len(h.cfg.Plugins) > 0 {
 		h.logger.Warn("host: no pipelines configured")
 	}
-	if h.cfg.OnlyPipeline != "" {
-		if _, ok := h.cfg.Pipelines[h.cfg.OnlyPipeline]; !ok {
-			return cfgErr("only_pipeline", "no pipeline named %q", h.cfg.OnlyPipeline)
-		}
+	pl := h.plan()
+	modules, err := h.compileAll(ctx, pl)
+	if err != nil {
+		return err
 	}
-	modules, sums := h.precompile(ctx)
-	for _, pname := range names {
-		pc := h.cfg.Pipelines[pname]
-		field := "pipelines." + pname
-		if !nameRE.MatchString(pname) {
-			return cfgErr(field, "name must match %s", nameRE)
-		}
-		if !pc.Subject.Valid() {
-			return cfgErr(field+".subject", "%q is not one of proposal, tool_call, merge", pc.Subject)
-		}
-		if len(pc.Stages) == 0 {
-			return cfgErr(field+".stages", "a pipeline needs at least one stage")
-		}
-		p := &pipeline{name: pname, cfg: pc}
-		seen := map[string]bool{}
-		enforcing := false
-		for i, sc := range pc.Stages {
-			sf := fmt.Sprintf("%s.stages[%d]", field, i)
-			sc.Name = cmp.Or(sc.Name, sc.Plugin)
-			sc.Mode = cmp.Or(sc.Mode, Enforce)
-			sc.Timeout = cmp.Or(sc.Timeout, DefaultTimeout)
-			sc.MemoryLimit = cmp.Or(sc.MemoryLimit, DefaultMemoryLimit)
-			switch {
-			case sc.Plugin == "":
-				return cfgErr(sf+".plugin", "required")
-			case !nameRE.MatchString(sc.Name):
-				return cfgErr(sf+".name", "must match %s", nameRE)
-			case seen[sc.Name]:
-				return cfgErr(sf+".name", "duplicate stage name %q", sc.Name)
-			case sc.Mode != Enforce && sc.Mode != Advisory:
-				return cfgErr(sf+".mode", "%q is not enforce or advisory", sc.Mode)
-			case sc.Timeout < time.Millisecond:
-				return cfgErr(sf+".timeout", "%v is less than 1ms (write a unit, such as 500ms or 2s)", sc.Timeout)
-			case sc.MemoryLimit > 1<<32:
-				return cfgErr(sf+".memory_limit", "at most 4GiB")
-			}
-			seen[sc.Name] = true
-			enforcing = enforcing || sc.Mode == Enforce
-			pcfg, ok := h.cfg.Plugins[sc.Plugin]
-			if !ok {
-				return cfgErr(sf+".plugin", "no plugin named %q", sc.Plugin)
-			}
-			for _, c := range sc.Capabilities {
-				if !slices.Contains(knownCapabilities(), c) {
-					return cfgErr(sf+".capabilities", "unknown capability %q (known: %v)", c, knownCapabilities())
-				}
-			}
-			if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
-				continue // checked, not loaded (Config.OnlyPipeline)
-			}
-			if _, ok := modules[sc.Plugin]; !ok {
-				wasm, sum, err := readModule(sc.Plugin, pcfg)
-				if err != nil {
-					return err
-				}
-				modules[sc.Plugin], sums[sc.Plugin] = wasm, sum
-			}
-			pages := uint32((sc.MemoryLimit + engine.PageSize - 1) / engine.PageSize)
-			pl, err := h.plugin(ctx, sc.Plugin, pages, modules[sc.Plugin], sums[sc.Plugin])
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(pl.descriptor.SubjectKinds, pc.Subject) {
-				return &LoadError{Plugin: sc.Plugin, Stage: sc.Name, Err: fmt.Errorf("%w: gate handles %v, pipeline %s checks %s", ErrDescriptor, pl.descriptor.SubjectKinds, pname, pc.Subject)}
-			}
-			for _, c := range sc.Capabilities {
-				if !slices.Contains(pl.descriptor.Capabilities, c) {
-					return cfgErr(sf+".capabilities", "plugin %s does not declare capability %q (declares %v)", sc.Plugin, c, pl.descriptor.Capabilities)
-				}
-			}
-			conf, err := pl.validateConfig(sc.Config)
-			if err != nil {
-				return &LoadError{Plugin: sc.Plugin, Stage: sc.Name, Err: err}
-			}
-			br, ok := h.breakers[sc.Plugin]
-			if !ok {
-				br = newBreaker(h.cfg.Quarantine)
-				h.breakers[sc.Plugin] = br
-			}
-			p.stages = append(p.stages, &stage{cfg: sc, plugin: pl, breaker: br, config: conf, configDigest: digest(conf)})
-		}
-		if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
-			continue
-		}
-		if !enforcing {
-			h.logger.Warn("host: pipeline has no enforcing stage; every run will be inconclusive", "pipeline", pname)
+	for _, pname := range pl.pipelines {
+		p, err := h.loadPipeline(ctx, pname, modules)
+		if err != nil {
+			return err
 		}
 		h.pipelines[pname] = p
 	}
 	return nil
 }
 
-func (h *Host) plugin(ctx context.Context, name string, pages uint32, wasm []byte, sum string) (*plugin, error) {
-	key := variant{name, pages}
+// loadPipeline loads the stages of a pipeline of the normalized config.
+func (h *Host) loadPipeline(ctx context.Context, pname string, modules map[variant]compiledModule) (*pipeline, error) {
+	pc := h.cfg.Pipelines[pname]
+	p := &pipeline{name: pname, cfg: pc}
+	enforcing := false
+	for i, sc := range pc.Stages {
+		s, err := h.loadStage(ctx, fmt.Sprintf("pipelines.%s.stages[%d]", pname, i), pc.Subject, sc, modules)
+		if err != nil {
+			return nil, err
+		}
+		p.stages = append(p.stages, s)
+		enforcing = enforcing || sc.Mode == Enforce
+	}
+	if !enforcing {
+		h.logger.Warn("host: pipeline has no enforcing stage; every run will be inconclusive", "pipeline", pname)
+	}
+	return p, nil
+}
+
+// loadStage loads the stage's plugin variant (once per host) and checks the
+// stage against the gate's descriptor: subject kind, capabilities (every
+// grant declared; every declared capability granted, unless grants may be
+// partial), and the stage config against the gate's config schema. field is
+// the stage's key path, for errors.
+func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind, sc StageConfig, modules map[variant]compiledModule) (*stage, error) {
+	pl, err := h.plugin(ctx, variantOf(sc), modules[variantOf(sc)])
+	if err != nil {
+		return nil, err
+	}
+	d := pl.descriptor
+	if !slices.Contains(d.SubjectKinds, kind) {
+		return nil, &LoadError{Plugin: sc.Plugin, Stage: sc.Name, Err: fmt.Errorf("%w: gate handles %v, pipeline checks %s", ErrDescriptor, d.SubjectKinds, kind)}
+	}
+	for _, c := range sc.Capabilities {
+		if !slices.Contains(d.Capabilities, c) {
+			return nil, cfgErr(field+".capabilities", "plugin %s does not declare capability %q (declares %v)", sc.Plugin, c, d.Capabilities)
+		}
+	}
+	if !h.cfg.partialGrants {
+		for _, c := range d.Capabilities {
+			if !slices.Contains(sc.Capabilities, c) {
+				return nil, cfgErr(field+".capabilities", "stage %s: gate %s uses capability %q but the stage does not grant it (capabilities: %v)",
+					sc.Name, d.Name, c, sc.Capabilities)
+			}
+		}
+	}
+	conf, err := pl.validateConfig(field+".config", sc.Config)
+	if err != nil {
+		return nil, err
+	}
+	q, ok := h.quarantines[sc.Plugin]
+	if !ok {
+		q = newQuarantine(h.cfg.Quarantine)
+		h.quarantines[sc.Plugin] = q
+	}
+	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configDigest: digest(conf)}, nil
+}
+
+// plugin returns the loaded plugin variant key, loading it from its compiled
+// module on first use.
+func (h *Host) plugin(ctx context.Context, key variant, m compiledModule) (*plugin, error) {
 	if p, ok := h.plugins[key]; ok {
 		return p, nil
 	}
-	e, err := h.engine(ctx, pages)
-	if err != nil {
-		return nil, err
-	}
 	start := time.Now()
-	pre, ok := h.compiled[key]
-	delete(h.compiled, key)
-	if !ok {
-		pre.mod, pre.err = h.compile(ctx, e, wasm)
-	}
-	p, err := load(ctx, e, name, pre, sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
+	p, err := load(ctx, key.plugin, m.precompiled, m.sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
 	if err != nil {
 		return nil, err
 	}
-	h.logger.Debug("host: plugin loaded", "plugin", name, "gate", p.descriptor.Name, "version", p.descriptor.Version,
-		"sha256", sum, "memory_pages", pages, "took", time.Since(start))
+	h.logger.Debug("host: plugin loaded", "plugin", key.plugin, "gate", p.descriptor.Name, "version", p.descriptor.Version,
+		"sha256", m.sum, "memory_pages", key.pages, "took", time.Since(start))
 	h.plugins[key] = p
 	return p, nil
+}
+
+// openEventLog adopts Config.EventLog or opens Config.EventLogPath.
+func (h *Host) openEventLog() error {
+	if h.cfg.EventLog != nil {
+		h.log = h.cfg.EventLog
+		return nil
+	}
+	if h.cfg.EventLogPath == "" {
+		return nil
+	}
+	l, err := eventlog.Open(h.cfg.EventLogPath, eventlog.Options{Logger: h.logger})
+	if err != nil {
+		return fmt.Errorf("host: event log: %w", err)
+	}
+	h.log, h.ownLog = l, true
+	return nil
 }
 
 func (h *Host) engine(ctx context.Context, pages uint32) (*engine.Engine, error) {
@@ -333,24 +260,6 @@ func (h *Host) compile(ctx context.Context, e *engine.Engine, wasm []byte) (*eng
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.CompileTimeout)
 	defer cancel()
 	return e.Compile(ctx, wasm)
-}
-
-// checkCompileLimits refuses negative compile limits, naming the field.
-func checkCompileLimits(l CompileLimits) error {
-	for _, f := range []struct {
-		name string
-		v    int
-	}{
-		{"module_bytes", l.ModuleBytes}, {"functions", l.Functions}, {"function_bytes", l.FunctionBytes},
-		{"nesting", l.Nesting}, {"loop_nesting", l.LoopNesting}, {"locals", l.Locals},
-		{"local_blocks", l.LocalBlocks}, {"total_local_blocks", l.TotalLocalBlocks}, {"total_depth", l.TotalDepth},
-		{"blocks", l.Blocks}, {"total_blocks_squared", l.TotalBlocksSquared},
-	} {
-		if f.v < 0 {
-			return cfgErr("compile_limits."+f.name, "must be positive")
-		}
-	}
-	return nil
 }
 
 func (h *Host) cacheDir() (string, error) {

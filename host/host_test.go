@@ -31,6 +31,7 @@ func TestLoadRefusals(t *testing.T) {
 		return host.PluginConfig{Module: b}
 	}
 	sv := host.PluginConfig{Path: staticVerifyWasm}
+	catalogCap := []string{"catalog"}
 	tests := []struct {
 		name    string
 		plugin  host.PluginConfig
@@ -47,8 +48,9 @@ func TestLoadRefusals(t *testing.T) {
 		{name: "missing file", plugin: host.PluginConfig{Path: "/nonexistent.wasm"}, wantIs: host.ErrReadModule},
 		{name: "sha256 mismatch", plugin: host.PluginConfig{Path: staticVerifyWasm, SHA256: strings.Repeat("0", 64)}, wantIs: host.ErrSHA256Mismatch},
 		{name: "sha256 malformed", plugin: host.PluginConfig{Path: staticVerifyWasm, SHA256: "abc"}, wantCfg: "plugins.x.sha256"},
-		{name: "config fails schema", plugin: sv, stage: host.StageConfig{Config: json.RawMessage(`{"max_actions":"many"}`)}, wantIs: host.ErrStageConfig},
-		{name: "config unknown key", plugin: sv, stage: host.StageConfig{Config: json.RawMessage(`{"max_action":5}`)}, wantIs: host.ErrStageConfig},
+		{name: "config fails schema", plugin: sv, stage: host.StageConfig{Capabilities: catalogCap, Config: json.RawMessage(`{"max_actions":"many"}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config.max_actions"},
+		{name: "config unknown key", plugin: sv, stage: host.StageConfig{Capabilities: catalogCap, Config: json.RawMessage(`{"max_action":5}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config"},
+		{name: "declared capability not granted", plugin: sv, wantCfg: "pipelines.p.stages[0].capabilities"},
 		{name: "subject kind not handled", plugin: sv, subject: abi.SubjectMerge, wantIs: host.ErrDescriptor},
 		{name: "unknown capability", plugin: sv, stage: host.StageConfig{Capabilities: []string{"network"}}, wantCfg: "pipelines.p.stages[0].capabilities"},
 		{name: "bad mode", plugin: sv, stage: host.StageConfig{Mode: "audit"}, wantCfg: "pipelines.p.stages[0].mode"},
@@ -71,6 +73,9 @@ func TestLoadRefusals(t *testing.T) {
 				var ce *host.ConfigError
 				require.ErrorAs(t, err, &ce)
 				assert.Equal(t, tt.wantCfg, ce.Field)
+				if tt.wantIs != nil {
+					assert.ErrorIs(t, err, tt.wantIs)
+				}
 				return
 			}
 			assert.ErrorIs(t, err, tt.wantIs)
@@ -172,8 +177,11 @@ func TestCheckErrors(t *testing.T) {
 
 // TestCapabilityDenied: a stage without the catalog grant gets a typed
 // refusal, the gate fails, and the stage is inconclusive — never accepted.
+// New refuses such a stage (TestStageMustGrantDeclaredCapabilities); the
+// partial grants of the conformance kit reach the run, which stays
+// fail-closed.
 func TestCapabilityDenied(t *testing.T) {
-	h := newHost(t, host.Config{
+	h := newPartialHost(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"probe": {Path: probeWasm}, "sv": {Path: staticVerifyWasm}},
 		Catalog:   githubCatalog(t),
 		Pipelines: map[string]host.PipelineConfig{"probe": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "probe"}}}, "sv": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "sv"}}}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/hostkit"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -84,6 +85,18 @@ const testTimeout = 60 * time.Second
 // testTimeout on every stage that sets no deadline.
 func newHost(t testing.TB, cfg host.Config) *host.Host {
 	t.Helper()
+	return newHostCtx(t, context.Background(), cfg)
+}
+
+// newPartialHost is newHost for configs in which stages deliberately
+// withhold capabilities their gate declares, to test a denied call.
+func newPartialHost(t testing.TB, cfg host.Config) *host.Host {
+	t.Helper()
+	return newHostCtx(t, hostkit.WithPartialGrants(context.Background()), cfg)
+}
+
+func newHostCtx(t testing.TB, ctx context.Context, cfg host.Config) *host.Host {
+	t.Helper()
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = testwasm.CacheDir()
 	}
@@ -95,7 +108,7 @@ func newHost(t testing.TB, cfg host.Config) *host.Host {
 		}
 		cfg.Pipelines[name] = p
 	}
-	h, err := host.New(context.Background(), cfg)
+	h, err := host.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

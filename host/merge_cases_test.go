@@ -74,7 +74,8 @@ func newMergeHost(t testing.TB, logPath string, opts ...func(host.Config) host.C
 	for _, o := range opts {
 		cfg = o(cfg)
 	}
-	return newHost(t, cfg)
+	return newPartialHost(t, cfg) // no-policy withholds policy
+
 }
 
 func str(s string) *string { return &s }

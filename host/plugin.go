@@ -70,39 +70,29 @@ type plugin struct {
 	pool       *pool
 }
 
+// readModule reads a plugin's module, as normalize checked its config, and
+// checks it against its pin; it returns the bytes and their SHA-256 in hex.
 func readModule(name string, pc PluginConfig) ([]byte, string, error) {
 	wasm := pc.Module
 	if pc.Path != "" {
-		if pc.Module != nil {
-			return nil, "", cfgErr("plugins."+name, "set path or module, not both")
-		}
 		b, err := safefile.ReadFile(pc.Path, MaxModuleFileBytes)
 		if err != nil {
 			return nil, "", &LoadError{Plugin: name, Err: fmt.Errorf("%w: %w", ErrReadModule, err)}
 		}
 		wasm = b
 	}
-	if len(wasm) == 0 {
-		return nil, "", cfgErr("plugins."+name+".path", "no module given")
-	}
 	sum := sha256.Sum256(wasm)
 	got := hex.EncodeToString(sum[:])
-	if pc.SHA256 != "" {
-		want := strings.ToLower(pc.SHA256)
-		if len(want) != 64 || strings.Trim(want, "0123456789abcdef") != "" {
-			return nil, "", cfgErr("plugins."+name+".sha256", "must be 64 hex digits")
-		}
-		if want != got {
-			return nil, "", &LoadError{Plugin: name, Err: fmt.Errorf("%w: pinned %s, module is %s", ErrSHA256Mismatch, want, got)}
-		}
+	if pc.SHA256 != "" && pc.SHA256 != got {
+		return nil, "", &LoadError{Plugin: name, Err: fmt.Errorf("%w: pinned %s, module is %s", ErrSHA256Mismatch, pc.SHA256, got)}
 	}
 	return wasm, got, nil
 }
 
-// load takes a module compiled on e (by precompile, or just now),
-// instantiates one probe instance, checks its ABI major and descriptor, and
-// returns the plugin with the probe in its pool.
-func load(ctx context.Context, e *engine.Engine, name string, pre precompiled, sum string, poolSize int, timeout time.Duration) (*plugin, error) {
+// load takes a compiled module, instantiates one probe instance, checks its
+// ABI major and descriptor, and returns the plugin with the probe in its
+// pool.
+func load(ctx context.Context, name string, pre precompiled, sum string, poolSize int, timeout time.Duration) (*plugin, error) {
 	fail := func(err error) error { return &LoadError{Plugin: name, Err: err} }
 	// Compilation was bounded by CompileTimeout; instantiation and
 	// describe, which run guest code, by LoadTimeout.
@@ -163,14 +153,16 @@ func (p *plugin) describe(ctx context.Context, inst *engine.Instance) error {
 }
 
 // validateConfig checks a stage config against the plugin's schema and
-// returns it compacted; nil when the stage has none.
-func (p *plugin) validateConfig(raw json.RawMessage) (json.RawMessage, error) {
+// returns it compacted; nil when the stage has none. field is the config's
+// key path; the error is a *ConfigError naming the first offending key
+// below it, wrapping ErrStageConfig.
+func (p *plugin) validateConfig(field string, raw json.RawMessage) (json.RawMessage, error) {
 	if len(strings.TrimSpace(string(raw))) == 0 || string(raw) == "null" {
 		raw = nil
 	}
 	if p.config == nil {
 		if raw != nil && string(raw) != "{}" {
-			return nil, fmt.Errorf("%w: plugin %s takes no config", ErrStageConfig, p.name)
+			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("gate %s takes no config (its descriptor has no config_schema)", p.descriptor.Name), Err: ErrStageConfig}
 		}
 		return nil, nil
 	}
@@ -180,14 +172,14 @@ func (p *plugin) validateConfig(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	v, err := abischema.Decode(doc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
+		return nil, &ConfigError{Field: field, Reason: "not one JSON value", Err: fmt.Errorf("%w: %w", ErrStageConfig, err)}
 	}
 	if err := abischema.SafeValidate(p.config, v); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
+		return nil, configSchemaError(field, p.descriptor.ConfigSchema, v, err)
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStageConfig, err)
+		return nil, &ConfigError{Field: field, Reason: "cannot be encoded", Err: fmt.Errorf("%w: %w", ErrStageConfig, err)}
 	}
 	return out, nil
 }

@@ -1,8 +1,11 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -147,4 +150,41 @@ func (p *pool) close(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// Warm fills every plugin's pool to its size, so that the first runs pay
+// no instantiation (about 6 ms and 8 MB of garbage each for a Go guest). A
+// server reports ready only after Warm. Call it before serving runs; it
+// returns the first instantiation failure, wrapped in a *LoadError.
+func (h *Host) Warm(ctx context.Context) error {
+	if h.closed.Load() {
+		return ErrClosed
+	}
+	for _, v := range slices.SortedFunc(maps.Keys(h.plugins), func(a, b variant) int {
+		return cmp.Or(cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.pages, b.pages))
+	}) {
+		if err := h.plugins[v].pool.warm(ctx); err != nil {
+			return &LoadError{Plugin: v.plugin, Err: fmt.Errorf("warm pool: %w", err)}
+		}
+	}
+	return nil
+}
+
+// warm takes instances until the pool is full, creating the missing ones,
+// then returns them all.
+func (p *pool) warm(ctx context.Context) error {
+	var got []*engine.Instance
+	defer func() {
+		for _, inst := range got {
+			p.put(inst, true)
+		}
+	}()
+	for range cap(p.slots) {
+		inst, err := p.get(ctx)
+		if err != nil {
+			return err
+		}
+		got = append(got, inst)
+	}
+	return nil
 }

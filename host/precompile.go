@@ -1,9 +1,10 @@
 package host
 
 import (
-	"cmp"
 	"context"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/gatehost/gatehost/internal/engine"
@@ -15,51 +16,72 @@ type precompiled struct {
 	err error
 }
 
-// precompile reads and compiles every plugin variant the pipelines use, up
-// to GOMAXPROCS at once, before build loads them in order. Compiling is
-// most of a cold start (seconds per module without a warm cache) and runs
-// no guest code, so it parallelizes safely. Anything it cannot do here (a
-// bad name, an unreadable module) is left for build to report, in order.
-// It returns the modules it read, by plugin name, and their digests.
-func (h *Host) precompile(ctx context.Context) (modules map[string][]byte, sums map[string]string) {
-	modules, sums = map[string][]byte{}, map[string]string{}
+// compiledModule is a plugin variant's compiled module and the SHA-256 of
+// the module's bytes.
+type compiledModule struct {
+	precompiled
+	sum string
+}
+
+// loadPlan is what New loads: the pipelines (sorted by name, OnlyPipeline
+// applied) and every plugin variant their stages use, in first-use order.
+type loadPlan struct {
+	pipelines []string
+	variants  []variant
+}
+
+// variantOf is the plugin variant a stage of the normalized config runs: its
+// plugin compiled for its memory limit, rounded up to whole pages.
+func variantOf(sc StageConfig) variant {
+	return variant{sc.Plugin, uint32((sc.MemoryLimit + engine.PageSize - 1) / engine.PageSize)}
+}
+
+// plan lists what to load from the normalized config.
+func (h *Host) plan() loadPlan {
+	var pl loadPlan
+	for _, pname := range slices.Sorted(maps.Keys(h.cfg.Pipelines)) {
+		if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
+			continue // checked by normalize, not loaded (Config.OnlyPipeline)
+		}
+		pl.pipelines = append(pl.pipelines, pname)
+		for _, sc := range h.cfg.Pipelines[pname].Stages {
+			if v := variantOf(sc); !slices.Contains(pl.variants, v) {
+				pl.variants = append(pl.variants, v)
+			}
+		}
+	}
+	return pl
+}
+
+// compileAll reads the module of every planned variant and compiles them, up
+// to GOMAXPROCS at once. Compiling is most of a cold start (seconds per
+// module without a warm cache) and runs no guest code, so it parallelizes
+// safely. A module that cannot be read, or an engine that cannot be made, is
+// returned at once, in plan order; a compile failure is kept with its
+// variant for load to report in stage order.
+func (h *Host) compileAll(ctx context.Context, pl loadPlan) (map[variant]compiledModule, error) {
 	type job struct {
 		key  variant
 		e    *engine.Engine
 		wasm []byte
 	}
-	var jobs []job
-	seen := map[variant]bool{}
-	for pname, pc := range h.cfg.Pipelines {
-		if h.cfg.OnlyPipeline != "" && pname != h.cfg.OnlyPipeline {
-			continue
-		}
-		for _, sc := range pc.Stages {
-			pcfg, ok := h.cfg.Plugins[sc.Plugin]
-			limit := cmp.Or(sc.MemoryLimit, DefaultMemoryLimit)
-			if !ok || !nameRE.MatchString(sc.Plugin) || limit > 1<<32 {
-				continue
-			}
-			key := variant{sc.Plugin, uint32((limit + engine.PageSize - 1) / engine.PageSize)}
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			if _, ok := modules[sc.Plugin]; !ok {
-				wasm, sum, err := readModule(sc.Plugin, pcfg)
-				if err != nil {
-					continue
-				}
-				modules[sc.Plugin], sums[sc.Plugin] = wasm, sum
-			}
-			e, err := h.engine(ctx, key.pages)
+	wasms, sums := map[string][]byte{}, map[string]string{}
+	jobs := make([]job, 0, len(pl.variants))
+	for _, v := range pl.variants {
+		if _, ok := wasms[v.plugin]; !ok {
+			wasm, sum, err := readModule(v.plugin, h.cfg.Plugins[v.plugin])
 			if err != nil {
-				continue
+				return nil, err
 			}
-			jobs = append(jobs, job{key, e, modules[sc.Plugin]})
+			wasms[v.plugin], sums[v.plugin] = wasm, sum
 		}
+		e, err := h.engine(ctx, v.pages)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, job{v, e, wasms[v.plugin]})
 	}
-	h.compiled = map[variant]precompiled{}
+	out := make(map[variant]compiledModule, len(jobs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
@@ -72,10 +94,10 @@ func (h *Host) precompile(ctx context.Context) (modules map[string][]byte, sums 
 			}
 			mod, err := h.compile(ctx, j.e, j.wasm)
 			mu.Lock()
-			h.compiled[j.key] = precompiled{mod, err}
+			out[j.key] = compiledModule{precompiled{mod, err}, sums[j.key.plugin]}
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return modules, sums
+	return out, nil
 }

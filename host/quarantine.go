@@ -1,8 +1,12 @@
 package host
 
 import (
+	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host/eventlog"
 )
 
 // Quarantine defaults (QuarantineConfig).
@@ -57,13 +61,13 @@ const (
 	faulty
 )
 
-// breakerState is a plugin's quarantine state.
-type breakerState int
+// quarantineState is a plugin's quarantine state.
+type quarantineState int
 
 const (
-	closed   breakerState = iota // calls go through; faults are counted
-	open                         // quarantined until `until`
-	halfOpen                     // one probe call is in flight
+	closed   quarantineState = iota // calls go through; faults are counted
+	open                            // quarantined until `until`
+	halfOpen                        // one probe call is in flight
 )
 
 // transition is a change of quarantine state worth recording.
@@ -74,25 +78,25 @@ type transition struct {
 	until       time.Time
 }
 
-// breaker is the crash-loop circuit breaker of one plugin. Its clock is
-// passed in, so a test can play a timeline.
-type breaker struct {
+// quarantine is the crash-loop protection of one plugin, a circuit breaker.
+// Its clock is passed in, so a test can play a timeline.
+type quarantine struct {
 	cfg QuarantineConfig
 
 	mu       sync.Mutex
-	state    breakerState
+	state    quarantineState
 	faults   []time.Time // within the window, oldest first; at most cfg.Failures
 	backoff  time.Duration
 	until    time.Time
 	probeOut bool
 }
 
-func newBreaker(cfg QuarantineConfig) *breaker { return &breaker{cfg: cfg} }
+func newQuarantine(cfg QuarantineConfig) *quarantine { return &quarantine{cfg: cfg} }
 
 // admit says whether a call may go to the guest at now. When it may not, it
 // returns the end of the quarantine. probe is true for the single call let
 // through after a backoff; its outcome must be reported.
-func (b *breaker) admit(now time.Time) (ok, probe bool, until time.Time) {
+func (b *quarantine) admit(now time.Time) (ok, probe bool, until time.Time) {
 	if b == nil || b.cfg.Disabled {
 		return true, false, time.Time{}
 	}
@@ -113,7 +117,7 @@ func (b *breaker) admit(now time.Time) (ok, probe bool, until time.Time) {
 
 // report records the outcome of an admitted call and returns a transition
 // when the call changed the quarantine state.
-func (b *breaker) report(now time.Time, probe bool, o outcome) *transition {
+func (b *quarantine) report(now time.Time, probe bool, o outcome) *transition {
 	if b == nil || b.cfg.Disabled {
 		return nil
 	}
@@ -148,7 +152,48 @@ func (b *breaker) report(now time.Time, probe bool, o outcome) *transition {
 	return b.openLocked(now)
 }
 
-func (b *breaker) openLocked(now time.Time) *transition {
+func (b *quarantine) openLocked(now time.Time) *transition {
 	b.state, b.until = open, now.Add(b.backoff)
 	return &transition{quarantined: true, failures: len(b.faults), backoff: b.backoff, until: b.until}
+}
+
+// outcomeOf says what a stage's result tells about its plugin's health.
+func outcomeOf(r StageResult) outcome {
+	if r.err == nil {
+		return healthy
+	}
+	switch r.err.Code {
+	case abi.ReasonPluginTrap, abi.ReasonPluginTimeout, abi.ReasonPluginOutOfMemory, abi.ReasonABIViolation:
+		return faulty
+	}
+	return neutral
+}
+
+// reportOutcome feeds a stage's result to its plugin's quarantine and records
+// a change of quarantine in the log.
+func (h *Host) reportOutcome(s *stage, probe bool, r StageResult) {
+	tr := s.quarantine.report(h.cfg.Now(), probe, outcomeOf(r))
+	if tr == nil {
+		return
+	}
+	h.quarantineChanged(s.cfg.Plugin, tr.quarantined)
+	rec := eventlog.Record{Kind: "quarantine_lifted", Plugin: s.cfg.Plugin, Stage: s.cfg.Name,
+		ModuleSHA256: s.plugin.sha256, ABIVersion: abi.MajorVersion}
+	if tr.quarantined {
+		data, _ := json.Marshal(map[string]any{
+			"failures": tr.failures, "backoff_ms": tr.backoff.Milliseconds(),
+			"until": tr.until.UTC().Format(time.RFC3339Nano), "last_reason": r.Reason,
+		})
+		rec.Kind, rec.Reason, rec.Data = "quarantine", abi.ReasonPluginQuarantined, data
+		h.logger.Warn("host: plugin quarantined", "plugin", s.cfg.Plugin, "failures", tr.failures,
+			"backoff", tr.backoff, "until", tr.until, "last_reason", r.Reason)
+	} else {
+		h.logger.Info("host: plugin quarantine lifted", "plugin", s.cfg.Plugin)
+	}
+	if h.log == nil {
+		return
+	}
+	if _, err := h.log.Append(rec); err != nil {
+		h.logger.Error("host: quarantine not recorded", "plugin", s.cfg.Plugin, "err", err)
+	}
 }

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBreakerTimeline plays the crash-loop breaker's timeline on a fake
+// TestQuarantineTimeline plays the crash-loop quarantine's timeline on a fake
 // clock: N faults in the window quarantine; the backoff doubles on failed
 // probes up to its cap; a healthy probe lifts it; faults spread wider than
 // the window never trip it.
-func TestBreakerTimeline(t *testing.T) {
+func TestQuarantineTimeline(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	b := newBreaker(QuarantineConfig{Failures: 3, Window: 10 * time.Second, Backoff: time.Second, MaxBackoff: 4 * time.Second})
+	b := newQuarantine(QuarantineConfig{Failures: 3, Window: 10 * time.Second, Backoff: time.Second, MaxBackoff: 4 * time.Second})
 	call := func(d time.Duration, o outcome) (bool, *transition) {
 		ok, probe, _ := b.admit(at(d))
 		if !ok {
@@ -69,10 +69,10 @@ func TestBreakerTimeline(t *testing.T) {
 	}
 }
 
-// TestBreakerOneProbe: while the probe is out, other calls stay quarantined.
-func TestBreakerOneProbe(t *testing.T) {
+// TestQuarantineOneProbe: while the probe is out, other calls stay quarantined.
+func TestQuarantineOneProbe(t *testing.T) {
 	now := time.Unix(0, 0)
-	b := newBreaker(QuarantineConfig{Failures: 1, Window: time.Minute, Backoff: time.Second, MaxBackoff: time.Second})
+	b := newQuarantine(QuarantineConfig{Failures: 1, Window: time.Minute, Backoff: time.Second, MaxBackoff: time.Second})
 	ok, probe, _ := b.admit(now)
 	require.True(t, ok)
 	b.report(now, probe, faulty)
@@ -89,8 +89,8 @@ func TestBreakerOneProbe(t *testing.T) {
 	assert.False(t, probe)
 }
 
-func TestBreakerDisabled(t *testing.T) {
-	b := newBreaker(QuarantineConfig{Disabled: true, Failures: 1})
+func TestQuarantineDisabled(t *testing.T) {
+	b := newQuarantine(QuarantineConfig{Disabled: true, Failures: 1})
 	for range 10 {
 		ok, _, _ := b.admit(time.Now())
 		require.True(t, ok)

@@ -365,7 +365,7 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 // turns what comes back into the stage's result, fail-closed.
 func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []byte, state *runContext) (r StageResult) {
 	r = r0
-	ok, probe, until := s.breaker.admit(h.cfg.Now())
+	ok, probe, until := s.quarantine.admit(h.cfg.Now())
 	if !ok {
 		return failStage(r, abi.ReasonPluginQuarantined,
 			fmt.Errorf("plugin %s failed too often; not called until %s", s.cfg.Plugin, until.UTC().Format(time.RFC3339Nano)),

@@ -64,7 +64,8 @@ func TestStaticVerifyNativeEqualsWasm(t *testing.T) {
 			Name: "static-verify", Plugin: "sv", Capabilities: caps, Config: c.Config,
 		}}}
 	}
-	h := newHost(t, host.Config{
+	// Cases with "granted" withhold capabilities, to check denied calls.
+	h := newPartialHost(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 		Catalog:   store,
 		Pipelines: pipelines,

@@ -132,7 +132,7 @@ func TestServeBadReloadKeepsServing(t *testing.T) {
 		{"unknown key", string(good) + "bogus_key: 1\n", "unknown key bogus_key"},
 		{"malformed YAML", string(good) + "pipelines: [\n", "config"},
 		{"missing plugin file", strings.Replace(string(good), svWasm, filepath.Join(dir, "absent.wasm"), 1), "plugins.static-verify.path"},
-		{"stage config rejected by the gate's schema", strings.Replace(string(good), "max_actions: 100", `max_actions: "many"`, 1), "stage sv-a"},
+		{"stage config rejected by the gate's schema", strings.Replace(string(good), "max_actions: 100", `max_actions: "many"`, 1), "pipelines.admission.stages[0].config.max_actions"},
 		{"event log moved", strings.Replace(string(good), "path: events.jsonl", "path: other.jsonl", 1), "event_log.path"},
 		{"no pipeline stage", strings.Replace(string(good), "plugin: static-verify", "plugin: nope", 1), "no plugin named"},
 	}

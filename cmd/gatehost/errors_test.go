@@ -37,6 +37,7 @@ pipelines:
     stages:
       - plugin: sv
         timeout: 60s
+        capabilities: [catalog]
 `, testwasm.CacheDir(), svWasm)
 	}
 	const subj = "proposal.json"

@@ -17,12 +17,12 @@ import (
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/safefile"
-	"github.com/gatehost/gatehost/sdk/gatetest"
+	"github.com/gatehost/gatehost/sdk/gatekit"
 )
 
 const pluginUsage = `Usage:
   gatehost plugin inspect [--output text|json] MODULE.wasm
-  gatehost plugin check [flags] MODULE.wasm      run the conformance kit (sdk/gatetest)
+  gatehost plugin check [flags] MODULE.wasm      run the conformance kit (sdk/gatekit)
   gatehost plugin pin [--config F] [PLUGIN...]   write the plugins' sha256 pins into the config file
   gatehost plugin new [flags] NAME               scaffold a gate module in ./NAME
 
@@ -84,14 +84,14 @@ func parseFlags(fs *pflag.FlagSet, args []string, nargs func(int) bool) (code in
 
 // inspection is what plugin inspect reports.
 type inspection struct {
-	Path       string            `json:"path"`
-	Size       int               `json:"size"`
-	SHA256     string            `json:"sha256"`
-	ABIVersion int               `json:"abi_version,omitempty"`
-	Descriptor json.RawMessage   `json:"descriptor,omitempty"`
-	LoadError  string            `json:"load_error,omitempty"`
-	Module     *host.ModuleInfo  `json:"module"`
-	Memory     map[string]string `json:"memory,omitempty"`
+	Path       string              `json:"path"`
+	Size       int                 `json:"size"`
+	SHA256     string              `json:"sha256"`
+	ABIVersion int                 `json:"abi_version,omitempty"`
+	Descriptor json.RawMessage     `json:"descriptor,omitempty"`
+	LoadError  string              `json:"load_error,omitempty"`
+	Module     *gatekit.ModuleInfo `json:"module"`
+	Memory     map[string]string   `json:"memory,omitempty"`
 }
 
 func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -106,12 +106,12 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	sum := sha256.Sum256(wasm)
 	in := inspection{Path: fs.Arg(0), Size: len(wasm), SHA256: hex.EncodeToString(sum[:])}
-	in.Module, err = host.Inspect(ctx, wasm)
+	in.Module, err = gatekit.Inspect(ctx, wasm)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("%s: %w", fs.Arg(0), err))
 	}
 	if len(in.Module.Problems) == 0 {
-		d, raw, err := host.Describe(ctx, wasm, "")
+		d, raw, err := gatekit.Describe(ctx, wasm, "")
 		if err != nil {
 			in.LoadError = err.Error()
 		} else {
@@ -184,9 +184,9 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.setUsage("config", "gatehost config whose catalog, domains, sessions, policy and checks the gate's capabilities read (default: none)")
 	casesDir := fs.String("cases", "", "directory of case files (*.json: note, subject, config, want_verdict, want_codes, …)")
 	stageConfig := fs.String("stage-config", "", "stage config, JSON, for the kit's probes and cases without their own")
-	budgetTime := fs.Duration("budget-time", gatetest.DefaultBudgetTime, "time budget per evaluation")
+	budgetTime := fs.Duration("budget-time", gatekit.DefaultBudgetTime, "time budget per evaluation")
 	budgetMemory := fs.String("budget-memory", "64MiB", "memory budget (linear memory limit)")
-	budgetOversized := fs.Duration("budget-oversized-time", gatetest.DefaultBudgetOversizedTime, "time budget of the oversized probe requests")
+	budgetOversized := fs.Duration("budget-oversized-time", gatekit.DefaultBudgetOversizedTime, "time budget of the oversized probe requests")
 	oversized := fs.String("oversized", "1MiB", "size of the oversized probe requests (the host sends subjects up to 4MiB)")
 	verbose := fs.BoolP("verbose", "v", false, "list every request the kit sent, not only failures")
 	if code, done := fs.parse(args, exactly(1)); done {
@@ -201,7 +201,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil || over == 0 || over > 64<<20 {
 		return fail(stderr, fmt.Errorf("%w: --oversized %q: want a size from 1B to 64MiB", errUsage, *oversized))
 	}
-	opts := gatetest.Options{Budget: gatetest.Budget{Time: *budgetTime, Memory: uint64(mem), OversizedTime: *budgetOversized}, OversizedBytes: int(over)}
+	opts := gatekit.Options{Budget: gatekit.Budget{Time: *budgetTime, Memory: uint64(mem), OversizedTime: *budgetOversized}, OversizedBytes: int(over)}
 	if *stageConfig != "" {
 		if !json.Valid([]byte(*stageConfig)) {
 			return fail(stderr, fmt.Errorf("%w: --stage-config is not JSON", errUsage))
@@ -209,7 +209,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		opts.Config = json.RawMessage(*stageConfig)
 	}
 	if *casesDir != "" {
-		if opts.Cases, err = gatetest.LoadCases(*casesDir); err != nil {
+		if opts.Cases, err = gatekit.LoadCases(*casesDir); err != nil {
 			return fail(stderr, err)
 		}
 	}
@@ -227,7 +227,7 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(stderr, err)
 	}
 	start := time.Now()
-	r, err := gatetest.Check(ctx, wasm, opts)
+	r, err := gatekit.Check(ctx, wasm, opts)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -262,9 +262,9 @@ func cmdPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		tw.Flush()
 		fmt.Fprintln(stdout)
 	}
-	for _, c := range []string{gatetest.CheckModule, gatetest.CheckDescriptor, gatetest.CheckSubjectKinds, gatetest.CheckMalformed,
-		gatetest.CheckResponse, gatetest.CheckEvidence, gatetest.CheckTrap, gatetest.CheckDeterminism,
-		gatetest.CheckCapabilities, gatetest.CheckBudget, gatetest.CheckCase} {
+	for _, c := range []string{gatekit.CheckModule, gatekit.CheckDescriptor, gatekit.CheckSubjectKinds, gatekit.CheckMalformed,
+		gatekit.CheckResponse, gatekit.CheckEvidence, gatekit.CheckTrap, gatekit.CheckDeterminism,
+		gatekit.CheckCapabilities, gatekit.CheckBudget, gatekit.CheckCase} {
 		fmt.Fprintf(stdout, "%-8s %s\n", strings.ToUpper(r.Checks[c]), c)
 	}
 	if len(r.Failures) > 0 {

@@ -1,7 +1,9 @@
 // Package gatetest runs a gate natively, in go test, through the same JSON
 // encoding a module uses: the request is encoded, handed to the SDK's
 // handler, and the response is checked against the ABI's response schema
-// before it is decoded. Host is an in-memory capability host.
+// before it is decoded. Host is an in-memory capability host. It depends on
+// no WebAssembly runtime; the conformance kit, which runs a compiled module
+// through the real host, is package sdk/gatekit.
 package gatetest
 
 import (

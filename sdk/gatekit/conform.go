@@ -1,4 +1,10 @@
-package gatetest
+// Package gatekit is the conformance kit: Check runs a compiled gate module
+// through the real host (package host: the same loader, sandbox, limits and
+// fail-closed decisions an operator's gatehost uses) and checks what
+// abi/SPEC.md asks of every gate, then the author's own cases. To run a
+// gate's Go code natively in go test, without a WebAssembly runtime, use
+// package sdk/gatetest.
+package gatekit
 
 import (
 	"bytes"
@@ -20,14 +26,13 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/hostkit"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
-// The conformance kit. Check runs a compiled gate module through the real
-// host (package host: the same loader, sandbox, limits and fail-closed
-// decisions an operator's gatehost uses) and checks what abi/SPEC.md asks of
-// every gate, then the author's own cases. Like testing/slogtest, it
-// reports every failure, not only the first, each naming its check and case.
+// Like testing/slogtest, Check reports every failure, not only the first,
+// each naming its check and case.
 
 // Names of the checks, as Failure.Check and Result.Check.
 const (
@@ -131,7 +136,7 @@ func LoadCases(dir string) ([]Case, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("gatetest: no *.json case files in %s", dir)
+		return nil, fmt.Errorf("gatekit: no *.json case files in %s", dir)
 	}
 	sort.Strings(files)
 	out := make([]Case, 0, len(files))
@@ -142,14 +147,14 @@ func LoadCases(dir string) ([]Case, error) {
 		}
 		var c Case
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("gatetest: case %s: %w", f, err)
+			return nil, fmt.Errorf("gatekit: case %s: %w", f, err)
 		}
 		c.Name = strings.TrimSuffix(filepath.Base(f), ".json")
 		if c.Subject == nil {
-			return nil, fmt.Errorf("gatetest: case %s: subject: required", f)
+			return nil, fmt.Errorf("gatekit: case %s: subject: required", f)
 		}
 		if !c.InvalidSubject && !c.WantVerdict.Valid() {
-			return nil, fmt.Errorf("gatetest: case %s: want_verdict: %q is not accepted, rejected or inconclusive", f, c.WantVerdict)
+			return nil, fmt.Errorf("gatekit: case %s: want_verdict: %q is not accepted, rejected or inconclusive", f, c.WantVerdict)
 		}
 		out = append(out, c)
 	}
@@ -185,7 +190,7 @@ type Result struct {
 type Report struct {
 	SHA256     string            `json:"sha256"`
 	Size       int               `json:"size"`
-	Info       *host.ModuleInfo  `json:"module,omitempty"`
+	Info       *ModuleInfo       `json:"module,omitempty"`
 	Descriptor *abi.Descriptor   `json:"descriptor,omitempty"`
 	Budget     Budget            `json:"budget"`
 	Results    []Result          `json:"results"`
@@ -215,16 +220,16 @@ func Run(t testing.TB, wasmPath string, opts Options) *Report {
 	t.Helper()
 	wasm, err := safefile.ReadFile(wasmPath, host.MaxModuleFileBytes)
 	if err != nil {
-		t.Fatalf("gatetest: %v", err)
+		t.Fatalf("gatekit: %v", err)
 	}
 	r, err := Check(context.Background(), wasm, opts)
 	if err != nil {
-		t.Fatalf("gatetest: %v", err)
+		t.Fatalf("gatekit: %v", err)
 	}
 	for _, f := range r.Failures {
 		t.Errorf("%s", f)
 	}
-	t.Logf("gatetest: %d requests, %d failures, slowest %v (%s; budget %v, %d MiB)",
+	t.Logf("gatekit: %d requests, %d failures, slowest %v (%s; budget %v, %d MiB)",
 		len(r.Results), len(r.Failures), r.MaxDuration, r.Slowest, r.Budget.Time, r.Budget.Memory>>20)
 	return r
 }
@@ -261,7 +266,7 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 	r.Budget.OversizedTime = max(cmp.Or(opts.Budget.OversizedTime, DefaultBudgetOversizedTime), r.Budget.Time)
 	defer r.summarize()
 
-	info, err := host.Inspect(ctx, wasm)
+	info, err := Inspect(ctx, wasm)
 	if err != nil {
 		r.fail(CheckModule, "", "%v", err)
 		return r, nil
@@ -273,13 +278,13 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 	if len(info.Problems) > 0 {
 		return r, nil
 	}
-	desc, _, err := host.Describe(ctx, wasm, opts.Host.CacheDir)
+	desc, _, err := Describe(ctx, wasm, opts.Host.CacheDir)
 	if err != nil {
 		r.fail(CheckDescriptor, "", "%v", err)
 		return r, nil
 	}
 	r.Descriptor = &desc
-	known := host.KnownCapabilities()
+	known := hostkit.KnownCapabilities()
 	var grant []string
 	for _, c := range desc.Capabilities {
 		if slices.Contains(known, c) {
@@ -328,11 +333,13 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		caseLine[c.Name] = key
 	}
 	cfg.Pipelines = k.pipelines
-	h, err := host.New(ctx, cfg)
+	// Partial grants: the denied probes and cases with fewer grants check
+	// how the gate copes with a denied call, which an operator's host
+	// refuses to configure.
+	h, err := host.New(hostkit.WithPartialGrants(ctx), cfg)
 	if err != nil {
-		var le *host.LoadError
-		if errors.As(err, &le) && errors.Is(err, host.ErrStageConfig) {
-			r.fail(CheckDescriptor, le.Stage, "the stage config does not validate against config_schema (pass the config the gate needs: Options.Config, a case's config, or --config): %v", err)
+		if errors.Is(err, host.ErrStageConfig) {
+			r.fail(CheckDescriptor, "", "the stage config does not validate against config_schema (pass the config the gate needs: Options.Config, a case's config, or --config): %v", err)
 		} else {
 			r.fail(CheckDescriptor, "", "%v", err)
 		}
@@ -370,10 +377,11 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		if strings.HasPrefix(p.name, "oversized/") {
 			line = "oversized"
 		}
-		res, err := h.EvaluateRequest(ctx, line, p.request)
+		v, err := hostkit.EvaluateRequest(ctx, h, line, p.request)
 		if err != nil {
 			return r, err
 		}
+		res := v.(host.StageResult)
 		if !k.assess(p.name, res) {
 			continue
 		}
@@ -682,4 +690,23 @@ func cmpRaw(a, b json.RawMessage) json.RawMessage {
 		return a
 	}
 	return b
+}
+
+// ModuleInfo is what a module declares, read without running its code.
+type ModuleInfo = engine.Info
+
+// Inspect reports a module's imports, exports, declared memory and every way
+// its shape breaks the ABI (all of them; loading stops at the first). The
+// error is non-nil only when wasm is not a WebAssembly module (errors.Is
+// host.ErrCompile) or exceeds a shape limit (host.ErrTooComplex).
+func Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error) {
+	return engine.Inspect(ctx, wasm)
+}
+
+// Describe loads wasm as the host does at start (abi/SPEC.md §3.1 steps 2–9,
+// with the default memory limit and load deadline) and returns its
+// descriptor: parsed, and as the module served it. cacheDir is as
+// host.Config.CacheDir, "" meaning no cache. The error is a *host.LoadError.
+func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
+	return hostkit.Describe(ctx, wasm, cacheDir)
 }

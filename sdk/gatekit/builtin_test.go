@@ -1,4 +1,4 @@
-package gatetest_test
+package gatekit_test
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/domain"
 	"github.com/gatehost/gatehost/internal/testwasm"
-	"github.com/gatehost/gatehost/sdk/gatetest"
+	"github.com/gatehost/gatehost/sdk/gatekit"
 )
 
 // The four built-in gates pass the conformance kit, with their own data
@@ -26,7 +26,7 @@ import (
 // each gate is lives in the benchmarks (docs/PERFORMANCE.md), and the
 // default budget is checked on the built modules by make plugin-kit; each
 // gate's real figure is in the log.
-var testBudget = gatetest.Budget{Time: time.Minute, OversizedTime: 5 * time.Minute}
+var testBudget = gatekit.Budget{Time: time.Minute, OversizedTime: 5 * time.Minute}
 
 // oversized is the host's full subject cap.
 const oversized = host.MaxSubjectBytes
@@ -56,9 +56,9 @@ func githubCatalog(t *testing.T) *catalog.Store {
 
 func TestBuiltinStaticVerify(t *testing.T) {
 	t.Parallel()
-	cases, err := gatetest.LoadCases(filepath.Join(root(t), "testdata/static-verify/cases"))
+	cases, err := gatekit.LoadCases(filepath.Join(root(t), "testdata/static-verify/cases"))
 	require.NoError(t, err)
-	r := gatetest.Run(t, build(t, "plugins/static-verify/wasm"), gatetest.Options{
+	r := gatekit.Run(t, build(t, "plugins/static-verify/wasm"), gatekit.Options{
 		Budget: testBudget, OversizedBytes: oversized, Cases: cases,
 		Host: host.Config{Catalog: githubCatalog(t), CacheDir: testwasm.CacheDir()},
 	})
@@ -67,7 +67,7 @@ func TestBuiltinStaticVerify(t *testing.T) {
 
 func TestBuiltinExec(t *testing.T) {
 	t.Parallel()
-	gatetest.Run(t, build(t, "plugins/exec/wasm"), gatetest.Options{
+	gatekit.Run(t, build(t, "plugins/exec/wasm"), gatekit.Options{
 		Budget: testBudget, OversizedBytes: oversized,
 		Subjects: map[abi.SubjectKind]json.RawMessage{
 			abi.SubjectToolCall: json.RawMessage(`{"id":"c1","tool":"create_issue","parameters":{"owner":"o","repo":"r","title":"t"}}`),
@@ -78,7 +78,7 @@ func TestBuiltinExec(t *testing.T) {
 
 func TestBuiltinMerge(t *testing.T) {
 	t.Parallel()
-	gatetest.Run(t, build(t, "plugins/merge/wasm"), gatetest.Options{
+	gatekit.Run(t, build(t, "plugins/merge/wasm"), gatekit.Options{
 		Budget: testBudget, OversizedBytes: oversized,
 		Host: host.Config{CacheDir: testwasm.CacheDir()},
 	})
@@ -95,10 +95,10 @@ func TestBuiltinPreconditions(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &db))
 	example, err := os.ReadFile(filepath.Join(dir, "testdata/domains/examples/retail-cancel-processed.json"))
 	require.NoError(t, err)
-	gatetest.Run(t, build(t, "plugins/preconditions/wasm"), gatetest.Options{
+	gatekit.Run(t, build(t, "plugins/preconditions/wasm"), gatekit.Options{
 		Budget: testBudget, OversizedBytes: oversized,
 		Config: json.RawMessage(`{"domain":"retail"}`),
-		Cases: []gatetest.Case{{Name: "retail-cancel-processed", Note: "cancelling a processed order is denied",
+		Cases: []gatekit.Case{{Name: "retail-cancel-processed", Note: "cancelling a processed order is denied",
 			Subject: example, WantVerdict: abi.Rejected}},
 		Host: host.Config{CacheDir: testwasm.CacheDir(),
 			Domains: map[string]host.Domain{"retail": {Catalog: cat, Source: datasource.NewDocuments(db)}}},

@@ -1,4 +1,4 @@
-package gatetest_test
+package gatekit_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/testwasm"
-	"github.com/gatehost/gatehost/sdk/gatetest"
+	"github.com/gatehost/gatehost/sdk/gatekit"
 )
 
 // TestBrokenGateListsEveryProblem runs the kit on a gate that breaks nearly
@@ -22,10 +22,10 @@ func TestBrokenGateListsEveryProblem(t *testing.T) {
 	t.Parallel()
 	wasm, err := testwasm.WAT("testdata/gatetest/broken.wat")
 	require.NoError(t, err)
-	cases, err := gatetest.LoadCases(filepath.Join(root(t), "testdata/gatetest/broken-cases"))
+	cases, err := gatekit.LoadCases(filepath.Join(root(t), "testdata/gatetest/broken-cases"))
 	require.NoError(t, err)
-	r, err := gatetest.Check(context.Background(), wasm, gatetest.Options{
-		Cases: cases, Budget: gatetest.Budget{Time: 500 * time.Millisecond, OversizedTime: time.Second},
+	r, err := gatekit.Check(context.Background(), wasm, gatekit.Options{
+		Cases: cases, Budget: gatekit.Budget{Time: 500 * time.Millisecond, OversizedTime: time.Second},
 		Host: host.Config{CacheDir: testwasm.CacheDir()},
 	})
 	require.NoError(t, err)
@@ -46,11 +46,11 @@ func TestBrokenGateListsEveryProblem(t *testing.T) {
 	} {
 		assert.True(t, got[want], "no failure %q among:\n%v", want, r.Err())
 	}
-	for _, c := range []string{gatetest.CheckDescriptor, gatetest.CheckEvidence, gatetest.CheckTrap, gatetest.CheckMalformed,
-		gatetest.CheckBudget, gatetest.CheckCase, gatetest.CheckDeterminism, gatetest.CheckCapabilities} {
+	for _, c := range []string{gatekit.CheckDescriptor, gatekit.CheckEvidence, gatekit.CheckTrap, gatekit.CheckMalformed,
+		gatekit.CheckBudget, gatekit.CheckCase, gatekit.CheckDeterminism, gatekit.CheckCapabilities} {
 		assert.Equal(t, "fail", r.Checks[c], c)
 	}
-	assert.Equal(t, "pass", r.Checks[gatetest.CheckModule])
+	assert.Equal(t, "pass", r.Checks[gatekit.CheckModule])
 	assert.Error(t, r.Err())
 }
 
@@ -61,13 +61,13 @@ func TestWATExample(t *testing.T) {
 	wasm, err := testwasm.WAT("examples/effect-guard-wat/gate.wat")
 	require.NoError(t, err)
 	dir := root(t)
-	cases, err := gatetest.LoadCases(filepath.Join(dir, "examples/effect-guard-wat/cases"))
+	cases, err := gatekit.LoadCases(filepath.Join(dir, "examples/effect-guard-wat/cases"))
 	require.NoError(t, err)
 	tools, err := catalog.Load(filepath.Join(dir, "testdata/exec/catalog.json"), catalog.ImportOptions{Format: catalog.FormatNative})
 	require.NoError(t, err)
 	store, err := catalog.NewStore(tools...)
 	require.NoError(t, err)
-	r, err := gatetest.Check(context.Background(), wasm, gatetest.Options{
+	r, err := gatekit.Check(context.Background(), wasm, gatekit.Options{
 		Cases: cases, Budget: testBudget, OversizedBytes: host.MaxSubjectBytes,
 		Host: host.Config{Catalog: store, CacheDir: testwasm.CacheDir()},
 	})
