@@ -18,6 +18,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/host/subject"
 )
 
 // Event-log record kinds of approvals obtained through elicitation. The
@@ -85,40 +86,84 @@ func (a *approvals) add(ap approval) {
 }
 
 // take consumes the approval id for exactly the call described by want;
-// whatever the outcome, the approval is gone afterwards.
-func (a *approvals) take(id string, want approval) error {
+// whatever the outcome, the approval is gone afterwards. It returns the
+// approval as granted, or want (under id) when there is none.
+func (a *approvals) take(id string, want approval) (approval, error) {
 	a.mu.Lock()
 	ap, ok := a.m[id]
 	delete(a.m, id)
 	a.mu.Unlock()
 	switch {
 	case !ok:
-		return errApprovalUnknown
+		want.ID = id
+		return want, errApprovalUnknown
 	case a.now().After(ap.ExpiresAt):
-		return errApprovalExpired
+		return ap, errApprovalExpired
 	case ap.Session != want.Session || ap.Tool != want.Tool || ap.SchemaDigest != want.SchemaDigest ||
 		ap.SubjectSHA256 != want.SubjectSHA256 || ap.Pipeline != want.Pipeline:
-		return errApprovalMismatch
+		return ap, errApprovalMismatch
 	}
-	return nil
+	return ap, nil
+}
+
+// confirmer is the gateway as its host's Confirmer (host.Config.Confirmer):
+// it resolves the approval ids the gateway presents as confirmation tokens.
+type confirmer Gateway
+
+// Confirm takes the approval req.Token for the call req describes: the
+// pipeline, the session, and the tool's id and schema digest in the run's
+// pinned snapshot, and the SHA-256 of the native subject the run checks.
+// Its use, or its refusal, is recorded under req.RunID before the run; an
+// approval that does not fit confirms nothing (nil: the gates deny what
+// needs a confirmation), and is gone either way. A failed record is an
+// error: the run does not happen (host.ErrConfirmation).
+func (c *confirmer) Confirm(_ context.Context, req host.ConfirmationRequest) (*abi.Confirmation, error) {
+	g := (*Gateway)(c)
+	want := approval{Pipeline: req.Pipeline, Session: req.Session, Tool: req.ToolName, SubjectSHA256: req.SubjectSHA256}
+	if req.Tool != nil {
+		want.Tool, want.SchemaDigest = req.Tool.ID, req.Tool.SchemaDigest
+	}
+	ap, err := g.approvals.take(req.Token, want)
+	if err == nil && req.Tool == nil { // no tool, nothing to confirm
+		err = errApprovalMismatch
+	}
+	if err != nil {
+		g.opts.Logger.Warn("mcp gateway: approval refused", "run_id", req.RunID, "approval_id", ap.ID, "reason", err)
+		if rerr := g.record(kindApprovalRefused, req.RunID, err.Error(), ap); rerr != nil {
+			return nil, fmt.Errorf("mcpgateway: approval refusal not recorded: %w", rerr)
+		}
+		return nil, nil
+	}
+	if err := g.record(kindApprovalUsed, req.RunID, "", ap); err != nil {
+		return nil, fmt.Errorf("mcpgateway: approval use not recorded: %w", err)
+	}
+	return &abi.Confirmation{Tool: req.Tool.ID, Token: req.Token}, nil
 }
 
 // confirm asks the person, through elicitation/create, to approve a call
 // the pipeline rejected only for want of a confirmation. An approval is
-// recorded in the event log before it is used, then consumed by a second
-// run that carries it; any other outcome (no elicitation capability,
-// decline, cancel, timeout, a failed record) returns the first decision:
-// rejected with confirmation_required.
-func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, native []byte, up *upconn) *host.Decision {
+// recorded in the event log when granted, then taken by a second run that
+// carries its id (see confirmer) and is bound to that run's snapshot. Any
+// outcome short of an approved call (no elicitation capability, decline,
+// cancel, timeout, a failed record, an approval that no longer fits)
+// returns the first decision, rejected with confirmation_required, or an
+// error when the second run could not be checked (nothing is then sent).
+func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up *upconn) (*host.Decision, error) {
 	g := d.g
 	ss := d.serverSession()
 	caps := d.clientCapabilities()
 	if ss == nil || caps.Elicitation == nil || up == nil {
-		return dec
+		return dec, nil
 	}
 	t, ok := g.h.Catalog().Snapshot().Get(c.name)
 	if !ok {
-		return dec
+		return dec, nil
+	}
+	// The subject exactly as the host records it, so that the binding is
+	// the host's subject_sha256.
+	native, err := g.h.NativeSubject(g.opts.Pipeline, c.params, subject.FormatMCP)
+	if err != nil {
+		return dec, nil
 	}
 	sum := sha256.Sum256(native)
 	ap := approval{ID: "ap-" + randomHex(16), Pipeline: g.opts.Pipeline, Session: c.session, Tool: t.ID,
@@ -164,51 +209,32 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, na
 	}
 	if err := g.record(kind, dec.RunID, ap.Answer, ap); err != nil {
 		g.opts.Logger.Error("mcp gateway: approval not recorded; not used", "run_id", dec.RunID, "error", err)
-		return dec
+		return dec, nil
 	}
 	g.opts.Logger.Info("mcp gateway: confirmation asked", "run_id", dec.RunID, "tool", t.ID, "answer", ap.Answer)
 	if ap.Answer != answerApproved || ctx.Err() != nil {
-		return dec
+		return dec, nil
 	}
 	g.approvals.add(ap)
-
-	// The approval is consumed against the catalog as it is now: a tool
-	// whose schema changed while the person was asked is another call.
-	now, ok := g.h.Catalog().Snapshot().Get(c.name)
-	if !ok {
-		now = t
-		now.SchemaDigest = ""
-	}
-	want := ap
-	want.Tool, want.SchemaDigest = now.ID, now.SchemaDigest
-	if err := g.approvals.take(ap.ID, want); err != nil {
-		_ = g.record(kindApprovalRefused, dec.RunID, err.Error(), ap)
-		return dec
-	}
-	c.confirmation = &abi.Confirmation{Tool: t.ID, Token: ap.ID}
-	dec2, _, err := g.decide(ctx, c)
+	c.token = ap.ID
+	dec2, err := g.decide(ctx, c)
 	if dec2 == nil {
-		g.opts.Logger.Error("mcp gateway: confirmed run failed", "error", err)
-		return dec
+		g.opts.Logger.Error("mcp gateway: confirmed run not checked; nothing is sent", "approval_id", ap.ID, "error", err)
+		return nil, err
 	}
-	if err := g.record(kindApprovalUsed, dec2.RunID, "", ap); err != nil {
-		g.opts.Logger.Error("mcp gateway: approval use not recorded; the call is not forwarded", "run_id", dec2.RunID, "error", err)
-		return dec
-	}
-	return dec2
+	return dec2, err
 }
 
 // record appends an approval record to the event log, if there is one.
 func (g *Gateway) record(kind, runID, reason string, ap approval) error {
-	if g.opts.EventLog == nil {
+	if g.appendRecord == nil {
 		return nil
 	}
 	data, err := json.Marshal(ap)
 	if err != nil {
 		return err
 	}
-	_, err = g.opts.EventLog.Append(eventlog.Record{Kind: kind, RunID: runID, Pipeline: ap.Pipeline, Reason: reason, Data: data})
-	return err
+	return g.appendRecord(eventlog.Record{Kind: kind, RunID: runID, Pipeline: ap.Pipeline, Reason: reason, Data: data})
 }
 
 // effectWords say what an effect class means (host/catalog Effect); an

@@ -14,21 +14,35 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/mcpgateway"
 )
 
-// logKinds reads the event log's records: kind and reason, in order.
-func logKinds(t *testing.T, path string) (kinds, reasons []string) {
+// readLog reads the event log's records, in order.
+func readLog(t *testing.T, path string) []eventlog.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
+	var out []eventlog.Record
 	for sc.Scan() {
 		var r eventlog.Record
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		out = append(out, r)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// logKinds reads the event log's records: kind and reason, in order.
+func logKinds(t *testing.T, path string) (kinds, reasons []string) {
+	t.Helper()
+	for _, r := range readLog(t, path) {
 		kinds = append(kinds, r.Kind)
 		reasons = append(reasons, r.Reason)
 	}
@@ -183,4 +197,147 @@ func TestClientGoneDuringElicitation(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "no approval_refused record")
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// logRecords reads the event log's records of the given kind.
+func logRecords(t *testing.T, path, kind string) []eventlog.Record {
+	t.Helper()
+	var out []eventlog.Record
+	for _, r := range readLog(t, path) {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// confirmWrites is the exec policy under which write_note, and only it,
+// needs a person's confirmation.
+var confirmWrites = []byte(`{"confirm_effects":[],"confirm_tools":["mcp.notes:write_note"]}`)
+
+// rugPullThenApprove returns client options whose person approves, but
+// only after the upstream changed write_note's schema and the gateway
+// published the change (it announces tools/list_changed after publishing).
+func rugPullThenApprove() *mcp.ClientOptions {
+	opts, changed := listChanged()
+	opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		res, err := r.Session.CallTool(ctx, &mcp.CallToolParams{Name: "rug_pull", Arguments: map[string]any{"mode": "schema"}})
+		if err != nil {
+			return nil, err
+		}
+		if res.IsError {
+			return nil, errors.New("rug_pull refused")
+		}
+		<-changed
+		return approveAll(ctx, r)
+	}
+	return opts
+}
+
+// TestApprovalBoundToRunSnapshot: a tool whose schema changes (a new
+// catalog snapshot) while the person is asked is another call: the
+// approval, minted on the old schema, is refused by the confirmed run,
+// which pins the new snapshot, and nothing is forwarded.
+func TestApprovalBoundToRunSnapshot(t *testing.T) {
+	f := newFixtureWith(t, confirmWrites, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, rugPullThenApprove())
+	_, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+
+	w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "new"})
+	assert.True(t, w.IsError, text(w))
+	assert.Equal(t, "note: ", text(call(t, cs, "read_note", map[string]any{"name": "a"})), "nothing was written")
+
+	minted := logRecords(t, f.logPath, "approval_minted")
+	require.Len(t, minted, 1)
+	refused := logRecords(t, f.logPath, "approval_refused")
+	require.Len(t, refused, 1)
+	assert.Equal(t, "approval bound to another call", refused[0].Reason)
+	assert.NotEqual(t, minted[0].RunID, refused[0].RunID, "refused by the confirmed run")
+	assert.Equal(t, minted[0].Data, refused[0].Data, "the approval as minted")
+	assert.Empty(t, logRecords(t, f.logPath, "approval_used"))
+	_, err = eventlog.Verify(f.logPath)
+	assert.NoError(t, err)
+}
+
+// TestApprovalUseNotRecorded: an approval whose use, or refusal, the
+// event log cannot record stops the confirmed run before any stage:
+// nothing is forwarded, and the agent gets an error saying so.
+func TestApprovalUseNotRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		kind string // the record the log fails
+		opts *mcp.ClientOptions
+	}{
+		{"approval_used", &mcp.ClientOptions{ElicitationHandler: approveAll}},
+		// The approval no longer fits when it is used.
+		{"approval_refused", rugPullThenApprove()},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			f := newFixtureWith(t, confirmWrites, nil, nil)
+			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+			mcpgateway.FailRecords(g, tc.kind)
+			cs := connect(t, g, tc.opts)
+			_, err := cs.ListTools(context.Background(), nil)
+			require.NoError(t, err)
+
+			d := call(t, cs, "write_note", map[string]any{"name": "a", "text": "new"})
+			assert.True(t, d.IsError)
+			assert.Contains(t, text(d), "not recorded")
+			assert.Contains(t, text(d), "nothing was sent")
+			assert.NotContains(t, text(d), "new", "arguments are not echoed")
+			assert.Equal(t, "note: ", text(call(t, cs, "read_note", map[string]any{"name": "a"})), "nothing was written")
+			assert.Len(t, logRecords(t, f.logPath, "approval_minted"), 1)
+			assert.Empty(t, logRecords(t, f.logPath, tc.kind))
+		})
+	}
+}
+
+// TestApprovalNotReplayable: an approval is the host's Confirmer's to
+// take, once: its id presented again, for the same call or another, or an
+// id the gateway never minted, confirms nothing (the run is rejected with
+// confirmation_required) and the refusal is recorded with the run.
+func TestApprovalNotReplayable(t *testing.T) {
+	f := newFixtureWith(t, confirmWrites, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, &mcp.ClientOptions{ElicitationHandler: approveAll})
+	_, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.False(t, call(t, cs, "write_note", map[string]any{"name": "a", "text": "once"}).IsError)
+	used := logRecords(t, f.logPath, "approval_used")
+	require.Len(t, used, 1)
+	var ap struct {
+		ID      string `json:"approval_id"`
+		Session string `json:"session"`
+	}
+	require.NoError(t, json.Unmarshal(used[0].Data, &ap))
+	require.NotEmpty(t, ap.ID)
+
+	for _, tc := range []struct {
+		name, token, params string
+	}{
+		{"same call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"once"}}`},
+		{"another call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"twice"}}`},
+		{"never minted", "ap-00000000000000000000000000000000", `{"name":"write_note","arguments":{"name":"a","text":"once"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := g.Host().Check(context.Background(), "exec", []byte(tc.params),
+				host.RunOptions{Format: subject.FormatMCP, Session: ap.Session, ConfirmationToken: tc.token})
+			require.NoError(t, err)
+			assert.Equal(t, abi.Rejected, d.Verdict)
+			var codes []string
+			for _, f := range d.Findings {
+				codes = append(codes, f.Code)
+			}
+			assert.Equal(t, []string{"confirmation_required"}, codes)
+			var refused []string
+			for _, r := range logRecords(t, f.logPath, "approval_refused") {
+				if r.RunID == d.RunID {
+					refused = append(refused, r.Reason)
+				}
+			}
+			assert.Equal(t, []string{"approval unknown or already used"}, refused)
+		})
+	}
+	assert.Len(t, logRecords(t, f.logPath, "approval_used"), 1, "used once")
 }

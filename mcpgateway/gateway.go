@@ -20,6 +20,17 @@
 //     sent and the agent gets an isError result naming the findings, with
 //     the Decision as structuredContent;
 //   - everything else passes through to the upstream and back.
+//
+// New builds the host from a host.Config and owns it: every decision is
+// one host.Check of the call's MCP params (subject.FormatMCP). When the
+// only finding is confirmation_required and the client can elicit, the
+// person is asked; an approval is minted bound to the session, the tool's
+// id and schema digest, and the SHA-256 of the host's native subject, and
+// the call runs again carrying its id as the confirmation token. The
+// gateway is the host's Confirmer: it takes the approval against the tool
+// as that run's pinned catalog snapshot has it, single use, within
+// Options.ApprovalTTL, and records its use (or refusal) under the run's id
+// before any stage runs.
 package mcpgateway
 
 import (
@@ -37,6 +48,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
 )
 
@@ -62,6 +74,10 @@ var (
 type Gateway struct {
 	h    *host.Host
 	opts Options
+	// appendRecord appends an approval record to the host's event log;
+	// nil when the host has none. ownLog is the log when New opened it.
+	appendRecord func(eventlog.Record) error
+	ownLog       *eventlog.Log
 
 	mu    sync.Mutex // serialises catalog publication
 	lists []*listed  // per upstream, the latest tools/list; nil until listed
@@ -96,35 +112,72 @@ func (g *Gateway) background(f func()) {
 	}()
 }
 
-// New returns a gateway that checks every tools/call with h's pipeline
-// opts.Pipeline. It connects to nothing yet: upstreams are started per
-// downstream session. Errors: *OptionsError (ErrOptions) naming the field,
-// or ErrPipeline.
-func New(h *host.Host, opts Options) (*Gateway, error) {
-	if h == nil {
-		return nil, &OptionsError{Field: "host", Reason: "required"}
-	}
+// New builds a host from cfg and returns a gateway that checks every
+// tools/call with its pipeline opts.Pipeline. The gateway owns the host
+// (Host returns it; Close closes it): it installs its approval store as
+// cfg.Confirmer, so that a person's approval is resolved against the
+// catalog snapshot each run pins, and cfg.Confirmer must be nil. Approvals
+// are recorded in the host's event log: cfg.EventLog, or the log New opens
+// at cfg.EventLogPath (and Close closes). New connects to nothing yet:
+// upstreams are started per downstream session. Errors: *OptionsError
+// (ErrOptions) naming the field, ErrPipeline, or host.New's error.
+func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err
 	}
-	found := false
-	for _, p := range h.Pipelines() {
-		if p.Name == o.Pipeline {
-			if p.Subject != abi.SubjectToolCall {
-				return nil, fmt.Errorf("%w %q checks %s subjects; the gateway needs a tool_call pipeline", ErrPipeline, o.Pipeline, p.Subject)
-			}
-			found = true
-		}
+	if cfg.Confirmer != nil {
+		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
-	if !found {
-		return nil, fmt.Errorf("%w %q: no such pipeline", ErrPipeline, o.Pipeline)
-	}
-	g := &Gateway{h: h, opts: o, lists: make([]*listed, len(o.Upstreams)),
+	g := &Gateway{opts: o, lists: make([]*listed, len(o.Upstreams)),
 		approvals: newApprovals(o.ApprovalTTL), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
 	g.routes.Store(&map[string]route{})
+	// One writer of the log: the host records decisions, the gateway
+	// approvals.
+	if cfg.EventLog == nil && cfg.EventLogPath != "" {
+		l, err := eventlog.Open(cfg.EventLogPath, eventlog.Options{Logger: o.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("mcpgateway: event log: %w", err)
+		}
+		g.ownLog = l
+		cfg.EventLog, cfg.EventLogPath = l, ""
+	}
+	if l := cfg.EventLog; l != nil {
+		g.appendRecord = func(r eventlog.Record) error {
+			_, err := l.Append(r)
+			return err
+		}
+	}
+	cfg.Confirmer = (*confirmer)(g)
+	h, err := host.New(ctx, cfg)
+	if err == nil {
+		g.h = h
+		err = checkPipeline(h, o.Pipeline)
+	}
+	if err != nil {
+		_ = g.closeHost()
+		return nil, err
+	}
 	return g, nil
 }
+
+// checkPipeline refuses a pipeline h lacks or whose subject is not a tool
+// call.
+func checkPipeline(h *host.Host, name string) error {
+	for _, p := range h.Pipelines() {
+		if p.Name == name {
+			if p.Subject != abi.SubjectToolCall {
+				return fmt.Errorf("%w %q checks %s subjects; the gateway needs a tool_call pipeline", ErrPipeline, name, p.Subject)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %q: no such pipeline", ErrPipeline, name)
+}
+
+// Host is the host the gateway decides with, for what an embedder does
+// besides (sessions, catalog, its own checks). It is closed by Close.
+func (g *Gateway) Host() *host.Host { return g.h }
 
 // Handler returns the Streamable HTTP endpoint (MCP 2025-11-25 transport,
 // Mcp-Session-Id sessions). Mount it where clients should connect, behind
@@ -164,9 +217,10 @@ func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	return err
 }
 
-// Close closes every open session (client connection, upstreams) and
-// waits until the upstreams' processes have exited (a stdio server that ignores its closed stdin is
-// terminated after a grace period of 2s).
+// Close closes every open session (client connection, upstreams), waits
+// until the upstreams' processes have exited (a stdio server that ignores
+// its closed stdin is terminated after a grace period of 2s), then closes
+// the host and the event log New opened.
 func (g *Gateway) Close() error {
 	g.sessions.Range(func(k, _ any) bool {
 		d := k.(*downstream)
@@ -181,7 +235,20 @@ func (g *Gateway) Close() error {
 	g.isClosed = true
 	g.closeMu.Unlock()
 	g.closing.Wait()
-	return nil
+	return g.closeHost()
+}
+
+// closeHost closes the host, then the log New opened (after the host's
+// last record).
+func (g *Gateway) closeHost() error {
+	var err error
+	if g.h != nil {
+		err = g.h.Close(context.Background())
+	}
+	if g.ownLog != nil {
+		err = errors.Join(err, g.ownLog.Close())
+	}
+	return err
 }
 
 // call is one tools/call as the gateway decides on it.
@@ -189,33 +256,21 @@ type call struct {
 	session string
 	name    string
 	args    json.RawMessage
-	// confirmation, when set, is a person's approval of this very call.
-	confirmation *abi.Confirmation
+	// params are the tools/call params as the host reads them
+	// (subject.FormatMCP); the native subject is the host's conversion.
+	params []byte
+	// token, when set, is the id of a person's approval of this very call,
+	// resolved by the gateway's Confirmer against the run's snapshot.
+	token string
 }
 
 // decide runs the pipeline on one tools/call. It is the gateway's only way
-// into the host. It returns the Decision and the native subject it checked
-// (whose SHA-256 the decision record holds); an error without a Decision
-// means the call could not be checked at all (a bad subject).
-func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, []byte, error) {
-	params, err := json.Marshal(struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments,omitempty"`
-	}{c.name, c.args})
-	if err != nil {
-		return nil, nil, err
-	}
-	tc, _, err := subject.ParseToolCall(params, subject.FormatMCP)
-	if err != nil {
-		return nil, nil, err
-	}
-	native, err := json.Marshal(tc)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := g.h.Check(ctx, g.opts.Pipeline, native, host.RunOptions{
-		Session: c.session, Confirmation: c.confirmation})
-	return d, native, err
+// into the host. An error without a Decision means the call could not be
+// checked at all: a bad subject, or an approval whose use could not be
+// recorded (host.ErrConfirmation).
+func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, error) {
+	return g.h.Check(ctx, g.opts.Pipeline, c.params, host.RunOptions{
+		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token})
 }
 
 func randomHex(n int) string {

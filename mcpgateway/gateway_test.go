@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/mcpgateway"
 )
@@ -35,15 +37,30 @@ func TestOptionsRefused(t *testing.T) {
 		{"negative size", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{up}, MaxResultBytes: -1}, "max_result_bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := mcpgateway.New(f.h, tc.opts)
+			_, err := mcpgateway.New(context.Background(), f.cfg, tc.opts)
 			var oe *mcpgateway.OptionsError
 			require.ErrorAs(t, err, &oe)
 			assert.Equal(t, tc.field, oe.Field)
 			assert.ErrorIs(t, err, mcpgateway.ErrOptions)
 		})
 	}
-	_, err := mcpgateway.New(f.h, mcpgateway.Options{Pipeline: "nope", Upstreams: []mcpgateway.Upstream{up}})
+	_, err := mcpgateway.New(context.Background(), f.cfg, mcpgateway.Options{Pipeline: "nope", Upstreams: []mcpgateway.Upstream{up}})
 	assert.ErrorIs(t, err, mcpgateway.ErrPipeline)
+
+	// The gateway's approvals are the host's Confirmer: it takes no other.
+	cfg := f.cfg
+	cfg.Confirmer = otherConfirmer{}
+	_, err = mcpgateway.New(context.Background(), cfg, mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{up}})
+	var oe *mcpgateway.OptionsError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "host.Confirmer", oe.Field)
+}
+
+// otherConfirmer confirms whatever it is asked.
+type otherConfirmer struct{}
+
+func (otherConfirmer) Confirm(_ context.Context, req host.ConfirmationRequest) (*abi.Confirmation, error) {
+	return &abi.Confirmation{Tool: req.ToolName, Token: req.Token}, nil
 }
 
 // TestGatedCalls: through a stdio upstream, every tools/call is decided

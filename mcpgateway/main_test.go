@@ -36,14 +36,17 @@ func TestMain(m *testing.M) {
 // tools (no annotations, or destructive) need a person's confirmation.
 var confirmNonIdempotent = json.RawMessage(`{"confirm_effects":["non_idempotent"]}`)
 
-// fixture is a host with an exec pipeline and its event log.
+// fixture is the config of a host with an exec pipeline, and its event
+// log. Each gateway builds its own host from cfg; h is the host of the
+// latest gateway newGateway built.
 type fixture struct {
+	cfg     host.Config
 	h       *host.Host
 	evlog   *eventlog.Log
 	logPath string
 }
 
-// newFixture builds a host whose pipeline "exec" runs the exec gate
+// newFixture configures a host whose pipeline "exec" runs the exec gate
 // (policy confirmNonIdempotent), plus any further stages (such as
 // preconditions) with their domains.
 func newFixture(t *testing.T, extra []host.StageConfig, domains map[string]host.Domain) *fixture {
@@ -52,7 +55,7 @@ func newFixture(t *testing.T, extra []host.StageConfig, domains map[string]host.
 }
 
 // newFixtureWith is newFixture with the exec gate's config; tweaks change
-// the host config before the host is built.
+// the host config.
 func newFixtureWith(t testing.TB, execConfig json.RawMessage, extra []host.StageConfig, domains map[string]host.Domain, tweaks ...func(*host.Config)) *fixture {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
@@ -71,10 +74,7 @@ func newFixtureWith(t testing.TB, execConfig json.RawMessage, extra []host.Stage
 	for _, tw := range tweaks {
 		tw(&cfg)
 	}
-	h, err := host.New(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	return &fixture{h: h, evlog: evlog, logPath: logPath}
+	return &fixture{cfg: cfg, evlog: evlog, logPath: logPath}
 }
 
 // stdioUpstream is the test upstream as a process the gateway starts.
@@ -85,18 +85,17 @@ func stdioUpstream(t *testing.T, name string) mcpgateway.Upstream {
 	return mcpgateway.Upstream{Name: name, Command: []string{exe, "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}}
 }
 
-// newGateway returns a gateway over f's host with the "exec" pipeline.
+// newGateway returns a gateway with the "exec" pipeline over a host built
+// from f's config, which becomes f.h.
 func (f *fixture) newGateway(t testing.TB, opts mcpgateway.Options) *mcpgateway.Gateway {
 	t.Helper()
 	if opts.Pipeline == "" {
 		opts.Pipeline = "exec"
 	}
-	if opts.EventLog == nil {
-		opts.EventLog = f.evlog
-	}
-	g, err := mcpgateway.New(f.h, opts)
+	g, err := mcpgateway.New(context.Background(), f.cfg, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
+	f.h = g.Host()
 	return g
 }
 

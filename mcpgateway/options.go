@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
-
-	"github.com/gatehost/gatehost/host/eventlog"
 )
 
 // Defaults of Options' zero fields.
@@ -100,10 +98,6 @@ type Options struct {
 	// SessionIdleTimeout closes an idle Streamable HTTP session and its
 	// upstreams; default DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
-	// EventLog, when set, receives the approval records (the host records
-	// decisions itself). It should be the host's own log (host.Config
-	// EventLog). Nil records approvals nowhere.
-	EventLog *eventlog.Log
 	// Logger receives the gateway's log lines; default slog.Default().
 	Logger *slog.Logger
 }

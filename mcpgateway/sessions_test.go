@@ -21,8 +21,8 @@ import (
 func TestSessionsInTheStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.json")
 	f := newFixtureWith(t, confirmNonIdempotent, nil, nil, func(c *host.Config) { c.Sessions = session.NewFileStore(path) })
-	g, err := mcpgateway.New(f.h, mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
-		CoreTools: []string{"read_note"}, ActivateOnList: []string{"write_note"}, EventLog: f.evlog})
+	g, err := mcpgateway.New(context.Background(), f.cfg, mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		CoreTools: []string{"read_note"}, ActivateOnList: []string{"write_note"}})
 	require.NoError(t, err)
 	cs := connect(t, g, nil)
 	_, err = cs.ListTools(context.Background(), nil)

@@ -177,8 +177,12 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		r, routed = (*d.g.routes.Load())[p.Name]
 		up = d.ups[r.upstream]
 	}
-	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments}
-	dec, native, err := d.g.decide(ctx, c)
+	params, err := json.Marshal(p)
+	if err != nil {
+		return errorResult("", "gatehost: the call was not checked: %v; nothing was sent", err), nil
+	}
+	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments, params: params}
+	dec, err := d.g.decide(ctx, c)
 	if dec == nil {
 		// The call could not be checked (not a valid tool call): nothing
 		// is sent. The subject errors name fields, never argument values.
@@ -188,7 +192,13 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		d.g.opts.Logger.Error("mcp gateway: decision", "run_id", dec.RunID, "error", err)
 	}
 	if dec.Verdict == abi.Rejected && err == nil && onlyConfirmationMissing(dec) {
-		dec = d.confirm(ctx, c, dec, native, up)
+		first := dec
+		if dec, err = d.confirm(ctx, c, dec, up); dec == nil {
+			return errorResult(first.RunID, "gatehost: the approved call was not checked: %v; nothing was sent", err), nil
+		}
+		if err != nil {
+			d.g.opts.Logger.Error("mcp gateway: decision", "run_id", dec.RunID, "error", err)
+		}
 	}
 	if dec.Verdict != abi.Accepted {
 		return deniedResult(dec), nil

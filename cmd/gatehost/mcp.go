@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/server"
@@ -65,19 +64,18 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer evlog.Close()
 	cfg.Host.EventLogPath, cfg.Host.EventLog, cfg.Host.Logger = "", evlog, logger
+	opts.Logger = logger
 	if opts.Pipeline != "" {
 		onlyPipeline(&cfg.Host, opts.Pipeline)
 	}
-	h, err := host.New(ctx, cfg.Host)
-	if err != nil {
-		return fail(stderr, cfg.HostError(err))
-	}
-	defer h.Close(context.WithoutCancel(ctx))
-	opts.EventLog, opts.Logger = evlog, logger
-	g, err := mcpgateway.New(h, opts)
+	// The gateway builds and owns the host: its approvals are the host's
+	// Confirmer.
+	g, err := mcpgateway.New(ctx, cfg.Host, opts)
 	if err != nil {
 		if errors.Is(err, mcpgateway.ErrOptions) {
 			err = fmt.Errorf("config %s: mcp: %w (or --pipeline / -- UPSTREAM)", cfg.File, err)
+		} else if !errors.Is(err, mcpgateway.ErrPipeline) {
+			err = cfg.HostError(err)
 		}
 		return fail(stderr, err)
 	}
