@@ -88,7 +88,13 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost:", err)
 	}
-	switch d.Verdict {
+	return verdictExit(d.Verdict)
+}
+
+// verdictExit is the exit code of a decided run, the verdict's (README's
+// exit-code table); anything but accepted or rejected is inconclusive.
+func verdictExit(v abi.Verdict) int {
+	switch v {
 	case abi.Accepted:
 		return exitAccepted
 	case abi.Rejected:

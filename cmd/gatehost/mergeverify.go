@@ -97,13 +97,7 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost:", err)
 	}
-	switch d.Verdict {
-	case abi.Accepted:
-		return exitAccepted
-	case abi.Rejected:
-		return exitRejected
-	}
-	return exitInconclusive
+	return verdictExit(d.Verdict)
 }
 
 func pickMergePipeline(all []host.PipelineInfo, name string) (host.PipelineInfo, error) {
