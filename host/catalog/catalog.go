@@ -29,15 +29,15 @@ type Effect string
 
 const (
 	// EffectReadOnly: the tool does not modify its environment.
-	EffectReadOnly Effect = "read_only"
+	EffectReadOnly Effect = abi.EffectReadOnly
 	// EffectIdempotentWrite: the tool writes, only additively (it destroys
 	// nothing), and repeating a call with the same arguments has no further
 	// effect.
-	EffectIdempotentWrite Effect = "idempotent_write"
+	EffectIdempotentWrite Effect = abi.EffectIdempotentWrite
 	// EffectNonIdempotent: the tool writes, and repeats may compound or the
 	// write may destroy. It is the default whenever nothing better is
 	// known, and the class of every destructive tool, idempotent or not.
-	EffectNonIdempotent Effect = "non_idempotent"
+	EffectNonIdempotent Effect = abi.EffectNonIdempotent
 )
 
 func (e Effect) valid() bool {
@@ -118,8 +118,8 @@ func (h *Hints) abi() *abi.ToolHints {
 // "plugin_config{<id>}", where the identifier is a non-empty string of
 // [a-z0-9_.-].
 const (
-	ProvenanceBuiltin    = "builtin_runtime"
-	ProvenanceUnverified = "unverified"
+	ProvenanceBuiltin    = abi.ProvenanceBuiltin
+	ProvenanceUnverified = abi.ProvenanceUnverified
 )
 
 // Tool is one catalog record.
@@ -221,9 +221,11 @@ var (
 	// ErrInvalidJSON: input is not strict JSON (see CanonicalJSON).
 	ErrInvalidJSON = errors.New("invalid JSON")
 	// ErrInvalidID: a tool id, namespace or server name is malformed.
-	ErrInvalidID = errors.New("invalid tool id")
+	// It is abi.ErrToolID.
+	ErrInvalidID = abi.ErrToolID
 	// ErrInvalidName: a wire name or alias is empty, too long or not UTF-8.
-	ErrInvalidName = errors.New("invalid tool name")
+	// It is abi.ErrToolName.
+	ErrInvalidName = abi.ErrToolName
 	// ErrInvalidSchema: an input schema is not a JSON object.
 	ErrInvalidSchema = errors.New("invalid input schema")
 	// ErrInvalidTool: any other malformed record field (effect,
