@@ -3,10 +3,10 @@ package host
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/ijson"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // CodeUndecodableArguments is the code of the host's own blocking finding
@@ -87,13 +87,7 @@ func undecodableFinding(index *int, id, tool string, parseError any) Finding {
 
 // clip cuts s to at most n bytes on a rune boundary, marking the cut.
 func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return runecut.Cut(s, n, "…")
 }
 
 // ijsonSubjectError is the *SubjectError for an ijson.Check failure.

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
@@ -299,12 +300,6 @@ func wrap(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 }
 
-// cut shortens a name echoed in an error to 128 bytes, so a hostile name
-// cannot flood logs.
-func cut(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// cut shortens a name echoed in an error to 128 bytes, on a rune boundary,
+// so a hostile name cannot flood logs.
+func cut(s string) string { return runecut.Cut(s, 128, "...") }

@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // Denial codes, in check order.
@@ -273,13 +274,4 @@ func needsConfirmation(t abi.Tool, cfg Config) bool {
 
 // echo cuts a name repeated in a message to MaxEcho bytes, at a rune
 // boundary, and marks the cut.
-func echo(s string) string {
-	if len(s) <= MaxEcho {
-		return s
-	}
-	n := MaxEcho
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
+func echo(s string) string { return runecut.Cut(s, MaxEcho, "...") }

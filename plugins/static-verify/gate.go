@@ -33,6 +33,7 @@ import (
 	"sort"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 	"github.com/gatehost/gatehost/sdk"
 )
 
@@ -456,14 +457,4 @@ func (v *verifier) response(generation uint64) abi.Response {
 }
 
 // clip cuts text echoed into messages to 128 bytes, on a rune boundary.
-func clip(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
-}
+func clip(s string) string { return runecut.Cut(s, 128, "…") }
