@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/schemac"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -128,17 +127,7 @@ func oneLine(s string) string {
 // compileToolSchema compiles a tool's input schema as gates do: draft
 // 2020-12 unless it names another, self-contained.
 func compileToolSchema(raw []byte) error {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("remote reference %q not allowed", u)
-	}
-	const u = "tool.schema.json"
-	if err := c.AddResource(u, bytes.NewReader(raw)); err != nil {
-		return err
-	}
-	_, err := c.Compile(u)
+	_, err := schemac.Compile("tool.schema.json", raw)
 	var se *jsonschema.SchemaError
 	if errors.As(err, &se) && se.Err != nil {
 		return se.Err
