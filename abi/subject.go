@@ -176,6 +176,26 @@ type CallAnswer struct {
 
 func (e *CallError) Error() string { return e.Code + ": " + e.Message }
 
+// EncodeCallResult returns the envelope {"result": v} of a call that
+// succeeded, v encoded by encoding/json; when v does not encode, the
+// envelope of an ErrCodeUnavailable CallError saying why. It is how the
+// host, and the SDK's test harness standing in for it, write an answer.
+func EncodeCallResult(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return EncodeCallError(ErrCodeUnavailable, err.Error())
+	}
+	out, _ := json.Marshal(CallAnswer{Result: b}) // a RawMessage of valid JSON: cannot fail
+	return out
+}
+
+// EncodeCallError returns the envelope {"error": {"code": code, "message":
+// msg}} of a call that failed; code is one of the ErrCode constants.
+func EncodeCallError(code, msg string) []byte {
+	out, _ := json.Marshal(CallAnswer{Error: &CallError{Code: code, Message: msg}}) // strings only: cannot fail
+	return out
+}
+
 // ToolCall is the native shape of a SubjectToolCall: one tool call, checked
 // right before it executes. The session it belongs to is in the request's
 // Context.Session.

@@ -15,7 +15,7 @@ import (
 // Such a subject is never accepted, whatever the pipeline's gates say
 // (§9.4): the call must not run, and a gate that never reads parameters
 // (such as one that only checks the tool's name) would accept it.
-const CodeUndecodableArguments = "undecodable_arguments"
+const CodeUndecodableArguments = abi.CodeUndecodableArguments
 
 // HostStage is Finding.Stage of the host's own findings. No stage can be
 // named so: stage names start with a letter or a digit.

@@ -297,7 +297,7 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 			return failStage(r, abi.ReasonABIViolation, ans.err, nil)
 		}
 		reason := faultReason(ans.err)
-		if sctx.Err() != nil && (reason == abi.ReasonPluginTimeout || reason == engine.ReasonCanceled) {
+		if sctx.Err() != nil && (reason == abi.ReasonPluginTimeout || reason == abi.ReasonCanceled) {
 			reason, _ = expired(sctx, s.cfg.Timeout, shortage)
 		}
 		ev := map[string]any{}
@@ -332,7 +332,7 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 		}
 	}
 	if r.Verdict == abi.Inconclusive && r.Reason == "" {
-		r.Reason = "unspecified"
+		r.Reason = abi.ReasonUnspecified
 	}
 	// An inconclusive answer may come from a recovered panic, after which
 	// the guest's state cannot be trusted: start afresh.
@@ -391,7 +391,7 @@ func faultReason(err error) string {
 // run slot or a pool instance): the host's shortage, not the plugin's fault.
 func waitReason(ctx context.Context) string {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return engine.ReasonCanceled
+		return abi.ReasonCanceled
 	}
 	return abi.ReasonHostOverloaded
 }

@@ -66,14 +66,15 @@ func (r Request) Proposal() (abi.Proposal, error) {
 	return p, nil
 }
 
-// Reason codes the SDK puts on the inconclusive responses it makes.
+// Reason codes the SDK puts on the inconclusive responses it makes: abi's,
+// named here too so a gate reads them next to Inconclusive.
 const (
-	ReasonGateError        = "gate_error"
-	ReasonGatePanic        = "gate_panic"
-	ReasonBadRequest       = "bad_request"
-	ReasonUnsupportedABI   = "unsupported_abi"
-	ReasonNotRegistered    = "gate_not_registered"
-	ReasonResponseEncoding = "response_encoding"
+	ReasonGateError        = abi.ReasonGateError
+	ReasonGatePanic        = abi.ReasonGatePanic
+	ReasonBadRequest       = abi.ReasonBadRequest
+	ReasonUnsupportedABI   = abi.ReasonUnsupportedABI
+	ReasonNotRegistered    = abi.ReasonNotRegistered
+	ReasonResponseEncoding = abi.ReasonResponseEncoding
 )
 
 // maxErrorText caps error text copied into evidence so a failing gate cannot

@@ -49,10 +49,10 @@ const (
 	StatusNotRun  = "not_run"
 )
 
-// Capabilities the gate calls.
+// Capabilities the gate calls (abi's names).
 const (
-	CapabilityPolicy = "policy"
-	CapabilityCheck  = "check"
+	CapabilityPolicy = abi.CapabilityPolicy
+	CapabilityCheck  = abi.CapabilityCheck
 )
 
 const configSchema = `{

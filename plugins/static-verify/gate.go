@@ -88,7 +88,7 @@ var Gate = sdk.Gate{
 		Version:      "1.0.0",
 		Description:  "Statically verifies a whole proposal before its first dispatch: tools, parameter schemas, dependency order and a forward model of declared state.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectProposal},
-		Capabilities: []string{"catalog"},
+		Capabilities: []string{abi.CapabilityCatalog},
 		ConfigSchema: json.RawMessage(configSchema),
 	},
 	Evaluate: evaluate,

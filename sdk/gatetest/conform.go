@@ -243,7 +243,7 @@ var minimalSubjects = map[abi.SubjectKind]json.RawMessage{
 
 // unhandledReasons are answers that say the gate did not evaluate the
 // subject at all.
-var unhandledReasons = []string{"bad_request", "unsupported_abi", "gate_panic", "gate_not_registered", "response_encoding", "unspecified"}
+var unhandledReasons = []string{abi.ReasonBadRequest, abi.ReasonUnsupportedABI, abi.ReasonGatePanic, abi.ReasonNotRegistered, abi.ReasonResponseEncoding, abi.ReasonUnspecified}
 
 // Check runs the conformance checks on the module wasm and returns the
 // report; see Report.Err. The error is for what stops the kit itself (a
