@@ -156,9 +156,17 @@ const (
 )
 
 // Reason codes the Go SDK puts on the inconclusive answers it makes for a
-// gate (SPEC.md §8). The conformance kit treats them, ReasonUnspecified and
-// a reason starting "unsupported" as a gate not handling a subject.
+// gate, and those the built-in gates use for input they do not handle
+// (SPEC.md §8). The conformance kit treats them, ReasonUnspecified and a
+// reason starting ReasonPrefixUnsupported as a gate not handling a subject.
 const (
+	// ReasonPrefixUnsupported starts every reason that says a gate does
+	// not handle what it was sent.
+	ReasonPrefixUnsupported = "unsupported"
+	// ReasonUnsupportedSubject: the gate does not check this subject kind.
+	ReasonUnsupportedSubject = "unsupported_subject"
+	// ReasonBadConfig: the gate's stage config did not decode.
+	ReasonBadConfig = "bad_config"
 	// ReasonGateError: the gate function returned an error.
 	ReasonGateError = "gate_error"
 	// ReasonGatePanic: the gate function panicked (recovered).

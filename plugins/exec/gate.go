@@ -82,7 +82,7 @@ func (s hostSessions) Get(tool string) (abi.SessionGetAnswer, error) {
 
 func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectToolCall {
-		return sdk.Inconclusive("unsupported_subject", fmt.Errorf("subject kind %q", req.SubjectKind)), nil
+		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("subject kind %q", req.SubjectKind)), nil
 	}
 	cfg, err := ParseConfig(req.Config)
 	if err != nil {

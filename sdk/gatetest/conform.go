@@ -354,7 +354,7 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		}
 		kindAnswer[kind] = res
 		replay = append(replay, replayed{name, "probe-" + string(kind), subject, res})
-		if res.Verdict == abi.Inconclusive && (slices.Contains(unhandledReasons, res.Reason) || strings.HasPrefix(res.Reason, "unsupported")) {
+		if res.Verdict == abi.Inconclusive && (slices.Contains(unhandledReasons, res.Reason) || strings.HasPrefix(res.Reason, abi.ReasonPrefixUnsupported)) {
 			r.fail(CheckSubjectKinds, name, "declared kind %s is not handled: a valid subject got inconclusive (%s)", kind, res.Reason)
 		}
 		if len(grant) > 0 {
