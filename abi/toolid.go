@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Effect classes of a tool (Tool.Effect; SPEC.md §3.4 "Tools"), ordered by
+// Effect classes of a tool (Tool.Effect; SPEC.md §7.7), ordered by
 // the care a call needs. A value outside the three counts as
 // EffectNonIdempotent wherever policy is decided.
 const (
@@ -21,7 +21,7 @@ const (
 	EffectNonIdempotent = "non_idempotent"
 )
 
-// Tool-id namespaces (SPEC.md §3.4 "Tool ids"). A namespace is
+// Tool-id namespaces (SPEC.md §7.7). A namespace is
 // NamespaceBuiltin, NamespaceUnknown, or one of the prefixes followed by a
 // segment (see ValidSegment).
 const (
@@ -34,7 +34,7 @@ const (
 	NamespacePlugin = "plugin."
 )
 
-// Provenance values (Tool.Provenance; SPEC.md §3.4 "Provenance"): the two
+// Provenance values (Tool.Provenance; SPEC.md §7.7): the two
 // bare values, and the kinds written "kind{origin}" with a segment as the
 // origin.
 const (
