@@ -2,6 +2,8 @@ package abi_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -22,6 +24,9 @@ func TestEncodeCallEnvelopes(t *testing.T) {
 		{"error", abi.EncodeCallError(abi.ErrCodeBadRequest, `bad "x"`), `{"error":{"code":"bad_request","message":"bad \"x\""}}`},
 		{"result that does not encode", abi.EncodeCallResult(math.Inf(1)), `{"error":{"code":"unavailable","message":"json: unsupported value: +Inf"}}`},
 		{"unencodable type", abi.EncodeCallResult(make(chan int)), `{"error":{"code":"unavailable","message":"json: unsupported type: chan int"}}`},
+		{"answer of a result", abi.EncodeCallAnswer([]int{1}, nil), `{"result":[1]}`},
+		{"answer of a CallError", abi.EncodeCallAnswer(nil, fmt.Errorf("wrapped: %w", &abi.CallError{Code: abi.ErrCodeBadRequest, Message: "m"})), `{"error":{"code":"bad_request","message":"m"}}`},
+		{"answer of another error", abi.EncodeCallAnswer("ignored", errors.New("disk gone")), `{"error":{"code":"unavailable","message":"disk gone"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

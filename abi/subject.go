@@ -1,6 +1,9 @@
 package abi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // Proposal is the native shape of a SubjectProposal: a whole plan of actions,
 // checked before its first dispatch. Only Actions is required.
@@ -187,6 +190,20 @@ func EncodeCallResult(v any) []byte {
 	}
 	out, _ := json.Marshal(CallAnswer{Result: b}) // a RawMessage of valid JSON: cannot fail
 	return out
+}
+
+// EncodeCallAnswer returns the envelope of an operation's outcome: the
+// result when err is nil (EncodeCallResult); a *CallError in err's chain as
+// it is; any other error as ErrCodeUnavailable with its text.
+func EncodeCallAnswer(v any, err error) []byte {
+	if err == nil {
+		return EncodeCallResult(v)
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return EncodeCallError(ce.Code, ce.Message)
+	}
+	return EncodeCallError(ErrCodeUnavailable, err.Error())
 }
 
 // EncodeCallError returns the envelope {"error": {"code": code, "message":

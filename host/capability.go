@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -104,13 +103,5 @@ func (c calls) Call(ctx context.Context, state any, op string, request []byte) [
 	if !ok { // granted names are checked at load; unreachable
 		return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown capability %q", name))
 	}
-	res, err := capab.call(ctx, s, op, request)
-	if err != nil {
-		var ce *abi.CallError
-		if errors.As(err, &ce) {
-			return abi.EncodeCallError(ce.Code, ce.Message)
-		}
-		return abi.EncodeCallError(abi.ErrCodeUnavailable, err.Error())
-	}
-	return abi.EncodeCallResult(res)
+	return abi.EncodeCallAnswer(capab.call(ctx, s, op, request))
 }

@@ -7,7 +7,6 @@ package gatetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -123,15 +122,7 @@ func (h *Host) answer(op string, request []byte) []byte {
 		return abi.EncodeCallError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to this stage", abi.CapabilityOf(op)))
 	}
 	if fn, ok := h.Operations[op]; ok {
-		res, err := fn(request)
-		if err != nil {
-			var ce *abi.CallError
-			if errors.As(err, &ce) {
-				return abi.EncodeCallError(ce.Code, ce.Message)
-			}
-			return abi.EncodeCallError(abi.ErrCodeUnavailable, err.Error())
-		}
-		return abi.EncodeCallResult(res)
+		return abi.EncodeCallAnswer(fn(request))
 	}
 	switch op {
 	case abi.OpCatalogGet:
