@@ -19,6 +19,7 @@ import (
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
 	"github.com/gatehost/gatehost/internal/ijson"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 var runIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -405,11 +406,7 @@ func failStage(r StageResult, reason string, err error, ev map[string]any) Stage
 	if ev == nil {
 		ev = map[string]any{}
 	}
-	msg := err.Error()
-	if len(msg) > maxErrorEvidence {
-		msg = msg[:maxErrorEvidence] + "…"
-	}
-	ev["error"] = msg
+	ev["error"] = runecut.Cut(err.Error(), maxErrorEvidence, "…")
 	r.Evidence = ev
 	return r
 }

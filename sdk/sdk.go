@@ -30,6 +30,7 @@ import (
 	"runtime/debug"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // Gate is a gate: what it is and how it evaluates.
@@ -117,15 +118,12 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 }
 
 // Inconclusive returns an inconclusive response with a snake_case reason and,
-// when err is non-nil, its text (cut to 1 KiB) as evidence.
+// when err is non-nil, its text (cut to 1 KiB on a rune boundary) as
+// evidence.
 func Inconclusive(reason string, err error) abi.Response {
 	r := abi.Response{Verdict: abi.Inconclusive, Reason: reason}
 	if err != nil {
-		msg := err.Error()
-		if len(msg) > maxErrorText {
-			msg = msg[:maxErrorText] + "…"
-		}
-		r.Evidence = map[string]any{"error": msg}
+		r.Evidence = map[string]any{"error": runecut.Cut(err.Error(), maxErrorText, "…")}
 	}
 	return r
 }
