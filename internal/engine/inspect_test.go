@@ -38,12 +38,20 @@ func TestInspectAgreesWithCompile(t *testing.T) {
 	for _, src := range srcs {
 		mods[src] = wat(t, src)
 	}
-	for _, gate := range []string{"static-verify", "exec", "merge", "preconditions"} {
-		path, err := testwasm.Go("plugins/" + gate + "/wasm")
-		require.NoError(t, err)
-		b, err := os.ReadFile(path)
-		require.NoError(t, err)
-		mods["plugins/"+gate] = b
+	// The built-in gates are megabytes of Go-compiled code: under the race
+	// detector each compile takes minutes on a loaded machine, so they are
+	// held to the rule by the plain runs (make test runs this test without
+	// -race on both runtimes).
+	gates := 0
+	if !raceEnabled {
+		for _, gate := range []string{"static-verify", "exec", "merge", "preconditions"} {
+			path, err := testwasm.Go("plugins/" + gate + "/wasm")
+			require.NoError(t, err)
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			mods["plugins/"+gate] = b
+			gates++
+		}
 	}
 	// The engine may hold every memory the spec allows, as Inspect does,
 	// so that only the shape rule can refuse.
@@ -79,7 +87,7 @@ func TestInspectAgreesWithCompile(t *testing.T) {
 	}
 	// The table exercises both outcomes, or it proves nothing.
 	assert.GreaterOrEqual(t, refused, 8, "refused modules (%s)", wasmrt.Name)
-	assert.GreaterOrEqual(t, compiled, 20, "compiled modules (%s)", wasmrt.Name)
+	assert.GreaterOrEqual(t, compiled, 20+gates, "compiled modules (%s)", wasmrt.Name)
 }
 
 func findExport(info *Info, name string) (Func, bool) {
