@@ -1,7 +1,11 @@
-// Package abi is gatehost's wire contract with gate modules: the message
-// types exchanged as JSON, the enumerations they use, the names of the
-// exports a module provides and of the host functions it may import, and the
-// version constants that gate loading.
+// Package abi is gatehost's wire contract with the modules that carry gates:
+// the message types exchanged as JSON, the enumerations they use, the names
+// of the exports a module provides and of the host functions it may import,
+// and the version constants that gate loading. It owns the wire vocabulary
+// the host, the SDK and the built-in gates share: capability names, reason
+// codes, effect classes, the tool-id and provenance grammar (ParseToolID,
+// ParseProvenance) and the call-answer envelopes (EncodeCallResult,
+// EncodeCallError). Terms (gate, module, plugin, stage) are SPEC.md §1's.
 //
 // The language-neutral specification is SPEC.md in this directory; the JSON
 // Schemas of the messages are embedded (see Schemas). This package has no
@@ -147,4 +151,59 @@ const (
 	// the plugin's pool had no free instance, until the deadline; the
 	// guest was not called.
 	ReasonHostOverloaded = "host_overloaded"
+	// ReasonCanceled: the caller canceled the run, or its own deadline
+	// passed, before the stage answered (SPEC.md §9.1).
+	ReasonCanceled = "canceled"
+	// ReasonUnspecified: the gate answered inconclusive without a reason
+	// and no capability was denied (SPEC.md §5.4).
+	ReasonUnspecified = "unspecified"
+)
+
+// Reason codes the Go SDK puts on the inconclusive answers it makes for a
+// gate, and those the built-in gates use for input they do not handle
+// (SPEC.md §9.2). The conformance kit treats them, ReasonUnspecified and a
+// reason starting ReasonPrefixUnsupported as a gate not handling a subject.
+const (
+	// ReasonPrefixUnsupported starts every reason that says a gate does
+	// not handle what it was sent.
+	ReasonPrefixUnsupported = "unsupported"
+	// ReasonUnsupportedSubject: the gate does not check this subject kind.
+	ReasonUnsupportedSubject = "unsupported_subject"
+	// ReasonBadConfig: the gate's stage config did not decode.
+	ReasonBadConfig = "bad_config"
+	// ReasonGateError: the gate function returned an error.
+	ReasonGateError = "gate_error"
+	// ReasonGatePanic: the gate function panicked (recovered).
+	ReasonGatePanic = "gate_panic"
+	// ReasonBadRequest: the request or its subject did not decode.
+	ReasonBadRequest = "bad_request"
+	// ReasonUnsupportedABI: the request's ABI major is not the gate's.
+	ReasonUnsupportedABI = "unsupported_abi"
+	// ReasonNotRegistered: the module registered no gate function.
+	ReasonNotRegistered = "gate_not_registered"
+	// ReasonResponseEncoding: the gate's answer did not encode as JSON.
+	ReasonResponseEncoding = "response_encoding"
+)
+
+// CodeUndecodableArguments is the code of the host's own blocking finding
+// on a tool call or action whose arguments the host could not decode
+// (SPEC.md §9.4): such a subject is never accepted, whatever the gates say.
+const CodeUndecodableArguments = "undecodable_arguments"
+
+// Capability names: the families of host operations an operator grants to
+// a stage (SPEC.md §7.6). An operation "family.verb" belongs to capability
+// "family" (CapabilityOf).
+const (
+	// CapabilityCatalog: OpCatalogGet and OpCatalogList on the run's
+	// pinned catalog snapshot.
+	CapabilityCatalog = "catalog"
+	// CapabilitySession: OpSessionGet, the run's agent session.
+	CapabilitySession = "session"
+	// CapabilityQuery: OpQueryCapability and OpQueryRows on the
+	// operator's data sources.
+	CapabilityQuery = "query"
+	// CapabilityPolicy: OpPolicyMerge, the operator's merge policy.
+	CapabilityPolicy = "policy"
+	// CapabilityCheck: OpCheckRun, the operator's named build/test checks.
+	CapabilityCheck = "check"
 )

@@ -1,6 +1,9 @@
 package abi
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // Proposal is the native shape of a SubjectProposal: a whole plan of actions,
 // checked before its first dispatch. Only Actions is required.
@@ -175,6 +178,40 @@ type CallAnswer struct {
 }
 
 func (e *CallError) Error() string { return e.Code + ": " + e.Message }
+
+// EncodeCallResult returns the envelope {"result": v} of a call that
+// succeeded, v encoded by encoding/json; when v does not encode, the
+// envelope of an ErrCodeUnavailable CallError saying why. It is how the
+// host, and the SDK's test harness standing in for it, write an answer.
+func EncodeCallResult(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return EncodeCallError(ErrCodeUnavailable, err.Error())
+	}
+	out, _ := json.Marshal(CallAnswer{Result: b}) // a RawMessage of valid JSON: cannot fail
+	return out
+}
+
+// EncodeCallAnswer returns the envelope of an operation's outcome: the
+// result when err is nil (EncodeCallResult); a *CallError in err's chain as
+// it is; any other error as ErrCodeUnavailable with its text.
+func EncodeCallAnswer(v any, err error) []byte {
+	if err == nil {
+		return EncodeCallResult(v)
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return EncodeCallError(ce.Code, ce.Message)
+	}
+	return EncodeCallError(ErrCodeUnavailable, err.Error())
+}
+
+// EncodeCallError returns the envelope {"error": {"code": code, "message":
+// msg}} of a call that failed; code is one of the ErrCode constants.
+func EncodeCallError(code, msg string) []byte {
+	out, _ := json.Marshal(CallAnswer{Error: &CallError{Code: code, Message: msg}}) // strings only: cannot fail
+	return out
+}
 
 // ToolCall is the native shape of a SubjectToolCall: one tool call, checked
 // right before it executes. The session it belongs to is in the request's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // Bounds on what a stage keeps of a gate's answer, in the Decision and in
@@ -159,15 +160,8 @@ func boundString(s string, max int) (string, int, bool) {
 	if budget <= 0 {
 		return "", 0, true
 	}
-	n := 0
-	for i, r := range s {
-		c := runeCost(r, utf8.RuneLen(r))
-		if n+c > budget {
-			return s[:i] + ellipsis, 2 + n + len(ellipsis), true
-		}
-		n += c
-	}
-	return s, 2 + n, false // not reached: s did not fit
+	p, n := runecut.Prefix(s, budget, runeCost)
+	return p + ellipsis, 2 + n + len(ellipsis), true
 }
 
 // encodedLen is an upper bound of the length of s encoded by encoding/json,

@@ -7,11 +7,10 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// CapabilityCatalog lets a stage read the run's pinned catalog snapshot
-// (operations catalog.get and catalog.list; abi/SPEC.md §7.7).
-const CapabilityCatalog = "catalog"
-
-func init() { registerCapability(CapabilityCatalog, catalogCapability{}) }
+// The catalog capability (abi.CapabilityCatalog) lets a stage read the run's
+// pinned catalog snapshot (operations catalog.get and catalog.list;
+// abi/SPEC.md §7.7).
+func init() { registerCapability(abi.CapabilityCatalog, catalogCapability{}) }
 
 type catalogCapability struct{}
 

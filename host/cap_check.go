@@ -14,11 +14,10 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// CapabilityCheck lets a stage run a build/test command the operator
-// configured by name (operation check.run; abi/SPEC.md §7.11).
-const CapabilityCheck = "check"
-
-func init() { registerCapability(CapabilityCheck, checkCapability{}) }
+// The check capability (abi.CapabilityCheck) lets a stage run a build/test
+// command the operator configured by name (operation check.run; abi/SPEC.md
+// §7.11).
+func init() { registerCapability(abi.CapabilityCheck, checkCapability{}) }
 
 // Defaults of CheckCommand.
 const (

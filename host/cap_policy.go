@@ -10,11 +10,9 @@ import (
 	"github.com/gatehost/gatehost/internal/pathglob"
 )
 
-// CapabilityPolicy lets a stage consult the operator's policy (operation
-// policy.merge; abi/SPEC.md §7.10).
-const CapabilityPolicy = "policy"
-
-func init() { registerCapability(CapabilityPolicy, policyCapability{}) }
+// The policy capability (abi.CapabilityPolicy) lets a stage consult the
+// operator's policy (operation policy.merge; abi/SPEC.md §7.10).
+func init() { registerCapability(abi.CapabilityPolicy, policyCapability{}) }
 
 // Policy decides whether changes may be integrated. Config.Policy holds the
 // host's; PathPolicy is the embedded default, and embedders may supply

@@ -13,13 +13,12 @@ import (
 	"github.com/gatehost/gatehost/host/domain"
 )
 
-// CapabilityQuery lets a stage read the configured domain catalogs and the
-// rows of their views (operations query.capability and query.rows; abi/SPEC.md
-// §7.12). The host evaluates every view through the domain's DataSource; the
-// guest never sees the data source itself.
-const CapabilityQuery = "query"
-
-func init() { registerCapability(CapabilityQuery, queryCapability{}) }
+// The query capability (abi.CapabilityQuery) lets a stage read the
+// configured domain catalogs and the rows of their views (operations
+// query.capability and query.rows; abi/SPEC.md §7.12). The host evaluates
+// every view through the domain's DataSource; the guest never sees the data
+// source itself.
+func init() { registerCapability(abi.CapabilityQuery, queryCapability{}) }
 
 // Domain is a domain catalog and the data source its views read, for
 // Config.Domains.

@@ -8,13 +8,12 @@ import (
 	"github.com/gatehost/gatehost/host/session"
 )
 
-// CapabilitySession lets a stage read the run's own agent session (operation
-// session.get; abi/SPEC.md §7.9). The set is read once per run, when the run
-// starts, so every stage and every call of a run sees the same session, as
-// it sees the same catalog snapshot. Gates cannot change sessions.
-const CapabilitySession = "session"
-
-func init() { registerCapability(CapabilitySession, sessionCapability{}) }
+// The session capability (abi.CapabilitySession) lets a stage read the run's
+// own agent session (operation session.get; abi/SPEC.md §7.9). The set is
+// read once per run, when the run starts, so every stage and every call of a
+// run sees the same session, as it sees the same catalog snapshot. Gates
+// cannot change sessions.
+func init() { registerCapability(abi.CapabilitySession, sessionCapability{}) }
 
 type sessionCapability struct{}
 
@@ -32,7 +31,7 @@ func (h *Host) pinSession(ctx context.Context, p *pipeline, id string) *pinnedSe
 	}
 	for _, s := range p.stages {
 		for _, c := range s.cfg.Capabilities {
-			if c == CapabilitySession {
+			if c == abi.CapabilitySession {
 				set, err := h.sessions.Load(ctx, id)
 				return &pinnedSession{set: set, err: err}
 			}

@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -94,38 +92,16 @@ func (c calls) Log(ctx context.Context, state any, level int32, msg string) {
 func (c calls) Call(ctx context.Context, state any, op string, request []byte) []byte {
 	s, ok := state.(*runContext)
 	if !ok {
-		return callError(abi.ErrCodeCapabilityDenied, "no capability is granted outside an evaluation")
+		return abi.EncodeCallError(abi.ErrCodeCapabilityDenied, "no capability is granted outside an evaluation")
 	}
 	name := abi.CapabilityOf(op)
 	if !slices.Contains(s.granted, name) {
 		s.deny(op)
-		return callError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to stage %q", name, s.stage))
+		return abi.EncodeCallError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to stage %q", name, s.stage))
 	}
 	capab, ok := capabilities[name]
 	if !ok { // granted names are checked at load; unreachable
-		return callError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown capability %q", name))
+		return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown capability %q", name))
 	}
-	res, err := capab.call(ctx, s, op, request)
-	if err != nil {
-		var ce *abi.CallError
-		if errors.As(err, &ce) {
-			return callError(ce.Code, ce.Message)
-		}
-		return callError(abi.ErrCodeUnavailable, err.Error())
-	}
-	return callResult(res)
-}
-
-func callResult(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return callError(abi.ErrCodeUnavailable, err.Error())
-	}
-	out, _ := json.Marshal(abi.CallAnswer{Result: b})
-	return out
-}
-
-func callError(code, msg string) []byte {
-	out, _ := json.Marshal(abi.CallAnswer{Error: &abi.CallError{Code: code, Message: msg}})
-	return out
+	return abi.EncodeCallAnswer(capab.call(ctx, s, op, request))
 }

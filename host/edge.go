@@ -9,6 +9,7 @@ import (
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/ijson"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // CodeUndecodableArguments is the code of the host's own blocking finding
@@ -17,7 +18,7 @@ import (
 // Such a subject is never accepted, whatever the pipeline's gates say
 // (§9.4): the call must not run, and a gate that never reads parameters
 // (such as one that only checks the tool's name) would accept it.
-const CodeUndecodableArguments = "undecodable_arguments"
+const CodeUndecodableArguments = abi.CodeUndecodableArguments
 
 // HostStage is Finding.Stage of the host's own findings. No stage can be
 // named so: stage names start with a letter or a digit.
@@ -89,13 +90,7 @@ func undecodableFinding(index *int, id, tool string, parseError any) Finding {
 
 // clip cuts s to at most n bytes on a rune boundary, marking the cut.
 func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return runecut.Cut(s, n, "…")
 }
 
 // ijsonSubjectError is the *SubjectError for an ijson.Check failure.

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/internal/engine"
 )
 
 // Sentinels for the reason codes the host decides, one per code, for
@@ -17,7 +16,7 @@ var (
 	ErrPluginQuarantined = errors.New(abi.ReasonPluginQuarantined)
 	ErrHostOverloaded    = errors.New(abi.ReasonHostOverloaded)
 	ErrHostError         = errors.New(abi.ReasonHostError)
-	ErrCanceled          = errors.New(engine.ReasonCanceled)
+	ErrCanceled          = errors.New(abi.ReasonCanceled)
 )
 
 var codeErrors = map[string]error{
@@ -28,7 +27,7 @@ var codeErrors = map[string]error{
 	abi.ReasonPluginQuarantined: ErrPluginQuarantined,
 	abi.ReasonHostOverloaded:    ErrHostOverloaded,
 	abi.ReasonHostError:         ErrHostError,
-	engine.ReasonCanceled:       ErrCanceled,
+	abi.ReasonCanceled:          ErrCanceled,
 }
 
 // PluginError is a stage the host decided inconclusive because its plugin

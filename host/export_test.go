@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/engine"
 	"github.com/gatehost/gatehost/sdk"
 )
@@ -36,13 +37,13 @@ func NewNativeQueryHost(domains map[string]Domain) *NativeQueryHost {
 }
 
 func (n *NativeQueryHost) Call(op string, req []byte) ([]byte, error) {
-	rc := &runContext{host: n.h, granted: []string{CapabilityQuery}}
+	rc := &runContext{host: n.h, granted: []string{abi.CapabilityQuery}}
 	return sdk.DecodeAnswer(calls{slog.Default()}.Call(context.Background(), rc, op, req))
 }
 
 // CallEnvelope implements sdk.EnvelopeCaller, as the guest's host does.
 func (n *NativeQueryHost) CallEnvelope(op string, req []byte) ([]byte, error) {
-	rc := &runContext{host: n.h, granted: []string{CapabilityQuery}}
+	rc := &runContext{host: n.h, granted: []string{abi.CapabilityQuery}}
 	return calls{slog.Default()}.Call(context.Background(), rc, op, req), nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
 	"github.com/gatehost/gatehost/internal/ijson"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 var runIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -394,7 +395,7 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 			return failStage(r, abi.ReasonABIViolation, ans.err, nil)
 		}
 		reason := faultReason(ans.err)
-		if sctx.Err() != nil && (reason == abi.ReasonPluginTimeout || reason == engine.ReasonCanceled) {
+		if sctx.Err() != nil && (reason == abi.ReasonPluginTimeout || reason == abi.ReasonCanceled) {
 			reason, _ = expired(sctx, s.cfg.Timeout, shortage)
 		}
 		ev := map[string]any{}
@@ -429,7 +430,7 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 		}
 	}
 	if r.Verdict == abi.Inconclusive && r.Reason == "" {
-		r.Reason = "unspecified"
+		r.Reason = abi.ReasonUnspecified
 	}
 	// An inconclusive answer may come from a recovered panic, after which
 	// the guest's state cannot be trusted: start afresh.
@@ -488,7 +489,7 @@ func faultReason(err error) string {
 // run slot or a pool instance): the host's shortage, not the plugin's fault.
 func waitReason(ctx context.Context) string {
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return engine.ReasonCanceled
+		return abi.ReasonCanceled
 	}
 	return abi.ReasonHostOverloaded
 }
@@ -502,11 +503,7 @@ func failStage(r StageResult, reason string, err error, ev map[string]any) Stage
 	if ev == nil {
 		ev = map[string]any{}
 	}
-	msg := err.Error()
-	if len(msg) > maxErrorEvidence {
-		msg = msg[:maxErrorEvidence] + "…"
-	}
-	ev["error"] = msg
+	ev["error"] = runecut.Cut(err.Error(), maxErrorEvidence, "…")
 	r.Evidence = ev
 	return r
 }

@@ -192,7 +192,7 @@ func checkDepth(b []byte, limit int) error {
 func expired(ctx context.Context, timeout time.Duration, shortage bool) (string, error) {
 	switch {
 	case context.Cause(ctx) != errStageDeadline:
-		return engine.ReasonCanceled, fmt.Errorf("the caller's context ended before the stage answered: %w", context.Cause(ctx))
+		return abi.ReasonCanceled, fmt.Errorf("the caller's context ended before the stage answered: %w", context.Cause(ctx))
 	case shortage:
 		return abi.ReasonHostOverloaded, fmt.Errorf("stage deadline of %v passed after the stage waited for a free instance: %w", timeout, errStageDeadline)
 	}

@@ -14,6 +14,8 @@ targets=(
   "./host/catalog FuzzParse"
   "./host/catalog FuzzCanonicalJSON"
   "./host/catalog FuzzMakeID"
+  "./abi FuzzParseToolID"
+  "./internal/runecut FuzzCut"
   "./host/eventlog FuzzVerify"
   "./internal/abischema FuzzCheckMemberNames"
   "./internal/ijson FuzzCheck"

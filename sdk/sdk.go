@@ -30,6 +30,7 @@ import (
 	"runtime/debug"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // Gate is a gate: what it is and how it evaluates.
@@ -66,14 +67,15 @@ func (r Request) Proposal() (abi.Proposal, error) {
 	return p, nil
 }
 
-// Reason codes the SDK puts on the inconclusive responses it makes.
+// Reason codes the SDK puts on the inconclusive responses it makes: abi's,
+// named here too so a gate reads them next to Inconclusive.
 const (
-	ReasonGateError        = "gate_error"
-	ReasonGatePanic        = "gate_panic"
-	ReasonBadRequest       = "bad_request"
-	ReasonUnsupportedABI   = "unsupported_abi"
-	ReasonNotRegistered    = "gate_not_registered"
-	ReasonResponseEncoding = "response_encoding"
+	ReasonGateError        = abi.ReasonGateError
+	ReasonGatePanic        = abi.ReasonGatePanic
+	ReasonBadRequest       = abi.ReasonBadRequest
+	ReasonUnsupportedABI   = abi.ReasonUnsupportedABI
+	ReasonNotRegistered    = abi.ReasonNotRegistered
+	ReasonResponseEncoding = abi.ReasonResponseEncoding
 )
 
 // maxErrorText caps error text copied into evidence so a failing gate cannot
@@ -116,15 +118,12 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 }
 
 // Inconclusive returns an inconclusive response with a snake_case reason and,
-// when err is non-nil, its text (cut to 1 KiB) as evidence.
+// when err is non-nil, its text (cut to 1 KiB on a rune boundary) as
+// evidence.
 func Inconclusive(reason string, err error) abi.Response {
 	r := abi.Response{Verdict: abi.Inconclusive, Reason: reason}
 	if err != nil {
-		msg := err.Error()
-		if len(msg) > maxErrorText {
-			msg = msg[:maxErrorText] + "…"
-		}
-		r.Evidence = map[string]any{"error": msg}
+		r.Evidence = map[string]any{"error": runecut.Cut(err.Error(), maxErrorText, "…")}
 	}
 	return r
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +79,29 @@ func FuzzHandle(f *testing.F) {
 			t.Fatalf("response %s fails the ABI: %v", out, err)
 		}
 	})
+}
+
+// TestInconclusiveCutsErrorText: a long error's text is cut to 1 KiB on a
+// rune boundary, so the evidence stays valid UTF-8 and JSON keeps it as is.
+func TestInconclusiveCutsErrorText(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  string
+		want string
+	}{
+		{"short", "boom", "boom"},
+		{"exactly 1 KiB", strings.Repeat("a", 1024), strings.Repeat("a", 1024)},
+		{"ascii over", strings.Repeat("a", 1025), strings.Repeat("a", 1024) + "…"},
+		{"two-byte rune across the cut", strings.Repeat("a", 1023) + "éz", strings.Repeat("a", 1023) + "…"},
+		{"four-byte runes", strings.Repeat("😀", 300), strings.Repeat("😀", 256) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sdk.Inconclusive(abi.ReasonGateError, errors.New(tt.msg))
+			got, _ := r.Evidence["error"].(string)
+			assert.Equal(t, tt.want, got)
+			assert.True(t, utf8.ValidString(got))
+		})
+	}
+	assert.Nil(t, sdk.Inconclusive(abi.ReasonGateError, nil).Evidence, "no error, no evidence")
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // Environment variables of bearer tokens, separated by commas or newlines.
@@ -284,13 +285,8 @@ func parseTokenFields(src string, line int, fields []string, agent bool) (creden
 	return c, nil
 }
 
-// cut shortens s for an error message.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+// cut shortens s for an error message, on a rune boundary.
+func cut(s string, n int) string { return runecut.Cut(s, n, "...") }
 
 type credKey struct{}
 

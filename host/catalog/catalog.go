@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
@@ -29,15 +30,15 @@ type Effect string
 
 const (
 	// EffectReadOnly: the tool does not modify its environment.
-	EffectReadOnly Effect = "read_only"
+	EffectReadOnly Effect = abi.EffectReadOnly
 	// EffectIdempotentWrite: the tool writes, only additively (it destroys
 	// nothing), and repeating a call with the same arguments has no further
 	// effect.
-	EffectIdempotentWrite Effect = "idempotent_write"
+	EffectIdempotentWrite Effect = abi.EffectIdempotentWrite
 	// EffectNonIdempotent: the tool writes, and repeats may compound or the
 	// write may destroy. It is the default whenever nothing better is
 	// known, and the class of every destructive tool, idempotent or not.
-	EffectNonIdempotent Effect = "non_idempotent"
+	EffectNonIdempotent Effect = abi.EffectNonIdempotent
 )
 
 func (e Effect) valid() bool {
@@ -118,8 +119,8 @@ func (h *Hints) abi() *abi.ToolHints {
 // "plugin_config{<id>}", where the identifier is a non-empty string of
 // [a-z0-9_.-].
 const (
-	ProvenanceBuiltin    = "builtin_runtime"
-	ProvenanceUnverified = "unverified"
+	ProvenanceBuiltin    = abi.ProvenanceBuiltin
+	ProvenanceUnverified = abi.ProvenanceUnverified
 )
 
 // Tool is one catalog record.
@@ -221,9 +222,11 @@ var (
 	// ErrInvalidJSON: input is not strict JSON (see CanonicalJSON).
 	ErrInvalidJSON = errors.New("invalid JSON")
 	// ErrInvalidID: a tool id, namespace or server name is malformed.
-	ErrInvalidID = errors.New("invalid tool id")
+	// It is abi.ErrToolID.
+	ErrInvalidID = abi.ErrToolID
 	// ErrInvalidName: a wire name or alias is empty, too long or not UTF-8.
-	ErrInvalidName = errors.New("invalid tool name")
+	// It is abi.ErrToolName.
+	ErrInvalidName = abi.ErrToolName
 	// ErrInvalidSchema: an input schema is not a JSON object.
 	ErrInvalidSchema = errors.New("invalid input schema")
 	// ErrInvalidTool: any other malformed record field (effect,
@@ -297,12 +300,6 @@ func wrap(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 }
 
-// cut shortens a name echoed in an error to 128 bytes, so a hostile name
-// cannot flood logs.
-func cut(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// cut shortens a name echoed in an error to 128 bytes, on a rune boundary,
+// so a hostile name cannot flood logs.
+func cut(s string) string { return runecut.Cut(s, 128, "...") }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
@@ -193,8 +194,8 @@ func newImporter(opts ImportOptions) (*importer, error) {
 		if !validSegment(opts.Server) {
 			return nil, &Error{Index: -1, Err: wrap(ErrInvalidID, "server name %q is not a non-empty string of [a-z0-9_.-]", cut(opts.Server))}
 		}
-		im.ns = "mcp." + opts.Server
-		im.provenance = "mcp_config{" + opts.Server + "}"
+		im.ns = abi.ProvenanceNamespace(abi.ProvenanceMCPConfig, opts.Server)
+		im.provenance = abi.ProvenanceMCPConfig + "{" + opts.Server + "}"
 		im.source = opts.Server
 	}
 	return im, nil

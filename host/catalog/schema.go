@@ -1,14 +1,13 @@
 package catalog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/internal/oneline"
+	"github.com/gatehost/gatehost/internal/schemac"
 )
 
 // SchemaError is a tool whose input schema does not compile as gates
@@ -48,17 +47,7 @@ func compileSchema(raw []byte) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("remote reference %q not allowed", u)
-	}
-	const u = "tool.schema.json"
-	if err := c.AddResource(u, bytes.NewReader(raw)); err != nil {
-		return err
-	}
-	_, err = c.Compile(u)
+	_, err = schemac.Compile("tool.schema.json", raw)
 	var se *jsonschema.SchemaError
 	if errors.As(err, &se) && se.Err != nil {
 		return se.Err

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // MaxIDBytes caps a session id.
@@ -238,13 +239,8 @@ func newErr(op, session, tool string, sentinel error, format string, args ...any
 	return &Error{Op: op, Session: cut(session), Tool: cut(tool), Code: codes[sentinel], Err: err}
 }
 
-func cut(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+// cut shortens a name echoed in an error to 128 bytes, on a rune boundary.
+func cut(s string) string { return runecut.Cut(s, 128, "...") }
 
 // ValidID reports whether id is a valid session id.
 func ValidID(id string) bool {

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // object is a JSON object whose member values are still raw.
@@ -190,9 +191,6 @@ func quote(s string) string {
 	if len(s) <= max {
 		return strconv.Quote(s)
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "..."
+	p, _ := runecut.Prefix(s, max, nil)
+	return strconv.Quote(p) + "..."
 }

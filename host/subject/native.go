@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/gatehost/gatehost/internal/abischema"
-	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,6 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/schemac"
 )
 
 // proposalSchema is abi.SchemaProposal, compiled once.
@@ -29,16 +28,7 @@ var proposalSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	if err := json.Unmarshal(src, &head); err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	// The schema is self-contained: a $ref elsewhere must fail, not fetch.
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("refusing to load %s", u)
-	}
-	if err := c.AddResource(head.ID, bytes.NewReader(src)); err != nil {
-		return nil, err
-	}
-	return c.Compile(head.ID)
+	return schemac.Compile(head.ID, src)
 })
 
 // The members encoding/json reads into each abi struct, from their tags, so

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/schemac"
 )
 
 var (
@@ -23,9 +23,7 @@ var (
 )
 
 func load() {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
+	c := schemac.NewCompiler()
 	names := []string{abi.SchemaRequest, abi.SchemaResponse, abi.SchemaDescriptor, abi.SchemaProposal, abi.SchemaToolCall, abi.SchemaMerge}
 	for _, n := range names {
 		b, err := fs.ReadFile(abi.Schemas, n)
@@ -152,14 +150,5 @@ func checkNumbers(v any, path string) error {
 // the schema's $schema says otherwise). References to remote documents are
 // refused: a gate's schema must be self-contained.
 func CompileConfigSchema(schema []byte) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("remote reference %q not allowed", u)
-	}
-	if err := c.AddResource("config.schema.json", bytes.NewReader(schema)); err != nil {
-		return nil, err
-	}
-	return c.Compile("config.schema.json")
+	return schemac.Compile("config.schema.json", schema)
 }

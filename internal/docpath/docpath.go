@@ -72,8 +72,12 @@ func Get(v any, segs []string) (any, bool) {
 	return v, true
 }
 
-// Equal is JSON-typed equality: numbers equal numbers of the same value
-// (int64 and float64 alike), strings strings, and so on; 1 ≠ "1".
+// Equal is JSON-typed equality of decoded values, the one the built-in
+// gates share (preconditions' eq/in, static-verify's state checks): numbers
+// equal numbers of the same value (float64, int64, int and json.Number
+// alike), strings strings, arrays element-wise, objects member-wise
+// whatever the order; 1 ≠ "1", and a value of any other Go type equals
+// nothing.
 func Equal(a, b any) bool {
 	switch x := a.(type) {
 	case nil:

@@ -212,6 +212,22 @@ type Module struct {
 // abandoned compile finishes in the background, its result discarded. The
 // shape limits bound how long that can take.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
+	cm, err := e.compile(ctx, wasm)
+	if err != nil {
+		return nil, err
+	}
+	m := &Module{e: e, cm: cm}
+	if err := m.check(); err != nil {
+		_ = cm.Close(ctx)
+		return nil, err
+	}
+	return m, nil
+}
+
+// compile is Compile without the ABI check: the compiled module, or a
+// *LoadError. Inspect uses it too, so what it reports is what the engine
+// would run.
+func (e *Engine) compile(ctx context.Context, wasm []byte) (rt.CompiledModule, error) {
 	if _, err := CheckShape(wasm, e.opts.Limits); err != nil {
 		return nil, err
 	}
@@ -305,12 +321,7 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 		}
 		cm = r.cm
 	}
-	m := &Module{e: e, cm: cm}
-	if err := m.check(); err != nil {
-		_ = cm.Close(ctx)
-		return nil, err
-	}
-	return m, nil
+	return cm, nil
 }
 
 func compileAbandoned(err error) error {
@@ -320,21 +331,42 @@ func compileAbandoned(err error) error {
 	return &LoadError{Kind: ErrCompile, Detail: "abandoned", Err: err}
 }
 
+// check refuses a module whose imports or exports break the ABI, with the
+// first of shapeProblems, and one whose initial memory exceeds the
+// engine's limit.
 func (m *Module) check() error {
-	for _, f := range m.cm.ImportedFunctions() {
+	if p := shapeProblems(m.cm); len(p) > 0 {
+		return p[0]
+	}
+	_, m.initialize = m.cm.ExportedFunctions()[abi.ExportInitialize]
+	m.MinPages = m.cm.ExportedMemories()[abi.ExportMemory].Min()
+	if m.MinPages > m.e.opts.MemoryLimitPages {
+		return &LoadError{Kind: ErrInstantiate, Detail: fmt.Sprintf("module needs %d pages of memory, limit is %d", m.MinPages, m.e.opts.MemoryLimitPages)}
+	}
+	return nil
+}
+
+// shapeProblems lists every way cm's imports and exports break abi/SPEC.md
+// §2, in a fixed order: forbidden function imports, imported memories, the
+// required exports by name, gate_initialize's signature, the exported
+// memory. It is the one statement of that rule: Compile refuses with the
+// first, Inspect reports them all.
+func shapeProblems(cm rt.CompiledModule) []*LoadError {
+	var ps []*LoadError
+	for _, f := range cm.ImportedFunctions() {
 		mod, name, _ := f.Import()
 		switch {
 		case mod == abi.ImportModule && allowedHost[name]:
 		case mod == abi.WASIModule && allowedWASI[name]:
 		default:
-			return &LoadError{Kind: ErrForbiddenImport, Detail: fmt.Sprintf("function %s.%s", mod, name)}
+			ps = append(ps, &LoadError{Kind: ErrForbiddenImport, Detail: fmt.Sprintf("function %s.%s", mod, name)})
 		}
 	}
-	for _, mem := range m.cm.ImportedMemories() {
+	for _, mem := range cm.ImportedMemories() {
 		mod, name, _ := mem.Import()
-		return &LoadError{Kind: ErrForbiddenImport, Detail: fmt.Sprintf("memory %s.%s", mod, name)}
+		ps = append(ps, &LoadError{Kind: ErrForbiddenImport, Detail: fmt.Sprintf("memory %s.%s", mod, name)})
 	}
-	exports := m.cm.ExportedFunctions()
+	exports := cm.ExportedFunctions()
 	names := make([]string, 0, len(requiredExports))
 	for n := range requiredExports {
 		names = append(names, n)
@@ -344,28 +376,21 @@ func (m *Module) check() error {
 		want := requiredExports[n]
 		f, ok := exports[n]
 		if !ok {
-			return &LoadError{Kind: ErrMissingExport, Detail: n}
+			ps = append(ps, &LoadError{Kind: ErrMissingExport, Detail: n})
+			continue
 		}
 		if !slices.Equal(f.ParamTypes(), want.params) || !slices.Equal(f.ResultTypes(), want.results) {
-			return &LoadError{Kind: ErrExportType, Detail: fmt.Sprintf("%s has %s, want %s", n,
-				sigString(f.ParamTypes(), f.ResultTypes()), sigString(want.params, want.results))}
+			ps = append(ps, &LoadError{Kind: ErrExportType, Detail: fmt.Sprintf("%s has %s, want %s", n,
+				sigString(f.ParamTypes(), f.ResultTypes()), sigString(want.params, want.results))})
 		}
 	}
-	if init, ok := exports[abi.ExportInitialize]; ok {
-		if len(init.ParamTypes()) != 0 || len(init.ResultTypes()) != 0 {
-			return &LoadError{Kind: ErrExportType, Detail: abi.ExportInitialize + " must take and return nothing"}
-		}
-		m.initialize = true
+	if init, ok := exports[abi.ExportInitialize]; ok && (len(init.ParamTypes()) != 0 || len(init.ResultTypes()) != 0) {
+		ps = append(ps, &LoadError{Kind: ErrExportType, Detail: abi.ExportInitialize + " must take and return nothing"})
 	}
-	mem, ok := m.cm.ExportedMemories()[abi.ExportMemory]
-	if !ok {
-		return &LoadError{Kind: ErrMissingExport, Detail: "memory " + abi.ExportMemory}
+	if _, ok := cm.ExportedMemories()[abi.ExportMemory]; !ok {
+		ps = append(ps, &LoadError{Kind: ErrMissingExport, Detail: "memory " + abi.ExportMemory})
 	}
-	m.MinPages = mem.Min()
-	if m.MinPages > m.e.opts.MemoryLimitPages {
-		return &LoadError{Kind: ErrInstantiate, Detail: fmt.Sprintf("module needs %d pages of memory, limit is %d", m.MinPages, m.e.opts.MemoryLimitPages)}
-	}
-	return nil
+	return ps
 }
 
 func sigString(params, results []rt.ValueType) string {

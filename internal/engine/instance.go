@@ -164,15 +164,12 @@ func (i *Instance) fault(ctx context.Context, err error) *Fault {
 		return &Fault{Reason: abi.ReasonPluginTimeout, Err: err}
 	case errors.Is(ctx.Err(), context.Canceled),
 		errors.As(err, &exit) && exit.ExitCode() == rt.ExitCodeContextCanceled:
-		return &Fault{Reason: ReasonCanceled, Err: err}
+		return &Fault{Reason: abi.ReasonCanceled, Err: err}
 	case i.outOfMemory():
 		return &Fault{Reason: abi.ReasonPluginOutOfMemory, Err: err}
 	}
 	return &Fault{Reason: abi.ReasonPluginTrap, Err: err}
 }
-
-// ReasonCanceled: the caller canceled the run before the stage answered.
-const ReasonCanceled = "canceled"
 
 // outOfMemory reports whether the guest's memory is at its cap, or its
 // runtime said it ran out. A grow that fails leaves memory below the cap by

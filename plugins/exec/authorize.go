@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // Denial codes, in check order.
@@ -60,11 +61,11 @@ const (
 	BasisExact = "exact"
 )
 
-// Effect classes.
+// Effect classes (abi's).
 const (
-	EffectReadOnly        = "read_only"
-	EffectIdempotentWrite = "idempotent_write"
-	EffectNonIdempotent   = "non_idempotent"
+	EffectReadOnly        = abi.EffectReadOnly
+	EffectIdempotentWrite = abi.EffectIdempotentWrite
+	EffectNonIdempotent   = abi.EffectNonIdempotent
 )
 
 // MaxEcho is how much of a wire name a message repeats.
@@ -150,7 +151,7 @@ func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) 
 		return Outcome{}, &ReadError{What: "catalog", Err: err}
 	}
 	if !found {
-		if looksLikeID(c.Tool) {
+		if abi.IsToolIDShaped(c.Tool) {
 			return deny(2, CodeNotCataloged, "tool id %q is not in the catalog", wire)
 		}
 		return deny(1, CodeUnknownTool, "no tool has the exact name %q", wire)
@@ -159,7 +160,7 @@ func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) 
 		return deny(1, CodeUnknownTool, "the catalog answered %q with a tool that does not carry that name", wire)
 	}
 	// 2. Cataloged identity.
-	if !looksLikeID(t.ID) {
+	if !abi.IsToolIDShaped(t.ID) {
 		return deny(2, CodeNotCataloged, "%q resolves to %q, which is not a canonical tool id", wire, echo(t.ID))
 	}
 	out := Outcome{Tool: &t}
@@ -228,18 +229,18 @@ func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) 
 	basis, gen := match.basis, match.gen
 
 	// 5. Source trust.
-	kind, origin := splitProvenance(t.Provenance)
+	kind, origin, _ := abi.ParseProvenance(t.Provenance) // malformed: kind ""
 	ns, _, _ := strings.Cut(t.ID, ":")
 	switch {
-	case kind == "unverified" || kind == "":
+	case kind == abi.ProvenanceUnverified || kind == "":
 		return denyT(5, CodeUntrustedSource, "%s: provenance %q is not trusted", t.ID, echo(t.Provenance))
-	case kind == "builtin_runtime":
-		if ns != "builtin" || (t.Source != "" && t.Source != "builtin") {
+	case kind == abi.ProvenanceBuiltin:
+		if ns != abi.NamespaceBuiltin || (t.Source != "" && t.Source != abi.NamespaceBuiltin) {
 			return denyT(5, CodeSourceProvenanceMismatch, "%s: builtin_runtime provenance with source %q", t.ID, echo(t.Source))
 		}
 	case t.Source == "":
 		return denyT(5, CodeUntrustedSource, "%s: the record names no source", t.ID)
-	case t.Source != origin || ns != namespaces[kind]+origin:
+	case t.Source != origin || ns != abi.ProvenanceNamespace(kind, origin):
 		return denyT(5, CodeSourceProvenanceMismatch, "%s: provenance %q does not name source %q", t.ID, echo(t.Provenance), echo(t.Source))
 	}
 
@@ -254,30 +255,6 @@ func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) 
 	// 7. Authorized.
 	out.Allowed, out.Check, out.Basis, out.GrantGeneration = true, 7, basis, gen
 	return out, nil
-}
-
-// namespaces maps a provenance kind to the namespace prefix its tools use.
-var namespaces = map[string]string{
-	"mcp_config":         "mcp.",
-	"extension_manifest": "ext.",
-	"plugin_config":      "plugin.",
-}
-
-// splitProvenance splits "kind{origin}" or a bare kind. A malformed value
-// has kind "".
-func splitProvenance(p string) (kind, origin string) {
-	if p == "builtin_runtime" || p == "unverified" {
-		return p, ""
-	}
-	k, rest, ok := strings.Cut(p, "{")
-	o, ok2 := strings.CutSuffix(rest, "}")
-	if !ok || !ok2 || o == "" || !validSegment(o) {
-		return "", ""
-	}
-	if _, known := namespaces[k]; !known {
-		return "", ""
-	}
-	return k, o
 }
 
 func effectOf(t abi.Tool) string {
@@ -295,46 +272,6 @@ func needsConfirmation(t abi.Tool, cfg Config) bool {
 	return slices.Contains(cfg.ConfirmEffects, effectOf(t)) || slices.Contains(cfg.ConfirmTools, t.ID)
 }
 
-// looksLikeID reports whether s has the shape of a canonical id: a known
-// namespace, ':', and a non-empty name segment of [a-z0-9_.-].
-func looksLikeID(s string) bool {
-	ns, name, ok := strings.Cut(s, ":")
-	if !ok || !validSegment(name) {
-		return false
-	}
-	if ns == "builtin" || ns == "unknown" {
-		return true
-	}
-	for _, p := range [...]string{"mcp.", "ext.", "plugin."} {
-		if rest, ok := strings.CutPrefix(ns, p); ok {
-			return validSegment(rest)
-		}
-	}
-	return false
-}
-
-func validSegment(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // echo cuts a name repeated in a message to MaxEcho bytes, at a rune
 // boundary, and marks the cut.
-func echo(s string) string {
-	if len(s) <= MaxEcho {
-		return s
-	}
-	n := MaxEcho
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "..."
-}
+func echo(s string) string { return runecut.Cut(s, MaxEcho, "...") }

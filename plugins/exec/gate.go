@@ -34,7 +34,7 @@ var Gate = sdk.Gate{
 		Version:      "1.0.0",
 		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned schema digest, provenance and policy digest, source trust and the confirmation policy.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
-		Capabilities: []string{"catalog", "session"},
+		Capabilities: []string{abi.CapabilityCatalog, abi.CapabilitySession},
 		ConfigSchema: json.RawMessage(configSchema),
 	},
 	Evaluate: evaluate,
@@ -82,7 +82,7 @@ func (s hostSessions) Get(tool string) (abi.SessionGetAnswer, error) {
 
 func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectToolCall {
-		return sdk.Inconclusive("unsupported_subject", fmt.Errorf("subject kind %q", req.SubjectKind)), nil
+		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("subject kind %q", req.SubjectKind)), nil
 	}
 	cfg, err := ParseConfig(req.Config)
 	if err != nil {

@@ -49,10 +49,10 @@ const (
 	StatusNotRun  = "not_run"
 )
 
-// Capabilities the gate calls.
+// Capabilities the gate calls (abi's names).
 const (
-	CapabilityPolicy = "policy"
-	CapabilityCheck  = "check"
+	CapabilityPolicy = abi.CapabilityPolicy
+	CapabilityCheck  = abi.CapabilityCheck
 )
 
 const configSchema = `{
@@ -86,14 +86,14 @@ type Config struct {
 
 func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectMerge {
-		return sdk.Inconclusive("unsupported_subject", fmt.Errorf("merge: subject kind %q", req.SubjectKind)), nil
+		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("merge: subject kind %q", req.SubjectKind)), nil
 	}
 	var cfg Config
 	if len(req.Config) > 0 && string(req.Config) != "null" {
 		d := json.NewDecoder(strings.NewReader(string(req.Config)))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&cfg); err != nil {
-			return sdk.Inconclusive("bad_config", err), nil
+			return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
 		}
 	}
 	var m abi.Merge

@@ -71,7 +71,7 @@ var Gate = sdk.Gate{
 		Version:      "1.0.0",
 		Description:  "Denies domain writes whose catalog-declared preconditions do not hold, at plan time (proposal) and right before execution (tool_call).",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectProposal, abi.SubjectToolCall},
-		Capabilities: []string{"query"},
+		Capabilities: []string{abi.CapabilityQuery},
 		ConfigSchema: json.RawMessage(configSchema),
 	},
 	Evaluate: evaluate,

@@ -33,6 +33,7 @@ import (
 	"sort"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
 	"github.com/gatehost/gatehost/sdk"
 )
 
@@ -87,7 +88,7 @@ var Gate = sdk.Gate{
 		Version:      "1.0.0",
 		Description:  "Statically verifies a whole proposal before its first dispatch: tools, parameter schemas, dependency order and a forward model of declared state.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectProposal},
-		Capabilities: []string{"catalog"},
+		Capabilities: []string{abi.CapabilityCatalog},
 		ConfigSchema: json.RawMessage(configSchema),
 	},
 	Evaluate: evaluate,
@@ -456,14 +457,4 @@ func (v *verifier) response(generation uint64) abi.Response {
 }
 
 // clip cuts text echoed into messages to 128 bytes, on a rune boundary.
-func clip(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
-}
+func clip(s string) string { return runecut.Cut(s, 128, "…") }

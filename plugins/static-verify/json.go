@@ -108,47 +108,6 @@ func canonical(b *strings.Builder, v any) {
 	}
 }
 
-// jsonEqual compares two decoded JSON values, JSON-typed: 1 ≠ "1".
-func jsonEqual(a, b any) bool {
-	switch a := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		bb, ok := b.(bool)
-		return ok && a == bb
-	case float64:
-		bf, ok := b.(float64)
-		return ok && a == bf
-	case string:
-		bs, ok := b.(string)
-		return ok && a == bs
-	case []any:
-		bs, ok := b.([]any)
-		if !ok || len(a) != len(bs) {
-			return false
-		}
-		for i := range a {
-			if !jsonEqual(a[i], bs[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		bm, ok := b.(map[string]any)
-		if !ok || len(a) != len(bm) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := bm[k]
-			if !ok || !jsonEqual(av, bv) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 // canonicalNumber spells 1, 1.0 and 1e0 alike. A literal with at most 15
 // digits round-trips through float64 exactly, so those are normalised; longer
 // ones are kept as written (two spellings of one long number then count as

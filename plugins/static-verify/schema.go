@@ -3,8 +3,6 @@ package staticverify
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/schemac"
 )
 
 // schemaCacheMax bounds the compiled-schema cache. A catalog is pinned per
@@ -81,21 +80,9 @@ func isLowerHex(s string) bool {
 }
 
 func compileSchema(raw []byte) (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020 // MCP tools' schemas rarely name a draft
-	c.AssertFormat = true          // "every keyword": format is checked too
-	// A tool's schema must be self-contained: fetching a remote $ref would
-	// give the guest a network and make the verdict depend on it.
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("remote reference %q not allowed", u)
-	}
 	// Each compile has its own compiler, so one fixed base URL will do; it
-	// only anchors relative references, which LoadURL then refuses.
-	const u = "https://schemas.gatehost.invalid/tool.json"
-	if err := c.AddResource(u, bytes.NewReader(raw)); err != nil {
-		return nil, err
-	}
-	return c.Compile(u)
+	// only anchors relative references, which the compiler then refuses.
+	return schemac.Compile("https://schemas.gatehost.invalid/tool.json", raw)
 }
 
 // violation is one leaf error of schema validation.

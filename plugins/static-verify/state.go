@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/docpath"
 )
 
 // advisory builds an advisory finding. Findings that depend on the forward
@@ -133,12 +134,12 @@ func checkPrecondition(state map[string]any, key, op string, want any) (bool, st
 	}
 	switch op {
 	case "eq":
-		if jsonEqual(got, want) {
+		if docpath.Equal(got, want) {
 			return true, ""
 		}
 		return false, "the value differs"
 	case "neq":
-		if !jsonEqual(got, want) {
+		if !docpath.Equal(got, want) {
 			return true, ""
 		}
 		return false, "the value is equal"
@@ -182,7 +183,7 @@ func contains(got, want any) (bool, string) {
 		return false, "the string does not contain the value"
 	case []any:
 		for _, e := range g {
-			if jsonEqual(e, want) {
+			if docpath.Equal(e, want) {
 				return true, ""
 			}
 		}

@@ -248,7 +248,7 @@ var minimalSubjects = map[abi.SubjectKind]json.RawMessage{
 
 // unhandledReasons are answers that say the gate did not evaluate the
 // subject at all.
-var unhandledReasons = []string{"bad_request", "unsupported_abi", "gate_panic", "gate_not_registered", "response_encoding", "unspecified"}
+var unhandledReasons = []string{abi.ReasonBadRequest, abi.ReasonUnsupportedABI, abi.ReasonGatePanic, abi.ReasonNotRegistered, abi.ReasonResponseEncoding, abi.ReasonUnspecified}
 
 // Check runs the conformance checks on the module wasm and returns the
 // report; see Report.Err. The error is for what stops the kit itself (a
@@ -361,7 +361,7 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		}
 		kindAnswer[kind] = res
 		replay = append(replay, replayed{name, "probe-" + string(kind), subject, res})
-		if res.Verdict == abi.Inconclusive && (slices.Contains(unhandledReasons, res.Reason) || strings.HasPrefix(res.Reason, "unsupported")) {
+		if res.Verdict == abi.Inconclusive && (slices.Contains(unhandledReasons, res.Reason) || strings.HasPrefix(res.Reason, abi.ReasonPrefixUnsupported)) {
 			r.fail(CheckSubjectKinds, name, "declared kind %s is not handled: a valid subject got inconclusive (%s)", kind, res.Reason)
 		}
 		if len(grant) > 0 {

@@ -9,7 +9,6 @@ package gatetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -84,7 +83,7 @@ type Operation func(request []byte) (any, error)
 // NewHost returns a Host with the given tools and the catalog capability
 // granted.
 func NewHost(tools ...abi.Tool) *Host {
-	return &Host{Tools: tools, Granted: []string{"catalog"}}
+	return &Host{Tools: tools, Granted: []string{abi.CapabilityCatalog}}
 }
 
 // Logs returns the messages the gate logged.
@@ -122,24 +121,16 @@ func (s singlePass) CallEnvelope(op string, request []byte) ([]byte, error) {
 
 func (h *Host) answer(op string, request []byte) []byte {
 	if !slices.Contains(h.Granted, abi.CapabilityOf(op)) {
-		return callError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to this stage", abi.CapabilityOf(op)))
+		return abi.EncodeCallError(abi.ErrCodeCapabilityDenied, fmt.Sprintf("capability %q is not granted to this stage", abi.CapabilityOf(op)))
 	}
 	if fn, ok := h.Operations[op]; ok {
-		res, err := fn(request)
-		if err != nil {
-			var ce *abi.CallError
-			if errors.As(err, &ce) {
-				return callError(ce.Code, ce.Message)
-			}
-			return callError(abi.ErrCodeUnavailable, err.Error())
-		}
-		return result(res)
+		return abi.EncodeCallAnswer(fn(request))
 	}
 	switch op {
 	case abi.OpCatalogGet:
 		var req abi.CatalogGetRequest
 		if err := json.Unmarshal(request, &req); err != nil {
-			return callError(abi.ErrCodeBadRequest, err.Error())
+			return abi.EncodeCallError(abi.ErrCodeBadRequest, err.Error())
 		}
 		for i := range h.Tools {
 			t := &h.Tools[i]
@@ -147,41 +138,27 @@ func (h *Host) answer(op string, request []byte) []byte {
 				if req.KnownSchemaDigest != "" && req.KnownSchemaDigest == t.SchemaDigest && len(t.InputSchema) > 0 {
 					c := *t
 					c.InputSchema = nil
-					return result(abi.CatalogGetAnswer{Found: true, Tool: &c, SchemaOmitted: true})
+					return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: true, Tool: &c, SchemaOmitted: true})
 				}
-				return result(abi.CatalogGetAnswer{Found: true, Tool: t})
+				return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: true, Tool: t})
 			}
 		}
-		return result(abi.CatalogGetAnswer{Found: false})
+		return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: false})
 	case abi.OpSessionGet:
 		var req abi.SessionGetRequest
 		if err := json.Unmarshal(request, &req); err != nil {
-			return callError(abi.ErrCodeBadRequest, err.Error())
+			return abi.EncodeCallError(abi.ErrCodeBadRequest, err.Error())
 		}
 		if h.SessionLookup == nil {
-			return result(abi.SessionGetAnswer{})
+			return abi.EncodeCallResult(abi.SessionGetAnswer{})
 		}
-		return result(h.SessionLookup(req.Tool))
+		return abi.EncodeCallResult(h.SessionLookup(req.Tool))
 	case abi.OpCatalogList:
 		a := abi.CatalogListAnswer{Generation: h.Generation, Tools: []abi.ToolEntry{}}
 		for _, t := range h.Tools {
 			a.Tools = append(a.Tools, abi.ToolEntry{ID: t.ID, Name: t.Name, Aliases: t.Aliases})
 		}
-		return result(a)
+		return abi.EncodeCallResult(a)
 	}
-	return callError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
-}
-
-func result(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return callError(abi.ErrCodeUnavailable, err.Error())
-	}
-	out, _ := json.Marshal(abi.CallAnswer{Result: b})
-	return out
-}
-
-func callError(code, msg string) []byte {
-	out, _ := json.Marshal(abi.CallAnswer{Error: &abi.CallError{Code: code, Message: msg}})
-	return out
+	return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
 }

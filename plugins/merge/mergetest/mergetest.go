@@ -26,7 +26,7 @@ func (h *Host) Call(op string, request []byte) ([]byte, error) {
 	h.Calls = append(h.Calls, op)
 	granted := h.Granted
 	if granted == nil {
-		granted = []string{"policy", "check"}
+		granted = []string{abi.CapabilityPolicy, abi.CapabilityCheck}
 	}
 	capab := abi.CapabilityOf(op)
 	ok := false
