@@ -15,6 +15,10 @@ import (
 type route struct {
 	upstream int    // index in Options.Upstreams
 	name     string // the tool's name at the upstream
+	// outputSchema: the tool declares one, so every structuredContent of
+	// its results must conform to it (MCP "Tools", output schema) — a
+	// denial's Decision then travels in _meta only.
+	outputSchema bool
 }
 
 // listed is one upstream's latest tools/list, all pages.
@@ -69,6 +73,10 @@ func (g *Gateway) publishLocked() error {
 		if err != nil {
 			return fmt.Errorf("upstream %s: tools/list: %w", u.Name, err)
 		}
+		declares := map[string]bool{}
+		for _, t := range l.tools {
+			declares[t.Name] = t.OutputSchema != nil
+		}
 		for _, t := range ts {
 			upstreamName := t.Name
 			t.Name = exposedName(u.Name, t.Name, count[t.Name] > 1)
@@ -78,7 +86,7 @@ func (g *Gateway) publishLocked() error {
 			if t.PolicyDigest, err = catalog.PolicyDigestOf(t); err != nil {
 				return fmt.Errorf("upstream %s: tools/list: %w", u.Name, err)
 			}
-			routes[t.Name] = route{upstream: i, name: upstreamName}
+			routes[t.Name] = route{upstream: i, name: upstreamName, outputSchema: declares[upstreamName]}
 			tools = append(tools, t)
 		}
 	}

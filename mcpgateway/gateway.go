@@ -56,6 +56,10 @@ import (
 // of the decision that let it through or stopped it.
 const MetaRunID = "gatehost/run_id"
 
+// MetaDecision is the _meta key of a denied tools/call result that holds
+// the Decision: verdict, run_id, pipeline and findings.
+const MetaDecision = "gatehost/decision"
+
 // protocolVersions are the revisions the gateway serves downstream. The
 // 2026-07-28 revision forbids server-initiated requests during a call, and
 // the gateway asks for confirmations with elicitation/create while it holds

@@ -135,10 +135,18 @@ func text(r *mcp.CallToolResult) string {
 	return s
 }
 
-// findingCodes are the codes of a denied result's structured Decision.
+// findingCodes are the codes of a denied result's Decision: in _meta
+// always, and as structured content when the tool declares no output
+// schema (then both must be the same).
 func findingCodes(t *testing.T, r *mcp.CallToolResult) []string {
 	t.Helper()
-	b, err := json.Marshal(r.StructuredContent)
+	b, err := json.Marshal(r.Meta[mcpgateway.MetaDecision])
+	require.NoError(t, err)
+	if r.StructuredContent != nil {
+		sc, err := json.Marshal(r.StructuredContent)
+		require.NoError(t, err)
+		require.JSONEq(t, string(sc), string(b), "structuredContent and _meta carry one Decision")
+	}
 	require.NoError(t, err)
 	var d struct {
 		Verdict  string `json:"verdict"`

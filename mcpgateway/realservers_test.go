@@ -98,6 +98,9 @@ func TestFilesystemServer(t *testing.T) {
 		w = call(t, cs, "write_file", map[string]any{"path": p, "content": "nope"})
 		assert.True(t, w.IsError, p)
 		assert.Equal(t, []string{"precondition_failed"}, findingCodes(t, w), p)
+		// write_file declares an output schema, which clients check
+		// error results against too: the Decision is in _meta only.
+		assert.Nil(t, w.StructuredContent, p)
 		assert.NoFileExists(t, filepath.Clean(p), "nothing was written")
 	}
 

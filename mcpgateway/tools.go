@@ -201,7 +201,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		}
 	}
 	if dec.Verdict != abi.Accepted {
-		return deniedResult(dec), nil
+		return deniedResult(dec, r.outputSchema), nil
 	}
 	if !routed {
 		// Accepted on a catalog record no upstream of this gateway lists
@@ -286,9 +286,12 @@ const codeConfirmationRequired = "confirmation_required"
 
 // deniedResult is what the agent gets for a call that was not accepted:
 // an error result naming each finding's code and message (gates' messages
-// carry metadata, never arguments), the Decision as structured content,
-// and the run id in _meta.
-func deniedResult(d *host.Decision) *mcp.CallToolResult {
+// carry metadata, never arguments), the run id and the Decision in _meta
+// (MetaRunID, MetaDecision), and the Decision as structured content unless
+// the tool declares an output schema: clients check a result's structured
+// content against it, error results included, and the Decision is not of
+// the tool's shape.
+func deniedResult(d *host.Decision, outputSchema bool) *mcp.CallToolResult {
 	var b strings.Builder
 	fmt.Fprintf(&b, "gatehost did not accept the call: %s (run %s); nothing was sent to the server.", d.Verdict, d.RunID)
 	for _, f := range d.Findings {
@@ -302,12 +305,19 @@ func deniedResult(d *host.Decision) *mcp.CallToolResult {
 			fmt.Fprintf(&b, "\n- stage %s inconclusive: %s", s.Name, s.Reason)
 		}
 	}
-	return &mcp.CallToolResult{
-		Meta:              withRunID(nil, d.RunID),
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: b.String()}},
-		StructuredContent: decisionView(d),
+	r := &mcp.CallToolResult{
+		Meta:    withRunID(nil, d.RunID),
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
 	}
+	if r.Meta == nil {
+		r.Meta = mcp.Meta{}
+	}
+	r.Meta[MetaDecision] = decisionView(d)
+	if !outputSchema {
+		r.StructuredContent = decisionView(d)
+	}
+	return r
 }
 
 // decisionView is the Decision as the agent sees it: verdict, run id,
