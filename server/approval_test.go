@@ -22,6 +22,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/edgecase"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
@@ -327,8 +328,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 	t.Run("bound to the subject, session and pipeline", func(t *testing.T) {
 		// The call as the host sees it is what is bound, not the bytes: the
 		// native form of A is A.
-		nativeA, _, _, err := nativeSubject(abi.SubjectToolCall, callA, "", "")
-		require.NoError(t, err)
+		nativeA := ts.nativeSubject(t, "exec", callA, subject.FormatAuto)
 		cases := []struct {
 			name               string
 			mintSess, mintPipe string
@@ -616,4 +616,16 @@ func TestApprovalStoreConsume(t *testing.T) {
 	}
 	_, reason := newApprovalStore().consume("ap-1", want, now)
 	assert.Equal(t, refuseUnknown, reason)
+}
+
+// nativeSubject is body as the server's current host records it on
+// pipeline: the subject an approval binds.
+func (ts *testServer) nativeSubject(t *testing.T, pipeline string, body []byte, f subject.Format) []byte {
+	t.Helper()
+	rt := ts.s.acquire()
+	require.NotNil(t, rt)
+	defer rt.release()
+	native, err := rt.h.NativeSubject(pipeline, body, f)
+	require.NoError(t, err)
+	return native
 }
