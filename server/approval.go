@@ -200,7 +200,10 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	// record the checked call: the host makes it, whatever the format.
 	native, err := rt.h.NativeSubject(name, sr.body, sr.format)
 	if err != nil {
-		s.writeInputError(w, r, err)
+		if !s.writeInputError(w, r, err) {
+			s.logger.Error("gatehost serve: approval subject not read", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
+			writeError(w, r, http.StatusInternalServerError, errInternal, "", "the call could not be read; no approval was issued", nil)
+		}
 		return
 	}
 	var call struct {
