@@ -635,7 +635,8 @@ func (ts *testServer) nativeSubject(t *testing.T, pipeline string, body []byte, 
 var (
 	callAOpenAI = []byte(`{"id":"7","type":"function","function":{"name":"merge_pull_request",` +
 		`"arguments":"{\"owner\":\"octo-org\",\"repo\":\"widgets\",\"pullNumber\":42,\"merge_method\":\"squash\"}"}}`)
-	callANative = []byte("{\n  \"id\": \"7\",\n  \"tool\": \"merge_pull_request\",\n  \"parameters\": " +
+	callAReordered = []byte(`{"parameters":{"merge_method":"squash","pullNumber":42,"repo":"widgets","owner":"octo-org"},"tool":"merge_pull_request","id":"7"}`)
+	callANative    = []byte("{\n  \"id\": \"7\",\n  \"tool\": \"merge_pull_request\",\n  \"parameters\": " +
 		"{\"owner\": \"octo-org\", \"repo\": \"widgets\", \"pullNumber\": 42, \"merge_method\": \"squash\"}\n}\n")
 )
 
@@ -689,10 +690,16 @@ func TestServeApprovalBindsHostSubject(t *testing.T) {
 			{subject.FormatMCP, callB, refuseSubject},
 			{subject.FormatOpenAI, callAOpenAI, ""},
 		}},
+		// A native call is recorded as written: another member order is
+		// another recorded subject, which a re-encoding would have hidden.
+		{"minted as native in another member order", subject.FormatAuto, callAReordered, []use{
+			{subject.FormatMCP, callA, refuseSubject},
+			{subject.FormatNative, []byte(strings.ReplaceAll(string(callAReordered), ",", ", ")), ""},
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ap := ts.mintAs(t, "exec", "dev", c.mintFormat, c.mintBody)
-			assert.Equal(t, sha256Hex(native), ap.SubjectSHA256, "the digest of the host's native subject")
+			assert.Equal(t, sha256Hex(ts.nativeSubject(t, "exec", c.mintBody, c.mintFormat)), ap.SubjectSHA256, "the digest of the host's native subject")
 			assert.Equal(t, "mcp.github:merge_pull_request", ap.Tool)
 			for j, u := range c.uses {
 				reqID := fmt.Sprintf("bind-%d-%d", i, j)
@@ -706,6 +713,11 @@ func TestServeApprovalBindsHostSubject(t *testing.T) {
 				recs := records(t, logPath)
 				if u.reason == "" {
 					assert.Equal(t, abi.Accepted, d.Verdict, "use %d: %s", j, a.body)
+					var rec struct {
+						SubjectSHA256 string `json:"subject_sha256"`
+					}
+					require.NoError(t, json.Unmarshal(recordFor(t, recs, eventlog.KindDecision, reqID).Data, &rec))
+					assert.Equal(t, ap.SubjectSHA256, rec.SubjectSHA256, "the approval binds the digest the decision records")
 					used := recordFor(t, recs, kindApprovalUsed, reqID)
 					assert.Equal(t, d.RunID, used.RunID, "the use is recorded under the run's own id")
 					assert.Equal(t, "bot", dataOf(t, used).Agent, "the agent is the request's credential")
