@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/abischema"
@@ -215,8 +217,21 @@ func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) (any, e
 	}
 	if schema := subjectSchemas[kind]; schema != "" {
 		if err := abischema.ValidateValue(schema, v); err != nil { // decoded once, above
-			return nil, &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Err: err}
+			return nil, &SubjectError{Kind: kind, Reason: "does not match the " + string(kind) + " schema", Pointer: schemaPointer(err), Err: err}
 		}
 	}
 	return v, nil
+}
+
+// schemaPointer is the JSON Pointer of the first innermost cause of a
+// schema validation error, or "" when it has none.
+func schemaPointer(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return ""
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	return ve.InstanceLocation
 }

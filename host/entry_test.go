@@ -225,8 +225,7 @@ func TestCheckFormats(t *testing.T) {
 		{"unknown format for merge", "merge", host.RunOptions{Format: "NATIVE"}, "Format"},
 		{"token for a proposal pipeline", "plan", host.RunOptions{ConfirmationToken: "ok"}, "ConfirmationToken"},
 		{"token for a merge pipeline", "merge", host.RunOptions{ConfirmationToken: "ok"}, "ConfirmationToken"},
-		{"confirmation for a proposal pipeline", "plan", host.RunOptions{Confirmation: &abi.Confirmation{Tool: "a:b", Token: "x"}}, "ConfirmationToken"},
-		{"token and confirmation", "call", host.RunOptions{ConfirmationToken: "ok", Confirmation: &abi.Confirmation{Tool: "a:b", Token: "x"}}, "Confirmation"},
+		{"padded token for a proposal pipeline", "plan", host.RunOptions{ConfirmationToken: " ok\t"}, "ConfirmationToken"},
 		{"run id", "plan", host.RunOptions{RunID: "not-hex"}, "RunID"},
 	}
 	inputs := map[string]string{"plan": `{"actions":[]}`, "call": `{"tool":"t"}`, "merge": `{"file_changes":[{"path":"a","after":"b"}]}`}

@@ -216,8 +216,9 @@ func TestExecOriginCasesNativeEqualsWasm(t *testing.T) {
 	store, err := catalog.NewStore()
 	require.NoError(t, err)
 	h := newHost(t, host.Config{
-		Plugins: map[string]host.PluginConfig{"exec": {Path: execWasm}},
-		Catalog: store,
+		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
+		Catalog:   store,
+		Confirmer: passConfirmer{},
 		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
 			Plugin: "exec", Capabilities: []string{"catalog", "session"},
 		}}}},
@@ -258,7 +259,7 @@ func TestExecOriginCasesNativeEqualsWasm(t *testing.T) {
 					require.NoError(t, st.prepare(ctx, renamed{h.Sessions(), sess}, store.Snapshot()), "step %d prepare", i)
 				}
 				call, _ := json.Marshal(abi.ToolCall{Tool: st.call, Parameters: json.RawMessage(`{"secret":"do-not-echo"}`)})
-				d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: sess(st.session), Confirmation: st.confirm})
+				d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: sess(st.session), ConfirmationToken: passToken(st.confirm)})
 				require.NoError(t, err)
 				wasm := d.Stages[0]
 				set, err := h.Sessions().Load(ctx, sess(st.session))

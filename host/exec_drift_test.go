@@ -23,8 +23,9 @@ var confirmWrites = json.RawMessage(`{"confirm_effects":["non_idempotent"]}`)
 func driftHost(t *testing.T, store *catalog.Store) *host.Host {
 	t.Helper()
 	return newHost(t, host.Config{
-		Plugins: map[string]host.PluginConfig{"exec": {Path: execWasm}},
-		Catalog: store,
+		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
+		Catalog:   store,
+		Confirmer: passConfirmer{},
 		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
 			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: confirmWrites,
 		}}}},
@@ -38,7 +39,7 @@ func callBoth(t *testing.T, h *host.Host, store *catalog.Store, tool, sess strin
 	t.Helper()
 	ctx := context.Background()
 	call, _ := json.Marshal(abi.ToolCall{Tool: tool, Parameters: json.RawMessage(`{"owner":"octo-org","repo":"widgets","pullNumber":7}`)})
-	d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: sess, Confirmation: confirm})
+	d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: sess, ConfirmationToken: passToken(confirm)})
 	require.NoError(t, err)
 	wasm := d.Stages[0]
 	set, err := h.Sessions().Load(ctx, sess)

@@ -39,10 +39,12 @@ func execHost(t testing.TB, store *catalog.Store, stages int) *host.Host {
 	})
 }
 
-func checkCall(t testing.TB, h *host.Host, tool, sess string, confirm *abi.Confirmation) host.StageResult {
+// checkCall checks a call of tool in sess with a confirmation token ("" for
+// none), which the default Confirmer resolves to the tool's catalog id.
+func checkCall(t testing.TB, h *host.Host, tool, sess, token string) host.StageResult {
 	t.Helper()
 	call, _ := json.Marshal(abi.ToolCall{Tool: tool, Parameters: json.RawMessage(`{"owner":"octo-org","repo":"widgets"}`)})
-	d, err := h.Check(context.Background(), "exec", call, host.RunOptions{Session: sess, Confirmation: confirm})
+	d, err := h.Check(context.Background(), "exec", call, host.RunOptions{Session: sess, ConfirmationToken: token})
 	require.NoError(t, err)
 	return d.Stages[0]
 }
@@ -68,19 +70,19 @@ func TestExecGitHubCatalog(t *testing.T) {
 	_, err := session.ActivateMany(ctx, h.Sessions(), snap, "dev", []string{"merge_pull_request", "create_pull_request"})
 	require.NoError(t, err)
 
-	r := checkCall(t, h, "create_pull_request", "dev", nil)
+	r := checkCall(t, h, "create_pull_request", "dev", "")
 	assert.Equal(t, abi.Accepted, r.Verdict)
 	assert.Equal(t, exec.BasisExact, r.Basis)
 
-	r = checkCall(t, h, "merge_pull_request", "dev", nil)
+	r = checkCall(t, h, "merge_pull_request", "dev", "")
 	assert.Equal(t, exec.CodeConfirmationRequired, code(r))
-	r = checkCall(t, h, "merge_pull_request", "dev", &abi.Confirmation{Tool: "mcp.github:merge_pull_request", Token: "ok-by-alice"})
+	r = checkCall(t, h, "merge_pull_request", "dev", "ok-by-alice")
 	assert.Equal(t, abi.Accepted, r.Verdict)
 
 	// Reload the catalog with one unrelated tool changed.
 	_, err = store.Update(replaceSchema("mcp.github:get_me", `{"type":"object","properties":{"verbose":{"type":"boolean"}}}`))
 	require.NoError(t, err)
-	r = checkCall(t, h, "create_pull_request", "dev", nil)
+	r = checkCall(t, h, "create_pull_request", "dev", "")
 	assert.Equal(t, abi.Accepted, r.Verdict, "an unrelated change must not kill the session's call")
 	assert.Equal(t, json.Number("0"), r.Evidence["grant_generation"])
 	assert.Equal(t, json.Number("1"), r.Evidence["catalog_generation"])
@@ -88,7 +90,7 @@ func TestExecGitHubCatalog(t *testing.T) {
 	// create_pull_request's own schema changes: denied.
 	_, err = store.Update(replaceSchema("mcp.github:create_pull_request", `{"type":"object","properties":{"owner":{"type":"string"}}}`))
 	require.NoError(t, err)
-	r = checkCall(t, h, "create_pull_request", "dev", nil)
+	r = checkCall(t, h, "create_pull_request", "dev", "")
 	assert.Equal(t, exec.CodeSchemaDigestMismatch, code(r))
 
 	// Rebuild drops the drifted grant and carries the other forward.
@@ -97,7 +99,7 @@ func TestExecGitHubCatalog(t *testing.T) {
 	assert.Equal(t, []string{"mcp.github:merge_pull_request"}, rep.Kept)
 	assert.Equal(t, []session.Dropped{{Tool: "mcp.github:create_pull_request", Reason: session.DropDrifted,
 		Drift: []string{session.DriftSchema, session.DriftPolicy}}}, rep.Dropped)
-	assert.Equal(t, exec.CodeNotActivated, code(checkCall(t, h, "create_pull_request", "dev", nil)))
+	assert.Equal(t, exec.CodeNotActivated, code(checkCall(t, h, "create_pull_request", "dev", "")))
 }
 
 // TestExecRaceCatalogMutations runs exec checks while the catalog changes

@@ -110,13 +110,6 @@ type RunOptions struct {
 	// tool_call pipelines take one; another pipeline refuses it with
 	// ErrBadOptions.
 	ConfirmationToken string
-	// Confirmation is a confirmation the caller resolved itself, given to
-	// the gates as is.
-	//
-	// Deprecated: set ConfirmationToken, and Config.Confirmer to resolve
-	// it; a token is bound to the run's own catalog snapshot. Setting both
-	// is refused with ErrBadOptions.
-	Confirmation *abi.Confirmation
 
 	// Worktree is the directory the check capability runs commands in,
 	// such as a checkout of a merge subject's head. "" means none: a check
@@ -145,8 +138,7 @@ type run struct {
 	subject []byte            // the compacted native subject
 	snap    *catalog.Snapshot // pinned for the whole run
 	session *pinnedSession    // the session read at the start of the run
-	// confirmation is the resolved ConfirmationToken (or the deprecated
-	// RunOptions.Confirmation); nil is none.
+	// confirmation is the resolved ConfirmationToken; nil is none.
 	confirmation *abi.Confirmation
 	opts         RunOptions
 }
@@ -190,7 +182,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, input []byte, opt
 	undecodable := undecodableFindings(p.cfg.Subject, decoded)
 	release, refused := h.admit(ctx)
 	defer release()
-	rn := &run{p: p, subject: compact(native), snap: h.catalog.Snapshot(), opts: opts, confirmation: opts.Confirmation}
+	rn := &run{p: p, subject: compact(native), snap: h.catalog.Snapshot(), opts: opts}
 	rn.session = h.pinSession(ctx, p, opts.Session)
 	rn.now = h.cfg.Now().UTC()
 	if !opts.Now.IsZero() {
@@ -254,8 +246,8 @@ func (h *Host) Check(ctx context.Context, pipelineName string, input []byte, opt
 // OptionError is a RunOptions field that is invalid or does not apply to
 // the pipeline. It wraps ErrBadOptions.
 type OptionError struct {
-	// Field is the RunOptions field: "Format", "ConfirmationToken",
-	// "Confirmation" or "RunID".
+	// Field is the RunOptions field: "Format", "ConfirmationToken" or
+	// "RunID".
 	Field  string
 	Reason string
 }
@@ -276,12 +268,8 @@ func checkOptions(p *pipeline, opts RunOptions) error {
 	default:
 		return &OptionError{Field: "Format", Reason: fmt.Sprintf("%q is not native, mcp, openai or anthropic", clip(string(opts.Format), 32))}
 	}
-	token := strings.TrimSpace(opts.ConfirmationToken) != ""
-	if (token || opts.Confirmation != nil) && p.cfg.Subject != abi.SubjectToolCall {
+	if strings.TrimSpace(opts.ConfirmationToken) != "" && p.cfg.Subject != abi.SubjectToolCall {
 		return &OptionError{Field: "ConfirmationToken", Reason: fmt.Sprintf("pipeline %s checks %s; confirmations apply to tool calls only", p.name, kindNoun(p.cfg.Subject, true))}
-	}
-	if token && opts.Confirmation != nil {
-		return &OptionError{Field: "Confirmation", Reason: "set together with ConfirmationToken; set one"}
 	}
 	if opts.RunID != "" && !runIDRE.MatchString(opts.RunID) {
 		return &OptionError{Field: "RunID", Reason: fmt.Sprintf("%q: want 32 lowercase hex digits", clip(opts.RunID, 64))}

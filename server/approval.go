@@ -1,10 +1,9 @@
 package server
 
 import (
-	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,10 +16,8 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/session"
-	"github.com/gatehost/gatehost/host/subject"
-	"github.com/gatehost/gatehost/internal/agentinput"
 	"github.com/gatehost/gatehost/internal/oneline"
 )
 
@@ -154,14 +151,8 @@ func (s *approvalStore) consume(id string, b binding, now time.Time) (*approval,
 	return &c, ""
 }
 
-// subjectSHA256 is the hex SHA-256 of the compacted subject: the digest
-// the host records as a decision's subject_sha256.
-func subjectSHA256(native []byte) string {
-	var buf bytes.Buffer
-	b := native
-	if json.Compact(&buf, native) == nil {
-		b = buf.Bytes()
-	}
+// sha256Hex is the lowercase hex SHA-256 of b.
+func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -170,16 +161,6 @@ func newApprovalID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return "ap-" + hex.EncodeToString(b[:])
-}
-
-// newServeRunID makes a run id in the host's form (48 bits of milliseconds,
-// 80 random bits, hex), for a run whose approval records are written before
-// it starts.
-func newServeRunID(now time.Time) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(now.UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	return hex.EncodeToString(b[:])
 }
 
 func (s *Server) now() time.Time {
@@ -197,59 +178,45 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	if sw, ok := w.(*statusWriter); ok {
 		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
 	}
-	rt := s.acquireOr503(w, r)
-	if rt == nil {
-		return
-	}
-	defer rt.release()
-	w.Header().Set(headerConfigGen, fmt.Sprint(rt.generation))
-	q := r.URL.Query()
-	name := q.Get("pipeline")
+	name := r.URL.Query().Get("pipeline")
 	if name == "" {
 		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "pipeline", "required: the tool_call pipeline the approval is for", nil)
 		return
 	}
-	info, ok := rt.pipelines[name]
-	if !ok {
-		writeError(w, r, http.StatusNotFound, errUnknownPipeline, "pipeline", fmt.Sprintf("no pipeline %q", cut(name, 64)), nil)
+	sr := s.openSubjectRequest(w, r, name, "pipeline", func(info host.PipelineInfo, _ string) bool {
+		if info.Subject != abi.SubjectToolCall {
+			writeError(w, r, http.StatusBadRequest, errInvalidRequest, "pipeline",
+				fmt.Sprintf("pipeline %s checks %s subjects; approvals confirm tool calls only", name, info.Subject), nil)
+			return false
+		}
+		return true
+	})
+	if sr == nil {
 		return
 	}
-	if sw, ok := w.(*statusWriter); ok {
-		sw.pipeline = name
-	}
-	if info.Subject != abi.SubjectToolCall {
-		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "pipeline",
-			fmt.Sprintf("pipeline %s checks %s subjects; approvals confirm tool calls only", name, info.Subject), nil)
-		return
-	}
-	sess := q.Get("session")
-	if sess != "" && !session.ValidID(sess) {
-		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "session",
-			fmt.Sprintf("want 1 to %d bytes of A-Z a-z 0-9 _ . : -", session.MaxIDBytes), nil)
-		return
-	}
-	format := subject.Format(q.Get("format"))
-	if !knownFormat(format) {
-		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "format", fmt.Sprintf("%q is not native, mcp, openai or anthropic", cut(string(format), 32)), nil)
-		return
-	}
-	body, ok := readBody(w, r, rt.maxBody)
-	if !ok {
-		return
-	}
-	call, _, err := subject.ParseToolCall(body, format)
+	defer sr.rt.release()
+	rt, sess := sr.rt, sr.session
+	// The approval binds the native subject exactly as the host will
+	// record the checked call: the host makes it, whatever the format.
+	native, err := rt.h.NativeSubject(name, sr.body, sr.format)
 	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, agentinput.Field(err), oneline.Of(err.Error()), nil)
+		if !s.writeInputError(w, r, err) {
+			s.logger.Error("gatehost serve: approval subject not read", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
+			writeError(w, r, http.StatusInternalServerError, errInternal, "", "the call could not be read; no approval was issued", nil)
+		}
+		return
+	}
+	var call struct {
+		Tool       string `json:"tool"`
+		ParseError string `json:"parse_error"`
+	}
+	if err := json.Unmarshal(native, &call); err != nil {
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
 		return
 	}
 	if call.ParseError != "" {
 		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
 			"the call's arguments could not be decoded; such a call never runs, so there is nothing to approve", nil)
-		return
-	}
-	native, err := json.Marshal(call)
-	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
 		return
 	}
 	tool, ok := rt.h.Catalog().Snapshot().Get(call.Tool)
@@ -266,7 +233,7 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := &approval{ID: newApprovalID(), Pipeline: name, Session: sess, Tool: tool.ID, SchemaDigest: tool.SchemaDigest,
-		SubjectSHA256: subjectSHA256(native), ExpiresAt: now.Add(s.approvalTTL()).UTC()}
+		SubjectSHA256: sha256Hex(native), ExpiresAt: now.Add(s.approvalTTL()).UTC()}
 	if c := credentialOf(r.Context()); c != nil {
 		a.Approver = c.name
 	}
@@ -290,22 +257,29 @@ func (s *Server) approvalTTL() time.Duration {
 	return DefaultApprovalTTL
 }
 
-// resolveConfirmation turns the X-Gatehost-Confirmation value presented
-// with a tool call into a confirmation, or into none. Only an approval of
-// this store, unexpired, unused, and minted for this very pipeline,
-// session, subject, tool and schema digest confirms; anything else is
-// recorded as refused and the run goes on without a confirmation, so the
-// gate rejects what needs one. The use or the refusal is in the event log
-// (under runID) before the run starts; err is set only when that record
-// could not be written, and then no run may happen.
-func (s *Server) resolveConfirmation(r *http.Request, rt *loadedConfig, pipeline, sess, toolName string, native []byte, presented, runID string) (*abi.Confirmation, error) {
-	b := binding{pipeline: pipeline, session: sess, subjectSHA256: subjectSHA256(native)}
+// approvalConfirmer is the host.Confirmer of every config generation the
+// server builds: the X-Gatehost-Confirmation value presented with a tool
+// call names an approval of s's store. Only an approval unexpired, unused,
+// and minted for this very pipeline, session, subject, tool and schema
+// digest confirms; anything else is recorded as refused and the run goes
+// on without a confirmation, so the gate rejects what needs one. The host
+// calls it on the run's pinned catalog snapshot, with the request's
+// context (whose credential names the agent); the use or the refusal is in
+// the event log under the run's id before any stage runs.
+type approvalConfirmer struct{ s *Server }
+
+// Confirm implements host.Confirmer. It returns an error only when the
+// use or refusal could not be recorded; the host then runs nothing and
+// Check returns host.ErrConfirmation.
+func (c approvalConfirmer) Confirm(ctx context.Context, req host.ConfirmationRequest) (*abi.Confirmation, error) {
+	s := c.s
+	b := binding{pipeline: req.Pipeline, session: req.Session, subjectSHA256: req.SubjectSHA256}
 	now := s.now()
 	var a *approval
 	reason := refuseToolNotCataloged
-	if t, ok := rt.h.Catalog().Snapshot().Get(toolName); ok {
-		b.tool, b.schemaDigest = t.ID, t.SchemaDigest
-		a, reason = s.approvals.consume(presented, b, now)
+	if req.Tool != nil {
+		b.tool, b.schemaDigest = req.Tool.ID, req.Tool.SchemaDigest
+		a, reason = s.approvals.consume(req.Token, b, now)
 	}
 	rec := struct {
 		ApprovalID    string `json:"approval_id"`
@@ -313,38 +287,30 @@ func (s *Server) resolveConfirmation(r *http.Request, rt *loadedConfig, pipeline
 		Tool          string `json:"tool,omitempty"`
 		SubjectSHA256 string `json:"subject_sha256"`
 		Agent         string `json:"agent,omitempty"`
-	}{Session: sess, Tool: b.tool, SubjectSHA256: b.subjectSHA256}
-	if approvalIDRE.MatchString(presented) {
-		rec.ApprovalID = presented // anything else is the caller's free text
+	}{Session: req.Session, Tool: b.tool, SubjectSHA256: b.subjectSHA256}
+	if approvalIDRE.MatchString(req.Token) {
+		rec.ApprovalID = req.Token // anything else is the caller's free text
 	}
-	if c := credentialOf(r.Context()); c != nil {
-		rec.Agent = c.name
+	if cr := credentialOf(ctx); cr != nil {
+		rec.Agent = cr.name
 	}
 	data, _ := json.Marshal(rec)
 	kind := kindApprovalUsed
 	if a == nil {
 		kind = kindApprovalRefused
 	}
-	_, err := s.evlog.Append(eventlog.Record{Kind: kind, RunID: runID, Pipeline: pipeline,
-		Reason: reason, RequestID: r.Header.Get(headerRequestID), Time: now, Data: data})
-	if err != nil {
+	if _, err := s.evlog.Append(eventlog.Record{Kind: kind, RunID: req.RunID, Pipeline: req.Pipeline,
+		Reason: reason, RequestID: req.RequestID, Time: now, Data: data}); err != nil {
 		return nil, err
 	}
 	if a == nil {
-		s.logger.Warn("gatehost serve: confirmation refused; the call runs without one", "pipeline", pipeline,
-			"run_id", runID, "request_id", r.Header.Get(headerRequestID), "reason", reason, "approval_id", rec.ApprovalID)
+		s.logger.Warn("gatehost serve: confirmation refused; the call runs without one", "pipeline", req.Pipeline,
+			"run_id", req.RunID, "request_id", req.RequestID, "reason", reason, "approval_id", rec.ApprovalID)
 		return nil, nil
 	}
-	s.logger.Info("gatehost serve: approval used", "approval_id", a.ID, "pipeline", pipeline, "run_id", runID, "session", sess, "tool", a.Tool)
+	s.logger.Info("gatehost serve: approval used", "approval_id", a.ID, "pipeline", req.Pipeline, "run_id", req.RunID,
+		"session", req.Session, "tool", a.Tool)
 	return &abi.Confirmation{Tool: a.Tool, Token: a.ID}, nil
-}
-
-func knownFormat(f subject.Format) bool {
-	switch f {
-	case subject.FormatAuto, subject.FormatNative, subject.FormatMCP, subject.FormatOpenAI, subject.FormatAnthropic:
-		return true
-	}
-	return false
 }
 
 // readBody reads the request body within limit, answering the error itself

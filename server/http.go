@@ -17,7 +17,6 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
-	"github.com/gatehost/gatehost/internal/agentinput"
 	"github.com/gatehost/gatehost/internal/oneline"
 )
 
@@ -233,91 +232,132 @@ func (s *Server) acquire() *loadedConfig {
 	}
 }
 
-func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if sw, ok := w.(*statusWriter); ok {
-		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
-	}
+// subjectRequest is what the check and approval routes read before the
+// host sees the subject: the runtime (held: the caller releases it), the
+// pipeline, the session, the format and the raw body.
+type subjectRequest struct {
+	rt      *loadedConfig
+	name    string
+	info    host.PipelineInfo
+	session string
+	format  subject.Format
+	body    []byte
+}
+
+// openSubjectRequest answers what the check and approval routes refuse
+// alike before the subject is read: no runtime (503), no pipeline name
+// (404, the field nameField), a malformed session id (400), what admit
+// refuses (admit answers it), a body over the cap (413). It returns nil
+// once it has answered. The format is the host's to judge (Check and
+// NativeSubject refuse an unknown one).
+func (s *Server) openSubjectRequest(w http.ResponseWriter, r *http.Request, name, nameField string,
+	admit func(info host.PipelineInfo, sess string) bool) *subjectRequest {
 	rt := s.acquireOr503(w, r)
 	if rt == nil {
-		return
+		return nil
 	}
-	defer rt.release()
+	ok := false
+	defer func() {
+		if !ok {
+			rt.release()
+		}
+	}()
 	w.Header().Set(headerConfigGen, strconv.FormatUint(rt.generation, 10))
-	info, ok := rt.pipelines[name]
-	if !ok {
-		writeError(w, r, http.StatusNotFound, errUnknownPipeline, "name", fmt.Sprintf("no pipeline %q", name), nil)
-		return
+	info, found := rt.pipelines[name]
+	if !found {
+		writeError(w, r, http.StatusNotFound, errUnknownPipeline, nameField, fmt.Sprintf("no pipeline %q", cut(name, 64)), nil)
+		return nil
 	}
-	if sw, ok := w.(*statusWriter); ok {
+	if sw, isSW := w.(*statusWriter); isSW {
 		sw.pipeline = name
 	}
 	q := r.URL.Query()
-	format := subject.Format(q.Get("format"))
-	if !knownFormat(format) {
-		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "format", fmt.Sprintf("%q is not native, mcp, openai or anthropic", cut(string(format), 32)), nil)
-		return
-	}
-	// The session is the credential's to name, not the caller's to choose:
-	// another session's grants are another agent's.
 	sess := q.Get("session")
 	if sess != "" && !session.ValidID(sess) {
 		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "session",
 			fmt.Sprintf("want 1 to %d bytes of A-Z a-z 0-9 _ . : -", session.MaxIDBytes), nil)
-		return
+		return nil
 	}
-	if c := credentialOf(r.Context()); c != nil && !c.allows(sess) {
-		writeError(w, r, http.StatusForbidden, errSessionForbidden, "session",
-			fmt.Sprintf("this bearer token may not act for session %q; the sessions= field of its token-file line lists the ones it may", sess), nil)
-		return
+	if !admit(info, sess) {
+		return nil
 	}
-	body, ok := readBody(w, r, rt.maxBody)
-	if !ok {
-		return
+	body, read := readBody(w, r, rt.maxBody)
+	if !read {
+		return nil
 	}
-	presented := strings.TrimSpace(r.Header.Get(headerConfirmation))
-	native, toolName, field, err := nativeSubject(info.Subject, body, format, presented)
-	if err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, field, oneline.Of(err.Error()), nil)
-		return
-	}
-	// A waiver is an operator's audited permission. Over HTTP the caller
-	// may be the agent itself, so a merge subject may not carry one here:
-	// waivers come from the operator, through gatehost merge-verify --waiver.
-	if info.Subject == abi.SubjectMerge {
-		var m struct {
-			Waiver json.RawMessage `json:"waiver"`
-		}
-		if json.Unmarshal(native, &m) == nil && len(m.Waiver) > 0 && string(m.Waiver) != "null" {
-			writeError(w, r, http.StatusBadRequest, errInvalidSubject, "/waiver",
-				"a merge subject sent over HTTP may not carry a waiver: waivers are the operator's (gatehost merge-verify --waiver)", nil)
-			return
-		}
-	}
-	opts := host.RunOptions{Session: sess, RequestID: r.Header.Get(headerRequestID)}
-	// A blank header confirms nothing: it is what a missing one looks like.
-	// Any other value is resolved against the approvals minted through
-	// POST /v1/approvals; a value the caller made up confirms nothing.
-	if presented != "" {
-		opts.RunID = newServeRunID(time.Now())
-		opts.Confirmation, err = s.resolveConfirmation(r, rt, name, sess, toolName, native, presented, opts.RunID)
-		if err != nil {
-			s.logger.Error("gatehost serve: approval use not recorded; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
-			writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the confirmation's use could not be recorded; the call was not checked", nil)
-			return
-		}
-	}
-	d, err := rt.h.Check(r.Context(), name, native, opts)
+	ok = true
+	return &subjectRequest{rt: rt, name: name, info: info, session: sess, format: subject.Format(q.Get("format")), body: body}
+}
+
+// writeInputError answers the errors Check and NativeSubject refuse an
+// input or its options with, before any run: 400 naming the field (the
+// format, the confirmation header, or a JSON Pointer into the subject),
+// 404 for a pipeline gone, 503 for a host closing. It reports whether err
+// was one of them.
+func (s *Server) writeInputError(w http.ResponseWriter, r *http.Request, err error) bool {
+	var oe *host.OptionError
+	var se *host.SubjectError
 	switch {
+	case errors.As(err, &oe) && oe.Field == "Format":
+		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "format", oneline.Of(oe.Reason), nil)
+	case errors.As(err, &oe) && oe.Field == "ConfirmationToken":
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, headerConfirmation, oneline.Of(oe.Reason), nil)
+	case errors.As(err, &se):
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, se.Pointer, oneline.Of(err.Error()), nil)
 	case errors.Is(err, host.ErrBadSubject):
 		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
-		return
 	case errors.Is(err, host.ErrUnknownPipeline):
 		writeError(w, r, http.StatusNotFound, errUnknownPipeline, "name", err.Error(), nil)
-		return
 	case errors.Is(err, host.ErrClosed):
 		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errNotReady, "", err.Error(), nil)
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
+	if sw, ok := w.(*statusWriter); ok {
+		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
+	}
+	// The session is the credential's to name, not the caller's to choose:
+	// another session's grants are another agent's.
+	sr := s.openSubjectRequest(w, r, r.PathValue("name"), "name", func(_ host.PipelineInfo, sess string) bool {
+		if c := credentialOf(r.Context()); c != nil && !c.allows(sess) {
+			writeError(w, r, http.StatusForbidden, errSessionForbidden, "session",
+				fmt.Sprintf("this bearer token may not act for session %q; the sessions= field of its token-file line lists the ones it may", sess), nil)
+			return false
+		}
+		return true
+	})
+	if sr == nil {
+		return
+	}
+	defer sr.rt.release()
+	name := sr.name
+	// A waiver is an operator's audited permission. Over HTTP the caller
+	// may be the agent itself, so a merge subject may not carry one here:
+	// waivers come from the operator, through gatehost merge-verify --waiver.
+	// A merge subject is native JSON only, so the body is the subject.
+	if sr.info.Subject == abi.SubjectMerge && carriesWaiver(sr.body) {
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "/waiver",
+			"a merge subject sent over HTTP may not carry a waiver: waivers are the operator's (gatehost merge-verify --waiver)", nil)
+		return
+	}
+	// A blank header confirms nothing: it is what a missing one looks like.
+	// Any other value is resolved by the host, on the run's own catalog
+	// snapshot, against the approvals minted through POST /v1/approvals
+	// (approvalConfirmer); a value the caller made up confirms nothing.
+	opts := host.RunOptions{Format: sr.format, Session: sr.session, RequestID: r.Header.Get(headerRequestID),
+		ConfirmationToken: strings.TrimSpace(r.Header.Get(headerConfirmation))}
+	d, err := sr.rt.h.Check(r.Context(), name, sr.body, opts)
+	switch {
+	case errors.Is(err, host.ErrConfirmation):
+		s.logger.Error("gatehost serve: approval use not recorded; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
+		writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the confirmation's use could not be recorded; the call was not checked", nil)
+		return
+	case d == nil && s.writeInputError(w, r, err):
 		return
 	case d == nil:
 		s.logger.Error("gatehost serve: check failed", "pipeline", name, "request_id", opts.RequestID, "err", err)
@@ -338,6 +378,16 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// carriesWaiver reports whether body, a native merge subject, has a
+// non-null waiver member. A body that is not a JSON object carries none;
+// the host refuses it as a subject.
+func carriesWaiver(body []byte) bool {
+	var m struct {
+		Waiver json.RawMessage `json:"waiver"`
+	}
+	return json.Unmarshal(body, &m) == nil && len(m.Waiver) > 0 && string(m.Waiver) != "null"
+}
+
 // overloaded: the run was inconclusive because an enforcing stage found no
 // capacity (run admission or instance pool), not because of the subject.
 func overloaded(d *host.Decision) bool {
@@ -350,15 +400,6 @@ func overloaded(d *host.Decision) bool {
 		}
 	}
 	return false
-}
-
-// nativeSubject converts body to the native JSON of kind
-// (agentinput.Native); a confirmation applies to tool calls only.
-func nativeSubject(kind abi.SubjectKind, body []byte, f subject.Format, confirm string) (native []byte, toolName, field string, err error) {
-	if confirm != "" && kind != abi.SubjectToolCall {
-		return nil, "", headerConfirmation, fmt.Errorf("applies to tool_call pipelines only")
-	}
-	return agentinput.Native(kind, body, f)
 }
 
 // acquireOr503 is acquire for a handler: with no runtime to serve (the

@@ -478,6 +478,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	cfg := l.Host
 	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.evlog
 	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
+	cfg.Confirmer = approvalConfirmer{s}
 	h, err := host.New(ctx, cfg)
 	if err != nil {
 		return nil, l.HostError(err)
