@@ -4,19 +4,20 @@ PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*' -not -path './testdata/mcp/node_modules/*')
 
-.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance
+.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance mcp-inspector
 
 all: build
 
 help:
 	@echo "make build   build/gatehost and build/plugins/<gate>.wasm"
 	@echo "make demo    check real proposals against the GitHub MCP catalog, then verify the event log"
-	@echo "make test    go vet, gofmt, no tracked build outputs or dangling citations, go test -race ./..."
+	@echo "make test    go vet, gofmt, no tracked build outputs or dangling citations, go test -race ./..., make mcp-inspector"
 	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
 	@echo "make mcp-deps    install the real MCP servers the gateway tests run (npm ci, testdata/mcp)"
 	@echo "make mcp-conformance  the MCP conformance suite against server-everything, directly and through gatehost mcp"
+	@echo "make mcp-inspector    the MCP Inspector CLI drives gatehost mcp (stdio and Streamable HTTP) in front of real servers"
 
 build: build/gatehost $(WASM)
 
@@ -54,12 +55,19 @@ $(MCP_DEPS): testdata/mcp/package.json testdata/mcp/package-lock.json
 mcp-conformance: build mcp-deps
 	./scripts/mcp-conformance.sh
 
+# A client gatehost did not write, end to end: the MCP Inspector CLI lists,
+# reads, writes and edits through gatehost mcp, checking each result, the
+# disk and the event log (about 25 s).
+mcp-inspector: build mcp-deps
+	./scripts/mcp-inspector.sh
+
 test: vet mcp-deps
 	./scripts/check-tree.sh
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
 	$(GO) test -race -timeout 30m ./...
 	$(GO) test -tags gatehost_wazy ./internal/engine/... ./host -run 'TestHostilePlugins|TestRunawayLoopOvershoot|TestInspectAgreesWithCompile'
 	$(GO) test ./internal/engine/ -run 'TestInspectAgreesWithCompile'
+	$(MAKE) mcp-inspector
 
 bench:
 	GO=$(GO) ./scripts/bench.sh
