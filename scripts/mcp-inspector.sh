@@ -105,12 +105,16 @@ want_accepted() {
 }
 
 # want_denied NAME RC CODE -- a denied call: isError true, the finding code in
-# the text, the Decision (rejected) as structuredContent.
+# the text, the Decision (rejected) in _meta["gatehost/decision"] (and as
+# structuredContent only for a tool without an output schema: the
+# filesystem server's tools declare one).
 want_denied() {
   want_result "$1" "$2" || return
   if jq -e --arg c "$3" '.isError == true
       and ([.content[] | select(.type == "text") | .text] | join("\n") | contains($c))
-      and .structuredContent.verdict == "rejected"' "$out/$1.json" >/dev/null; then
+      and ._meta["gatehost/decision"].verdict == "rejected"
+      and ([._meta["gatehost/decision"].findings[].code] | index($c) != null)
+      and .structuredContent == null' "$out/$1.json" >/dev/null; then
     ok "denied: isError, $3 in the text, verdict rejected"
   else
     bad "want isError with $3 in the text, got $(jq -c . "$out/$1.json")"
