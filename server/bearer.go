@@ -35,7 +35,7 @@ func (t *Tokens) Require(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok, ok := bearerToken(r)
 		c := t.set.lookup(tok)
 		if !ok || c == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatehost"`)
@@ -44,4 +44,15 @@ func (t *Tokens) Require(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), c)))
 	})
+}
+
+// bearerToken is the token of the request's Authorization: Bearer header.
+// The scheme is matched without regard to case (RFC 7235 §2.1; RFC 6750
+// §2.1 gives the header's form).
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return tok, true
 }

@@ -192,7 +192,7 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok, ok := bearerToken(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatehost"`)
 			writeError(w, r, http.StatusUnauthorized, errUnauthorized, "Authorization", "a bearer token is required", nil)
