@@ -7,29 +7,13 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
-	"github.com/gatehost/gatehost/internal/schemac"
 )
 
-// proposalSchema is abi.SchemaProposal, compiled once.
-var proposalSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	src, err := abi.Schemas.ReadFile(abi.SchemaProposal)
-	if err != nil {
-		return nil, err
-	}
-	var head struct {
-		ID string `json:"$id"`
-	}
-	if err := json.Unmarshal(src, &head); err != nil {
-		return nil, err
-	}
-	return schemac.Compile(head.ID, src)
-})
 
 // The members encoding/json reads into each abi struct, from their tags, so
 // that an added ABI field is covered by the case-folding check unchanged.
@@ -67,10 +51,6 @@ func parseNative(data []byte, in *input, l loc) (abi.Proposal, error) {
 	if n := countElems(in.obj["actions"], MaxActions); n > MaxActions {
 		return abi.Proposal{}, l.at("actions").errorf(ErrTooLarge, "more than %d actions", MaxActions)
 	}
-	sch, err := proposalSchema()
-	if err != nil {
-		return abi.Proposal{}, l.errorf(err, "proposal schema: %v", err)
-	}
 	var doc any
 	if err := decodeNumbers(data, &doc); err != nil {
 		return abi.Proposal{}, l.errorf(err, "invalid JSON: %s", jsonErrText(err))
@@ -78,7 +58,8 @@ func parseNative(data []byte, in *input, l loc) (abi.Proposal, error) {
 	if err := abischema.CheckNumbers(doc); err != nil {
 		return abi.Proposal{}, l.errorf(err, "%v", err)
 	}
-	if err := abischema.SafeValidate(sch, doc); err != nil {
+	// The one compiled copy of the proposal schema, the host's.
+	if err := abischema.ValidateValue(abi.SchemaProposal, doc); err != nil {
 		return abi.Proposal{}, schemaError(err, l)
 	}
 	if err := checkNativeFold(doc, l); err != nil {
