@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/mcpgateway"
 )
 
 // writeMCPConfig writes a config with the exec gate in a tool_call
@@ -110,7 +111,10 @@ func TestMCPStdio(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_entities", Arguments: map[string]any{"entityNames": []string{"bob"}}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	assert.Contains(t, fmt.Sprint(res.StructuredContent), "confirmation_required")
+	// The Decision is in _meta; delete_entities declares an output schema,
+	// so it is not the structured content too.
+	assert.Contains(t, fmt.Sprint(res.Meta[mcpgateway.MetaDecision]), "confirmation_required")
+	assert.Nil(t, res.StructuredContent)
 
 	code, out, errOut := runCLI("session", "show", "--config", cfg)
 	assert.Equal(t, 0, code, errOut)
