@@ -18,7 +18,8 @@
 //   - tools/call: the pipeline decides; accepted → forwarded unchanged
 //     (plus the run id in _meta); rejected or inconclusive → nothing is
 //     sent and the agent gets an isError result naming the findings, with
-//     the Decision as structuredContent;
+//     the Decision in _meta (MetaDecision), and as structuredContent when
+//     the tool declares no output schema;
 //   - everything else passes through to the upstream and back.
 //
 // New builds the host from a host.Config and owns it: every decision is
