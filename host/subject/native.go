@@ -14,7 +14,6 @@ import (
 	"github.com/gatehost/gatehost/internal/abischema"
 )
 
-
 // The members encoding/json reads into each abi struct, from their tags, so
 // that an added ABI field is covered by the case-folding check unchanged.
 var (
