@@ -27,7 +27,7 @@ func TestCheckSchemas(t *testing.T) {
 		{name: "bad type", tools: []catalog.Tool{tool("a", `{"type":"object"}`), tool("get_me", `{"type":"object","properties":{"x":{"type":5}}}`)},
 			wantTool: "get_me", wantMsg: "tool get_me: input_schema does not compile: "},
 		{name: "remote reference", tools: []catalog.Tool{tool("fetch", `{"$ref":"https://example.com/s.json"}`)},
-			wantTool: "fetch", wantMsg: `remote reference "https://example.com/s.json" not allowed`},
+			wantTool: "fetch", wantMsg: `remote reference not allowed: "https://example.com/s.json"`},
 		{name: "bad pattern", tools: []catalog.Tool{tool("grep", `{"type":"string","pattern":"("}`)},
 			wantTool: "grep", wantMsg: "tool grep: input_schema does not compile: "},
 		{name: "long name is cut", tools: []catalog.Tool{tool(strings.Repeat("n", 300), `{"type":7}`)},
