@@ -1,0 +1,231 @@
+package guestjson
+
+import "strconv"
+
+// The decoders of one value into a field, each with encoding/json's rules
+// for the field's kind (decode.go, literalStore, array, object).
+
+// setString decodes a string into *s; null leaves it unchanged.
+func setString[S ~string](d *decoder, s *S) error {
+	switch d.peek() {
+	case '"':
+		v, err := d.str()
+		*s = S(v)
+		return err
+	case 'n':
+		return d.literal("null")
+	}
+	return d.typeErr("string")
+}
+
+// setInt decodes an integer into *n; null leaves it unchanged. A fraction,
+// an exponent or a value outside int64 is refused.
+func setInt[N int | int64](d *decoder, n *N) error {
+	switch c := d.peek(); {
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || isDigit(c):
+		at := d.off
+		text, integer, err := d.number()
+		if err != nil {
+			return err
+		}
+		v, perr := strconv.ParseInt(string(text), 10, 64)
+		if !integer || perr != nil {
+			return &Error{Offset: at, Reason: "number " + string(text) + " is not an integer in range", kind: ErrType}
+		}
+		*n = N(v)
+		return nil
+	}
+	return d.typeErr("integer")
+}
+
+// setUint decodes a non-negative integer into *n; null leaves it unchanged.
+func setUint(d *decoder, n *uint64) error {
+	switch c := d.peek(); {
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || isDigit(c):
+		at := d.off
+		text, integer, err := d.number()
+		if err != nil {
+			return err
+		}
+		v, perr := strconv.ParseUint(string(text), 10, 64)
+		if !integer || perr != nil {
+			return &Error{Offset: at, Reason: "number " + string(text) + " is not an unsigned integer in range", kind: ErrType}
+		}
+		*n = v
+		return nil
+	}
+	return d.typeErr("unsigned integer")
+}
+
+// setPtr decodes into a pointer: null sets it to nil; anything else is
+// decoded by set into the value it points to, allocated when nil (a
+// repeated member decodes into the same value, as encoding/json does).
+func setPtr[T any](d *decoder, p **T, set func(*decoder, *T) error) error {
+	if isNull, err := d.null(); isNull || err != nil {
+		if err == nil {
+			*p = nil
+		}
+		return err
+	}
+	if *p == nil {
+		*p = new(T)
+	}
+	return set(d, *p)
+}
+
+func setBool(d *decoder, b *bool) error {
+	switch d.peek() {
+	case 't':
+		*b = true
+		return d.literal("true")
+	case 'f':
+		*b = false
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	}
+	return d.typeErr("bool")
+}
+
+// setRaw keeps the value's bytes, as json.RawMessage does (null as null).
+func setRaw[R ~[]byte](d *decoder, r *R) error {
+	b, err := d.raw()
+	if err == nil {
+		*r = append((*r)[:0], b...)
+	}
+	return err
+}
+
+// setSlice decodes an array into *s as encoding/json does: null sets nil;
+// elements are decoded into the slice's existing elements (a repeated
+// member merges into them), the slice grows as append grows it, is cut to
+// the array's length, and an empty array gives an empty, non-nil slice.
+func setSlice[T any](d *decoder, s *[]T, set func(*decoder, *T) error) error {
+	if isNull, err := d.null(); isNull || err != nil {
+		if err == nil {
+			*s = nil
+		}
+		return err
+	}
+	if d.peek() != '[' {
+		return d.typeErr("array")
+	}
+	v := *s
+	n := 0
+	more, err := d.begin(']')
+	for ; more && err == nil; n++ {
+		if n >= cap(v) {
+			var zero T
+			v = append(v[:n], zero)
+		}
+		if n >= len(v) {
+			v = v[:n+1]
+		}
+		if err = set(d, &v[n]); err != nil {
+			return in(err, "["+strconv.Itoa(n)+"]")
+		}
+		more, err = d.next(']')
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case n == 0:
+		v = []T{}
+	case n < len(v):
+		v = v[:n]
+	}
+	*s = v
+	return nil
+}
+
+// setMap decodes an object into *m: null sets nil; the members are added
+// to the map, made when nil (a repeated member adds to the same map).
+func setMap(d *decoder, m *map[string]any) error {
+	if isNull, err := d.null(); isNull || err != nil {
+		if err == nil {
+			*m = nil
+		}
+		return err
+	}
+	if d.peek() != '{' {
+		return d.typeErr("object")
+	}
+	if *m == nil {
+		*m = map[string]any{}
+	}
+	return d.members(*m)
+}
+
+// members decodes the members of the object here into m.
+func (d *decoder) members(m map[string]any) error {
+	more, err := d.begin('}')
+	for more && err == nil {
+		var name []byte
+		if name, err = d.name(); err != nil {
+			break
+		}
+		var v any
+		if v, err = d.any(); err != nil {
+			return in(err, string(name))
+		}
+		m[string(name)] = v
+		more, err = d.next('}')
+	}
+	return err
+}
+
+// setAny decodes into an any; null sets nil.
+func setAny(d *decoder, v *any) error {
+	x, err := d.any()
+	if err == nil {
+		*v = x
+	}
+	return err
+}
+
+// any decodes a value as encoding/json decodes into an empty interface:
+// map[string]any, []any, string, float64, bool or nil.
+func (d *decoder) any() (any, error) {
+	switch c := d.peek(); {
+	case c == '{':
+		m := map[string]any{}
+		return m, d.members(m)
+	case c == '[':
+		a := []any{}
+		more, err := d.begin(']')
+		for more && err == nil {
+			var v any
+			if v, err = d.any(); err != nil {
+				return nil, in(err, "["+strconv.Itoa(len(a))+"]")
+			}
+			a = append(a, v)
+			more, err = d.next(']')
+		}
+		return a, err
+	case c == '"':
+		return d.str()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	case c == '-' || isDigit(c):
+		at := d.off
+		text, _, err := d.number()
+		if err != nil {
+			return nil, err
+		}
+		f, perr := strconv.ParseFloat(string(text), 64)
+		if perr != nil {
+			return nil, &Error{Offset: at, Reason: "number " + string(text) + " is out of float64 range", kind: ErrType}
+		}
+		return f, nil
+	}
+	return nil, d.skip() // a syntax error: skip says which
+}
