@@ -21,6 +21,7 @@ targets=(
   "./internal/ijson FuzzCheck"
   "./internal/engine FuzzCheckShape"
   "./sdk FuzzHandle"
+  "./internal/guestjson FuzzAgreesWithEncodingJSON"
   "./plugins/static-verify FuzzEvaluate"
   "./config FuzzLoadConfig"
   "./server FuzzTokenFile"

@@ -21,6 +21,8 @@ var (
 	requestJSON []byte
 	//go:embed testdata/answers.json
 	answersJSON []byte
+	//go:embed testdata/answers-warm.json
+	answersWarmJSON []byte
 	//go:embed testdata/response.json
 	responseJSON []byte
 )
@@ -54,9 +56,9 @@ func decodeRequest(c codec) (abi.Request, abi.Proposal, error) {
 	return req, p, err
 }
 
-func answers(tb testing.TB) [][]byte {
+func answers(tb testing.TB, list []byte) [][]byte {
 	var raw []stdjson.RawMessage
-	require.NoError(tb, stdjson.Unmarshal(answersJSON, &raw))
+	require.NoError(tb, stdjson.Unmarshal(list, &raw))
 	out := make([][]byte, len(raw))
 	for i, a := range raw {
 		out[i] = a
@@ -87,7 +89,9 @@ func TestCandidatesAgree(t *testing.T) {
 	std := codecs[0]
 	wantReq, wantProp, err := decodeRequest(std)
 	require.NoError(t, err)
-	wantAns, err := decodeAnswers(std, answers(t))
+	wantAns, err := decodeAnswers(std, answers(t, answersJSON))
+	require.NoError(t, err)
+	wantWarm, err := decodeAnswers(std, answers(t, answersWarmJSON))
 	require.NoError(t, err)
 	wantResp, err := std.marshal(response(t))
 	require.NoError(t, err)
@@ -105,9 +109,12 @@ func TestCandidatesAgree(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, wantReq, req)
 			require.Equal(t, wantProp, prop)
-			ans, err := decodeAnswers(c, answers(t))
+			ans, err := decodeAnswers(c, answers(t, answersJSON))
 			require.NoError(t, err)
 			require.Equal(t, wantAns, ans)
+			ans, err = decodeAnswers(c, answers(t, answersWarmJSON))
+			require.NoError(t, err)
+			require.Equal(t, wantWarm, ans)
 			resp, err := c.marshal(response(t))
 			require.NoError(t, err)
 			require.Equal(t, string(wantResp), string(resp))
@@ -163,29 +170,36 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	})
 }
 
+// BenchmarkDecodeAnswers decodes the catalog.get answers of a first run
+// (cold: every schema) and of a warm instance (known schemas left out).
 func BenchmarkDecodeAnswers(b *testing.B) {
-	in := answers(b)
-	for _, c := range codecs {
-		b.Run(c.name, func(b *testing.B) {
+	for _, run := range []struct {
+		name string
+		list []byte
+	}{{"cold", answersJSON}, {"warm", answersWarmJSON}} {
+		in := answers(b, run.list)
+		for _, c := range codecs {
+			b.Run(run.name+"/"+c.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := decodeAnswers(c, in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		b.Run(run.name+"/fastjson-parse-only", func(b *testing.B) {
+			var p fastjson.Parser
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := decodeAnswers(c, in); err != nil {
-					b.Fatal(err)
+				for _, a := range in {
+					if _, err := p.ParseBytes(a); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		})
 	}
-	b.Run("fastjson-parse-only", func(b *testing.B) {
-		var p fastjson.Parser
-		b.ReportAllocs()
-		for b.Loop() {
-			for _, a := range in {
-				if _, err := p.ParseBytes(a); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
 }
 
 func BenchmarkEncodeResponse(b *testing.B) {

@@ -124,7 +124,16 @@ func (d *decoder) kindHere() string {
 	}
 }
 
+// ws skips whitespace. Most calls find none and return inlined: in a
+// guest, every call of a function costs a deadline check.
 func (d *decoder) ws() {
+	if d.off >= len(d.data) || d.data[d.off] > ' ' {
+		return
+	}
+	d.wsLoop()
+}
+
+func (d *decoder) wsLoop() {
 	for d.off < len(d.data) {
 		switch d.data[d.off] {
 		case ' ', '\t', '\n', '\r':
