@@ -19,16 +19,27 @@ type field[T any] struct {
 // (fold.go); no two names of one struct fold alike, so the order of the two
 // passes decides nothing.
 func structOf[T any](fs []field[T]) func(*decoder, *T) error {
+	// byLen lists the fields by name length, so an exact match costs
+	// one or two comparisons, not one per field.
 	names := make([][]byte, len(fs))
+	var byLen [][]int
 	for i, f := range fs {
 		names[i] = []byte(f.name)
+		for len(byLen) <= len(f.name) {
+			byLen = append(byLen, nil)
+		}
+		byLen[len(f.name)] = append(byLen[len(f.name)], i)
 	}
 	lookup := func(name []byte) int {
-		for i := range fs {
-			if string(name) == fs[i].name {
-				return i
+		if len(name) < len(byLen) {
+			for _, i := range byLen[len(name)] {
+				if string(name) == fs[i].name {
+					return i
+				}
 			}
 		}
+		// Case folding can change a name's length (U+212A, the Kelvin
+		// sign, is three bytes and folds to k): try every field.
 		for i := range names {
 			if bytes.EqualFold(name, names[i]) {
 				return i

@@ -1,8 +1,10 @@
 package guestjson
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,4 +140,24 @@ func FuzzAgreesWithEncodingJSON(f *testing.F) {
 		f.Add(readShape(f, s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) { agree(t, b) })
+}
+
+func TestSpecial(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := c == '"' || c == '\\' || c < ' ' || c >= 0x80
+		for pos := 0; pos < 8; pos++ {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			m := special(binary.LittleEndian.Uint64(w))
+			require.Equal(t, want, m != 0, "byte %#x at %d", c, pos)
+			if want {
+				require.Equal(t, pos, bits.TrailingZeros64(m)/8, "byte %#x at %d", c, pos)
+			}
+			// A special byte after another: the first is found.
+			w[7] = '"'
+			if pos < 7 && want {
+				require.Equal(t, pos, bits.TrailingZeros64(special(binary.LittleEndian.Uint64(w)))/8)
+			}
+		}
+	}
 }
