@@ -21,27 +21,23 @@ func setString[S ~string](d *decoder, s *S) error {
 // setInt decodes an integer into *n; null leaves it unchanged. A fraction,
 // an exponent or a value outside int64 is refused.
 func setInt[N int | int64](d *decoder, n *N) error {
-	switch c := d.peek(); {
-	case c == 'n':
-		return d.literal("null")
-	case c == '-' || isDigit(c):
-		at := d.off
-		text, integer, err := d.number()
-		if err != nil {
-			return err
-		}
-		v, perr := strconv.ParseInt(string(text), 10, 64)
-		if !integer || perr != nil {
-			return &Error{Offset: at, Reason: "number " + string(text) + " is not an integer in range", kind: ErrType}
-		}
-		*n = N(v)
-		return nil
-	}
-	return d.typeErr("integer")
+	return setInteger(d, n, "an integer", func(s string) (N, error) {
+		v, err := strconv.ParseInt(s, 10, 64)
+		return N(v), err
+	})
 }
 
 // setUint decodes a non-negative integer into *n; null leaves it unchanged.
 func setUint(d *decoder, n *uint64) error {
+	return setInteger(d, n, "an unsigned integer", func(s string) (uint64, error) {
+		return strconv.ParseUint(s, 10, 64)
+	})
+}
+
+// setInteger decodes an integer literal with parse, as encoding/json does
+// for integer fields (strconv on the literal's text); null leaves *n
+// unchanged.
+func setInteger[N int | int64 | uint64](d *decoder, n *N, want string, parse func(string) (N, error)) error {
 	switch c := d.peek(); {
 	case c == 'n':
 		return d.literal("null")
@@ -51,14 +47,14 @@ func setUint(d *decoder, n *uint64) error {
 		if err != nil {
 			return err
 		}
-		v, perr := strconv.ParseUint(string(text), 10, 64)
+		v, perr := parse(string(text))
 		if !integer || perr != nil {
-			return &Error{Offset: at, Reason: "number " + string(text) + " is not an unsigned integer in range", kind: ErrType}
+			return &Error{Offset: at, Reason: "number " + string(text) + " is not " + want + " in range", kind: ErrType}
 		}
 		*n = v
 		return nil
 	}
-	return d.typeErr("unsigned integer")
+	return d.typeErr(want)
 }
 
 // setPtr decodes into a pointer: null sets it to nil; anything else is
