@@ -29,7 +29,7 @@
 // errors.Is tells ErrSyntax from ErrType.
 //
 // The host refuses duplicate and case-variant member names in subjects
-// before a gate sees them (abi/SPEC.md); this package does not relax that:
+// before a gate sees them (abi/SPEC.md §1); this package does not relax that:
 // it decodes them as encoding/json would.
 package guestjson
 
