@@ -27,14 +27,44 @@ func appendSLEB(b []byte, v int64) []byte {
 	}
 }
 
-// helperType is (i32,i32,i32)->(), the type of $copy and $fill.
-var helperType = []byte{0x60, 0x03, valI32, valI32, valI32, 0x00}
+// Types of the appended functions.
+var (
+	bulkType = []byte{0x60, 0x03, valI32, valI32, valI32, 0x00} // $copy, $fill
+	voidType = []byte{0x60, 0x00, 0x00}                         // $safepoint
+)
 
-// check is `global.get g; if; unreachable; end`.
-func check(b []byte, g uint32) []byte {
-	b = append(b, 0x23)
-	b = appendULEB(b, uint64(g))
+// indices are those of what the rewrite appends.
+type indices struct {
+	interrupt, countdown  uint32 // globals
+	safepoint, copy, fill uint32 // functions
+}
+
+// check is the code inserted at every function entry and loop header:
+//
+//	global.get $interrupt  if  unreachable  end
+//	global.get $countdown  i32.eqz  if  call $safepoint  end
+//	global.get $countdown  i32.const 1  i32.sub  global.set $countdown
+func check(b []byte, ix indices) []byte {
+	b = interruptTest(b, ix)
+	b = appendULEB(append(b, 0x23), uint64(ix.countdown))
+	b = appendULEB(append(b, 0x45, 0x04, 0x40, 0x10), uint64(ix.safepoint))
+	b = appendULEB(append(b, 0x0b, 0x23), uint64(ix.countdown))
+	return appendULEB(append(b, 0x41, 0x01, 0x6b, 0x24), uint64(ix.countdown))
+}
+
+// interruptTest is `global.get $interrupt; if; unreachable; end`.
+func interruptTest(b []byte, ix indices) []byte {
+	b = appendULEB(append(b, 0x23), uint64(ix.interrupt))
 	return append(b, 0x04, 0x40, 0x00, 0x0b)
+}
+
+// safepointBody is $safepoint: `memory.grow 0` (served in Go by wazero,
+// where the goroutine can be preempted), then the countdown restarts.
+func safepointBody(ix indices) []byte {
+	b := []byte{0x00, 0x41, 0x00, 0x40, 0x00, 0x1a, 0x41} // no locals; i32.const 0; memory.grow; drop; i32.const
+	b = appendSLEB(b, SafepointEvery)
+	b = appendULEB(append(b, 0x24), uint64(ix.countdown))
+	return append(b, 0x0b)
 }
 
 // boundsCheck traps unless base+n fits in memory, for the locals base and
@@ -51,11 +81,13 @@ func boundsCheck(b []byte, base byte) []byte {
 	)
 }
 
-// chunkHead opens `block loop`, tests the interrupt word, leaves when n
-// (local 2) is 0 and sets k (local 3) to min(n, chunk).
-func chunkHead(b []byte, g, chunk uint32) []byte {
+// chunkHead opens `block loop`, tests the interrupt word and passes a
+// safepoint (one chunk is long enough to pay for it), leaves when n (local
+// 2) is 0 and sets k (local 3) to min(n, chunk).
+func chunkHead(b []byte, ix indices, chunk uint32) []byte {
 	b = append(b, 0x02, 0x40, 0x03, 0x40)
-	b = check(b, g)
+	b = interruptTest(b, ix)
+	b = appendULEB(append(b, 0x10), uint64(ix.safepoint))
 	b = append(b, 0x20, 2, 0x45, 0x0d, 1) // local.get n; i32.eqz; br_if 1
 	b = append(b, 0x41)
 	b = appendSLEB(b, int64(int32(chunk))) // i32.const chunk
@@ -72,18 +104,18 @@ func shrink(b []byte) []byte { return append(b, 0x20, 2, 0x20, 3, 0x6b, 0x21, 2)
 
 // copyBody is $copy(dst, src, n): memory.copy in chunks, backwards when
 // dst > src so that overlapping ranges behave as one memmove.
-func copyBody(g, chunk uint32) []byte {
+func copyBody(ix indices, chunk uint32) []byte {
 	b := []byte{0x01, 0x01, valI32} // one i32 local: k
 	b = boundsCheck(b, 0)
 	b = boundsCheck(b, 1)
 	b = append(b, 0x72, 0x04, 0x40, 0x00, 0x0b)       // i32.or; if unreachable end
 	b = append(b, 0x20, 0, 0x20, 1, 0x4b, 0x04, 0x40) // if dst > src
-	b = chunkHead(b, g, chunk)
+	b = chunkHead(b, ix, chunk)
 	b = shrink(b)
 	b = append(b, 0x20, 0, 0x20, 2, 0x6a, 0x20, 1, 0x20, 2, 0x6a, 0x20, 3) // dst+n, src+n, k
 	b = append(b, 0xfc, 10, 0, 0, 0x0c, 0, 0x0b, 0x0b)                     // memory.copy; br 0; end; end
 	b = append(b, 0x05)                                                    // else
-	b = chunkHead(b, g, chunk)
+	b = chunkHead(b, ix, chunk)
 	b = append(b, 0x20, 0, 0x20, 1, 0x20, 3, 0xfc, 10, 0, 0) // memory.copy dst src k
 	b = advance(b, 0)
 	b = advance(b, 1)
@@ -92,11 +124,11 @@ func copyBody(g, chunk uint32) []byte {
 }
 
 // fillBody is $fill(dst, val, n): memory.fill in chunks.
-func fillBody(g, chunk uint32) []byte {
+func fillBody(ix indices, chunk uint32) []byte {
 	b := []byte{0x01, 0x01, valI32}
 	b = boundsCheck(b, 0)
 	b = append(b, 0x04, 0x40, 0x00, 0x0b)
-	b = chunkHead(b, g, chunk)
+	b = chunkHead(b, ix, chunk)
 	b = append(b, 0x20, 0, 0x20, 1, 0x20, 3, 0xfc, 11, 0) // memory.fill dst val k
 	b = advance(b, 0)
 	b = shrink(b)
@@ -107,25 +139,41 @@ func fillBody(g, chunk uint32) []byte {
 // byte for byte, the changed ones re-encoded, absent ones it needs created
 // at their place in the section order.
 func (m *module) encode(chunk uint32) ([]byte, error) {
-	g := m.totalGlobals()
-	if g == math.MaxUint32 || m.totalFuncs() > math.MaxUint32-2 || m.nTypes == math.MaxUint32 {
-		return nil, &Error{Offset: 0, Reason: "no index left for the added global, type or functions", Err: ErrUnsupported}
+	if m.totalGlobals() > math.MaxUint32-2 || m.totalFuncs() > math.MaxUint32-3 || m.nTypes > math.MaxUint32-2 {
+		return nil, &Error{Offset: 0, Reason: "no index left for the added globals, types or functions", Err: ErrUnsupported}
 	}
-	var helpers [][]byte
-	var copyIdx, fillIdx uint32
-	next := m.totalFuncs()
+	ix := indices{interrupt: m.totalGlobals(), countdown: m.totalGlobals() + 1, safepoint: m.totalFuncs()}
+	next := ix.safepoint + 1
 	if m.usesCopy {
-		copyIdx, next = next, next+1
-		helpers = append(helpers, copyBody(g, chunk))
+		ix.copy, next = next, next+1
 	}
 	if m.usesFill {
-		fillIdx = next
-		helpers = append(helpers, fillBody(g, chunk))
+		ix.fill = next
 	}
-	typeIdx := uint32(m.helperTyp)
-	addType := len(helpers) > 0 && m.helperTyp < 0
-	if addType {
-		typeIdx = m.nTypes
+
+	// Types: reuse identical ones, append the others.
+	var newTypes []byte
+	var nNewTypes uint32
+	typeIndex := func(have int64, enc []byte) uint32 {
+		if have >= 0 {
+			return uint32(have)
+		}
+		newTypes = append(newTypes, enc...)
+		nNewTypes++
+		return m.nTypes + nNewTypes - 1
+	}
+	funcs := appendULEB(nil, uint64(typeIndex(m.voidType, voidType)))
+	helpers := [][]byte{safepointBody(ix)}
+	if m.usesCopy || m.usesFill {
+		bt := typeIndex(m.bulkType, bulkType)
+		if m.usesCopy {
+			funcs = appendULEB(funcs, uint64(bt))
+			helpers = append(helpers, copyBody(ix, chunk))
+		}
+		if m.usesFill {
+			funcs = appendULEB(funcs, uint64(bt))
+			helpers = append(helpers, fillBody(ix, chunk))
+		}
 	}
 
 	// New contents, by section id.
@@ -137,31 +185,30 @@ func (m *module) encode(chunk uint32) ([]byte, error) {
 		}
 		contents[id] = append(b, tail...)
 	}
-	if addType {
-		extend(secType, m.nTypes, 1, helperType)
+	if nNewTypes > 0 {
+		extend(secType, m.nTypes, nNewTypes, newTypes)
 	}
-	if len(helpers) > 0 {
-		var tail []byte
-		for range helpers {
-			tail = appendULEB(tail, uint64(typeIdx))
-		}
-		extend(secFunction, m.nFuncs, uint32(len(helpers)), tail)
-	}
-	extend(secGlobal, m.nGlobals, 1, []byte{valI32, 0x01, 0x41, 0x00, 0x0b})
+	extend(secFunction, m.nFuncs, uint32(len(helpers)), funcs)
+	globals := []byte{valI32, 0x01, 0x41, 0x00, 0x0b, valI32, 0x01, 0x41} // interrupt = 0; countdown =
+	globals = append(appendSLEB(globals, SafepointEvery), 0x0b)
+	extend(secGlobal, m.nGlobals, 2, globals)
 	exp := appendULEB(nil, uint64(len(InterruptExport)))
 	exp = append(exp, InterruptExport...)
-	exp = appendULEB(append(exp, 0x03), uint64(g))
+	exp = appendULEB(append(exp, 0x03), uint64(ix.interrupt))
 	extend(secExport, m.nExports, 1, exp)
-	if m.haveCodeSec || len(helpers) > 0 {
-		contents[secCode] = m.code(g, copyIdx, fillIdx, helpers)
+	contents[secCode] = m.code(ix, helpers)
+	for _, c := range contents {
+		if uint64(len(c)) > math.MaxUint32 {
+			return nil, &Error{Offset: 0, Reason: fmt.Sprintf("a rewritten section would be %d bytes, over 2^32-1", len(c)), Err: ErrUnsupported}
+		}
 	}
 
 	out := make([]byte, 0, len(m.in)+len(m.in)/4+256)
 	out = append(out, preamble...)
-	emit := func(id byte, c []byte) []byte {
+	emit := func(id byte, c []byte) {
 		out = append(out, id)
 		out = appendULEB(out, uint64(len(c)))
-		return append(out, c...)
+		out = append(out, c...)
 	}
 	// Created sections go before the first present section ranked after
 	// them; present ones are replaced in place.
@@ -169,28 +216,25 @@ func (m *module) encode(chunk uint32) ([]byte, error) {
 	flush := func(before int) {
 		for _, id := range []byte{secType, secFunction, secGlobal, secExport, secCode} {
 			if c, ok := contents[id]; ok && !placed[id] && sectionRank[id] < before {
-				out = emit(id, c)
+				emit(id, c)
 				placed[id] = true
 			}
 		}
 	}
 	for _, s := range m.secs {
-		if s.id != secCustom {
-			flush(sectionRank[s.id])
+		if s.id == secCustom {
+			emit(s.id, m.in[s.start:s.end])
+			continue
 		}
-		if c, ok := contents[s.id]; ok && s.id != secCustom {
-			out = emit(s.id, c)
+		flush(sectionRank[s.id])
+		if c, ok := contents[s.id]; ok {
+			emit(s.id, c)
 			placed[s.id] = true
 			continue
 		}
-		out = emit(s.id, m.in[s.start:s.end])
+		emit(s.id, m.in[s.start:s.end])
 	}
 	flush(math.MaxInt)
-	for _, c := range contents {
-		if uint64(len(c)) > math.MaxUint32 {
-			return nil, &Error{Offset: 0, Reason: fmt.Sprintf("a rewritten section would be %d bytes, over 2^32-1", len(c)), Err: ErrUnsupported}
-		}
-	}
 	return out, nil
 }
 
@@ -205,11 +249,11 @@ func (m *module) find(id byte) (section, bool) {
 
 // code re-encodes the code section: every body with its edits applied, then
 // the helpers.
-func (m *module) code(g, copyIdx, fillIdx uint32, helpers [][]byte) []byte {
+func (m *module) code(ix indices, helpers [][]byte) []byte {
 	out := appendULEB(nil, uint64(m.nCode)+uint64(len(helpers)))
-	chk := check(nil, g)
+	chk := check(nil, ix)
 	call := func(idx uint32) []byte { return appendULEB([]byte{0x10}, uint64(idx)) }
-	copyCall, fillCall := call(copyIdx), call(fillIdx)
+	copyCall, fillCall := call(ix.copy), call(ix.fill)
 	var buf []byte
 	e := 0
 	for _, b := range m.bodies {

@@ -59,6 +59,7 @@ func wasmOf(secs ...[]byte) []byte {
 // (locals and expression), preceded by extra sections between the
 // function and code sections (memory, global, export, ...).
 func funcModule(body []byte, between ...[]byte) []byte {
+	between = append([][]byte{sec(secMemory, 0x01, 0x00, 0x01)}, between...)
 	secs := [][]byte{sec(secType, 0x01, 0x60, 0x00, 0x00), sec(secFunction, 0x01, 0x00)}
 	secs = append(secs, between...)
 	code := appendULEB([]byte{0x01}, uint64(len(body)))

@@ -15,6 +15,14 @@ const Version = 1
 // function entry, loop header or bulk-memory chunk).
 const InterruptExport = "gatehost_interrupt"
 
+// SafepointEvery is how many interrupt tests (function entries and loop
+// headers) the guest makes between two safepoints: a `memory.grow 0`, which
+// wazero serves in Go, so that the goroutine running the guest can be
+// preempted. Go cannot preempt compiled wasm code asynchronously; a guest
+// that never left it would hold up every stop-the-world of the process
+// (garbage collection) and with it the timer that sets the interrupt word.
+const SafepointEvery = 1024
+
 // DefaultChunkBytes: bulk memory.copy / memory.fill are done in chunks of at
 // most this many bytes, with an interrupt test between chunks.
 const DefaultChunkBytes = 1 << 20
@@ -125,8 +133,9 @@ type module struct {
 	in   []byte
 	secs []section
 
-	nTypes    uint32
-	helperTyp int64 // index of an existing (i32,i32,i32)->() type, or -1
+	nTypes uint32
+	// Indices of existing (i32,i32,i32)->() and ()->() types, or -1.
+	bulkType, voidType int64
 
 	nFuncImports, nGlobalImports, nMemImports uint32
 	nFuncs, nGlobals, nMems, nExports         uint32
@@ -157,7 +166,7 @@ func Module(wasm []byte, opts Options) ([]byte, error) {
 	if chunk == 0 {
 		chunk = DefaultChunkBytes
 	}
-	m := &module{in: wasm, helperTyp: -1}
+	m := &module{in: wasm, bulkType: -1, voidType: -1}
 	if err := m.parse(); err != nil {
 		return nil, err
 	}
@@ -221,6 +230,9 @@ func (m *module) parse() error {
 	}
 	if (m.usesCopy || m.usesFill) && m.nMemImports+m.nMems == 0 {
 		return &Error{Offset: m.firstBulkOffset, Reason: "memory.copy or memory.fill in a module with no memory", Err: ErrMalformed}
+	}
+	if m.nMemImports+m.nMems == 0 {
+		return &Error{Offset: len(m.in), Reason: "a module with no memory (the safepoint is a memory.grow)", Err: ErrUnsupported}
 	}
 	return nil
 }
@@ -332,8 +344,12 @@ func (m *module) typeSection(r *reader) error {
 				*list = append(*list, 0) // longer than any list compared
 			}
 		}
-		if m.helperTyp < 0 && string(params) == string([]byte{valI32, valI32, valI32}) && len(results) == 0 {
-			m.helperTyp = int64(i)
+		switch {
+		case len(results) > 0:
+		case m.bulkType < 0 && string(params) == string([]byte{valI32, valI32, valI32}):
+			m.bulkType = int64(i)
+		case m.voidType < 0 && len(params) == 0:
+			m.voidType = int64(i)
 		}
 	}
 	m.nTypes = n
