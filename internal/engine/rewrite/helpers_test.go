@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,12 +57,12 @@ func wasmOf(secs ...[]byte) []byte {
 }
 
 // funcModule is a module of one function () -> () with the given body
-// (locals and expression), preceded by extra sections between the
-// function and code sections (memory, global, export, ...).
+// (locals and expression) and a memory, with extra sections (table,
+// global, export, ...; no custom ones) placed in section order.
 func funcModule(body []byte, between ...[]byte) []byte {
-	between = append([][]byte{sec(secMemory, 0x01, 0x00, 0x01)}, between...)
 	secs := [][]byte{sec(secType, 0x01, 0x60, 0x00, 0x00), sec(secFunction, 0x01, 0x00)}
-	secs = append(secs, between...)
+	secs = append(secs, append(between, sec(secMemory, 0x01, 0x00, 0x01))...)
+	slices.SortStableFunc(secs, func(a, b []byte) int { return sectionRank[a[0]] - sectionRank[b[0]] })
 	code := appendULEB([]byte{0x01}, uint64(len(body)))
 	return wasmOf(append(secs, sec(secCode, append(code, body...)...))...)
 }
