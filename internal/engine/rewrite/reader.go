@@ -44,10 +44,10 @@ func (r *reader) bytes(n int, what string) ([]byte, error) {
 	return b, nil
 }
 
-// uleb reads an unsigned LEB128 of at most bits bits. The spec bounds its
-// encoding to ceil(bits/7) bytes, and the unused bits of the last byte must
-// be zero (binary format, "Integers").
-func (r *reader) uleb(bits uint, what string) (uint64, error) {
+// leb reads a LEB128 of at most bits bits (binary format, "Integers"): at
+// most ceil(bits/7) bytes, and the bits of the last byte past the width
+// are zero, or for a signed value the sign's extension.
+func (r *reader) leb(bits uint, signed bool, what string) (uint64, error) {
 	start := r.pos
 	var v uint64
 	for shift := uint(0); ; shift += 7 {
@@ -57,54 +57,40 @@ func (r *reader) uleb(bits uint, what string) (uint64, error) {
 		}
 		b := r.buf[r.pos]
 		r.pos++
-		if shift+7 >= bits {
-			// Last byte the width allows: no continuation, no bits past the width.
-			if b&0x80 != 0 || (bits-shift < 7 && b>>(bits-shift) != 0) {
-				r.pos = start
-				return 0, r.malformed("%s: LEB128 longer or wider than %d bits", what, bits)
-			}
+		if shift+7 >= bits && !lastByteFits(b, bits-shift, signed) {
+			r.pos = start
+			return 0, r.malformed("%s: LEB128 longer or wider than %d bits", what, bits)
 		}
 		v |= uint64(b&0x7f) << shift
 		if b&0x80 == 0 {
+			if signed && shift+7 < 64 && b&0x40 != 0 {
+				v |= ^uint64(0) << (shift + 7)
+			}
 			return v, nil
 		}
 	}
 }
 
-// sleb reads a signed LEB128 of at most bits bits; the unused bits of the
-// last byte must be the sign extension of the value (binary format,
-// "Integers").
-func (r *reader) sleb(bits uint, what string) (int64, error) {
-	start := r.pos
-	var v int64
-	for shift := uint(0); ; shift += 7 {
-		if r.pos >= len(r.buf) {
-			r.pos = start
-			return 0, r.malformed("truncated: %s (LEB128)", what)
-		}
-		b := r.buf[r.pos]
-		r.pos++
-		if shift+7 >= bits {
-			if b&0x80 != 0 {
-				r.pos = start
-				return 0, r.malformed("%s: LEB128 longer than %d bits", what, bits)
-			}
-			// The bits from the sign bit up must all equal it.
-			used := bits - shift // 1..7 bits of this byte carry the value
-			rest := int8(b<<1) >> 1 >> (used - 1)
-			if rest != 0 && rest != -1 {
-				r.pos = start
-				return 0, r.malformed("%s: LEB128 wider than %d bits", what, bits)
-			}
-		}
-		v |= int64(b&0x7f) << shift
-		if b&0x80 == 0 {
-			if shift+7 < 64 && b&0x40 != 0 {
-				v |= -1 << (shift + 7)
-			}
-			return v, nil
-		}
+// lastByteFits reports whether b can be the last byte the width allows,
+// of which used bits carry the value.
+func lastByteFits(b byte, used uint, signed bool) bool {
+	switch {
+	case b&0x80 != 0:
+		return false
+	case used >= 7:
+		return true
+	case !signed:
+		return b>>used == 0
 	}
+	rest := int8(b<<1) >> 1 >> (used - 1) // the sign bit and the bits above it
+	return rest == 0 || rest == -1
+}
+
+func (r *reader) uleb(bits uint, what string) (uint64, error) { return r.leb(bits, false, what) }
+
+func (r *reader) sleb(bits uint, what string) (int64, error) {
+	v, err := r.leb(bits, true, what)
+	return int64(v), err
 }
 
 func (r *reader) u32(what string) (uint32, error) {
