@@ -22,15 +22,20 @@
 //   - inserts `global.get G; if; unreachable; end` at every function entry
 //     (after the locals) and right after every loop's block type, so both
 //     loops and call trees without loops (recursion, fib-like fan-out) stop;
+//   - counts those tests down in a second, unexported global and every
+//     SafepointEvery tests calls an appended $safepoint that runs
+//     `memory.grow 0`, which wazero serves in Go: Go cannot preempt a
+//     goroutine inside compiled wasm code, and a guest that never left it
+//     would hold up the process's stop-the-world (garbage collection) and
+//     with it the timer that sets the word;
 //   - replaces every memory.copy and memory.fill with a call to an appended
 //     helper that does the same bounds check as the instruction (trap, nothing
 //     written) and then works in chunks of at most Options.ChunkBytes, testing
-//     the word between chunks, so one instruction over a large memory cannot
-//     run past the deadline.
+//     the word and passing a safepoint between chunks, so one instruction over
+//     a large memory cannot run past the deadline.
 //
-// Nothing existing is renumbered: the global, the helpers and a helper type
-// (when no (i32,i32,i32)->() type exists) are appended after every existing
-// index. Sections the rewrite does not change are copied byte for byte; the
+// Nothing existing is renumbered: the globals, the helpers and their types
+// (when no identical type exists) are appended after every existing index. Sections the rewrite does not change are copied byte for byte; the
 // output is deterministic.
 //
 // # What is refused

@@ -42,7 +42,7 @@ var (
 	ErrMalformed = errors.New("malformed module")
 	// ErrUnsupported: the input uses something the rewrite does not decode
 	// (threads, exceptions, tail calls, GC, relaxed SIMD, multi-memory,
-	// memory64), or already exports InterruptExport.
+	// memory64), already exports InterruptExport, or has no memory.
 	ErrUnsupported = errors.New("unsupported module")
 )
 
