@@ -23,8 +23,8 @@
 //     (after the locals) and right after every loop's block type, so both
 //     loops and call trees without loops (recursion, fib-like fan-out) stop;
 //   - counts those tests down in a second, unexported global and every
-//     SafepointEvery tests calls an appended $safepoint that runs
-//     `memory.grow 0`, which wazero serves in Go: Go cannot preempt a
+//     SafepointEvery tests runs `memory.grow 0`, a safepoint: wazero
+//     serves it in Go, and Go cannot preempt a
 //     goroutine inside compiled wasm code, and a guest that never left it
 //     would hold up the process's stop-the-world (garbage collection) and
 //     with it the timer that sets the word;
@@ -34,7 +34,7 @@
 //     the word and passing a safepoint between chunks, so one instruction over
 //     a large memory cannot run past the deadline.
 //
-// Nothing existing is renumbered: the globals, the helpers and their types
+// Nothing existing is renumbered: the globals, the helpers and their type
 // (when no identical type exists) are appended after every existing index. Sections the rewrite does not change are copied byte for byte; the
 // output is deterministic.
 //

@@ -133,9 +133,8 @@ type module struct {
 	in   []byte
 	secs []section
 
-	nTypes uint32
-	// Indices of existing (i32,i32,i32)->() and ()->() types, or -1.
-	bulkType, voidType int64
+	nTypes   uint32
+	bulkType int64 // index of an existing (i32,i32,i32)->() type, or -1
 
 	nFuncImports, nGlobalImports, nMemImports uint32
 	nFuncs, nGlobals, nMems, nExports         uint32
@@ -166,7 +165,7 @@ func Module(wasm []byte, opts Options) ([]byte, error) {
 	if chunk == 0 {
 		chunk = DefaultChunkBytes
 	}
-	m := &module{in: wasm, bulkType: -1, voidType: -1}
+	m := &module{in: wasm, bulkType: -1}
 	if err := m.parse(); err != nil {
 		return nil, err
 	}
@@ -344,12 +343,8 @@ func (m *module) typeSection(r *reader) error {
 				*list = append(*list, 0) // longer than any list compared
 			}
 		}
-		switch {
-		case len(results) > 0:
-		case m.bulkType < 0 && string(params) == string([]byte{valI32, valI32, valI32}):
+		if m.bulkType < 0 && string(params) == string([]byte{valI32, valI32, valI32}) && len(results) == 0 {
 			m.bulkType = int64(i)
-		case m.voidType < 0 && len(params) == 0:
-			m.voidType = int64(i)
 		}
 	}
 	m.nTypes = n
