@@ -248,7 +248,20 @@ type Module struct {
 // abandoned compile finishes in the background, its result discarded. The
 // shape limits bound how long that can take.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	cm, err := e.compile(ctx, wasm)
+	cm, err := e.compile(ctx, wasm, e.opts.Interrupt == InterruptRewrite)
+	if errors.Is(err, errRewrite) {
+		// Say first what is wrong with the module itself, if anything:
+		// the runtime's refusal or the ABI's is the more precise error.
+		orig, oerr := e.compile(ctx, wasm, false)
+		if oerr != nil {
+			return nil, oerr
+		}
+		p := shapeProblems(orig)
+		_ = orig.Close(ctx)
+		if len(p) > 0 {
+			return nil, p[0]
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -261,16 +274,17 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 }
 
 // compile is Compile without the ABI check: the compiled module, or a
-// *LoadError. Inspect uses it too, so what it reports is what the engine
-// would run.
-func (e *Engine) compile(ctx context.Context, wasm []byte) (rt.CompiledModule, error) {
+// *LoadError. With rewrite it compiles the module rewritten for
+// interruption (a refusal of the rewrite wraps errRewrite). Inspect uses
+// it too, so what it reports is what the engine would run.
+func (e *Engine) compile(ctx context.Context, wasm []byte, rewrite bool) (rt.CompiledModule, error) {
 	if _, err := CheckShape(wasm, e.opts.Limits); err != nil {
 		return nil, err
 	}
-	if e.opts.Interrupt == InterruptRewrite {
+	if rewrite {
 		w, err := rewritten(wasm)
 		if err != nil {
-			return nil, &LoadError{Kind: ErrCompile, Detail: "interrupt rewrite", Err: err}
+			return nil, rewriteRefused(err)
 		}
 		wasm = w
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/gatehost/gatehost/internal/engine/rewrite"
@@ -65,6 +67,14 @@ func rewritten(wasm []byte) ([]byte, error) {
 		c.bytes += len(out)
 	}
 	return out, nil
+}
+
+// errRewrite marks a refusal of the interrupt rewrite (package rewrite):
+// the module cannot be run, since it could not be stopped.
+var errRewrite = errors.New("interrupt rewrite")
+
+func rewriteRefused(err error) *LoadError {
+	return &LoadError{Kind: ErrCompile, Detail: errRewrite.Error(), Err: fmt.Errorf("%w: %w", errRewrite, err)}
 }
 
 // interrupter stops one instance's guest code when a call's context is

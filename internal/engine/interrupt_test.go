@@ -216,3 +216,12 @@ func BenchmarkInterruptOvershoot(b *testing.B) {
 		}
 	}
 }
+
+// compiledSum is the cache index key of wasm: the digest of the bytes the
+// runtime compiles, which are rewritten.
+func compiledSum(t testing.TB, wasm []byte) string {
+	t.Helper()
+	w, err := rewritten(wasm)
+	require.NoError(t, err)
+	return moduleSum(w)
+}
