@@ -54,14 +54,17 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 	}
 }
 
-// deadlineVariants run a wasm benchmark twice: as the host runs gates (the
-// deadline stops a runaway guest; name "wasm") and without the deadline
-// check ("wasm-nodeadline"), which no production host does, to measure what
-// the check costs.
+// deadlineVariants run a wasm benchmark three times: as the host runs
+// gates (the load-time interrupt rewrite stops a runaway guest; name
+// "wasm"), with the runtime's own check instead ("wasm-runtimecheck":
+// stock wazero's WithCloseOnContextDone, or wazy's built-in check alone),
+// and without any check ("wasm-nodeadline"), which no production host
+// does, to measure what each costs.
 var deadlineVariants = []struct {
 	suffix string
 	cfg    func(host.Config) host.Config
 }{
 	{"", func(c host.Config) host.Config { return c }},
+	{"-runtimecheck", host.WithRuntimeInterrupt},
 	{"-nodeadline", host.WithoutInterrupt},
 }

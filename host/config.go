@@ -128,9 +128,9 @@ type Config struct {
 	// then made for this pipeline alone. It must name a pipeline.
 	OnlyPipeline string
 
-	// noInterrupt runs guests without the deadline check (benchmarks of
-	// its cost only; set through export_test.go, never in production).
-	noInterrupt bool
+	// interrupt is how guests are stopped at their deadline; only
+	// benchmarks of its cost change it (through export_test.go).
+	interrupt engine.Interrupt
 	// partialGrants lets a stage withhold capabilities its gate declares,
 	// which New otherwise refuses: for conformance and host tests of how a
 	// gate copes with a denied call (set from hostkit.WithPartialGrants).

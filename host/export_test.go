@@ -53,7 +53,15 @@ func (n *NativeQueryHost) Log(sdk.Level, string) {}
 // so a benchmark can measure what the check costs. A looping guest is then
 // never stopped: benchmarks only.
 func WithoutInterrupt(cfg Config) Config {
-	cfg.noInterrupt = true
+	cfg.interrupt = engine.InterruptNone
+	return cfg
+}
+
+// WithRuntimeInterrupt returns cfg with guests stopped by the runtime's own
+// check (engine.InterruptRuntime) instead of the load-time rewrite, so a
+// benchmark can compare the two.
+func WithRuntimeInterrupt(cfg Config) Config {
+	cfg.interrupt = engine.InterruptRuntime
 	return cfg
 }
 

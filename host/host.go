@@ -243,7 +243,7 @@ func (h *Host) engine(ctx context.Context, pages uint32) (*engine.Engine, error)
 		return nil, err
 	}
 	e, err := engine.New(ctx, engine.Options{CacheDir: dir, Limits: h.cfg.CompileLimits, MemoryLimitPages: pages,
-		Calls: calls{h.logger}, Logger: h.logger, NoInterrupt: h.cfg.noInterrupt})
+		Calls: calls{h.logger}, Logger: h.logger, Interrupt: h.cfg.interrupt})
 	var ce *engine.CacheError
 	if errors.As(err, &ce) {
 		return nil, &ConfigError{Field: "cache_dir", Reason: "refused", Err: err}

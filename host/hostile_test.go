@@ -58,6 +58,9 @@ func hostileKinds() []hostileKind {
 			}},
 		{name: "infinite loop", wat: "infinite-loop.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
 		{name: "Go infinite loop", goID: "loop", wantReason: abi.ReasonPluginTimeout, timeout: 2 * time.Second},
+		{name: "loop calling a guest function", wat: "loop-guest-call.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
+		{name: "exponential call tree without loops", wat: "call-tree.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
+		{name: "loop of WASI calls", wat: "loop-wasi.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
 		{name: "loop calling log", wat: "loop-host-log.wat", wantReason: abi.ReasonPluginTimeout, timeout: short},
 		// One bulk-memory instruction runs uninterrupted; the stage still
 		// ends at its deadline, and the instance is discarded when it returns.

@@ -169,7 +169,7 @@ func TestCacheWarmHit(t *testing.T) {
 	var logs logBuffer
 	warm := newTestEngine(t, Options{CacheDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	assert.Empty(t, warm.cache.synced, "nothing is read before a compile needs it")
-	seen := warm.cache.prepare(moduleSum(wasm))
+	seen := warm.cache.prepare(compiledSum(t, wasm))
 	assert.Len(t, seen.names, 1, "the module's entry is staged before it compiles")
 	assert.JSONEq(t, pinnedInconclusive, evaluate(t, warm, wasm))
 	assert.Len(t, cacheEntries(t, dir), 1)

@@ -148,7 +148,7 @@ func TestCompileWaitsForTheSameModule(t *testing.T) {
 	close(release)
 	require.NoError(t, <-first)
 	TestHookCompile = nil
-	seen := b.cache.prepare(moduleSum(wasm))
+	seen := b.cache.prepare(compiledSum(t, wasm))
 	assert.Len(t, seen.names, 1, "the second engine finds the first one's entry")
 	m, err := b.Compile(context.Background(), wasm)
 	require.NoError(t, err)

@@ -37,11 +37,43 @@ type Options struct {
 	Calls CallHandler
 	// Logger receives guest log messages and engine diagnostics.
 	Logger *slog.Logger
-	// NoInterrupt turns off stopping guests when their context is done,
-	// where the runtime allows it (wasmrt.InterruptOptional). A looping
-	// guest then runs forever: only benchmarks measuring the cost of the
-	// check set it; the host never does.
-	NoInterrupt bool
+	// Interrupt selects how a guest whose context is done is stopped;
+	// the zero value is InterruptRewrite, what the host always runs.
+	Interrupt Interrupt
+}
+
+// Interrupt is how an Engine stops a guest whose context is done.
+type Interrupt int
+
+const (
+	// InterruptRewrite rewrites each module once at compile (package
+	// rewrite): every function entry and loop header tests an exported
+	// global that the instance sets when the call's context is done, and
+	// bulk memory instructions run in chunks with the same test between
+	// them. No call into Go on the guest's hot path.
+	InterruptRewrite Interrupt = iota
+	// InterruptRuntime uses the runtime's own check instead (stock
+	// wazero's WithCloseOnContextDone: a call into Go at every loop
+	// header). Benchmarks compare it with InterruptRewrite.
+	InterruptRuntime
+	// InterruptNone stops nothing where the runtime allows it
+	// (wasmrt.InterruptOptional): a looping guest runs forever. Only
+	// benchmarks measuring the cost of stopping set it; the host never
+	// does.
+	InterruptNone
+)
+
+// String names the mechanism: rewrite, runtime or none.
+func (m Interrupt) String() string {
+	switch m {
+	case InterruptRewrite:
+		return "rewrite"
+	case InterruptRuntime:
+		return "runtime"
+	case InterruptNone:
+		return "none"
+	}
+	return "unknown"
 }
 
 // CallHandler answers capability calls from guests. The state argument is
@@ -83,9 +115,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: memory limit %d pages out of range 1..65536", opts.MemoryLimitPages)
 	}
 	cfg := rt.NewRuntimeConfig().WithMemoryLimitPages(opts.MemoryLimitPages)
-	// Without the deadline check a looping guest cannot be stopped at all;
-	// see package wasmrt and docs/PERFORMANCE.md for its cost.
-	cfg = rt.WithInterrupt(cfg, !opts.NoInterrupt)
+	// The runtime's own check calls into Go at every loop header; the
+	// rewrite (InterruptRewrite) replaces it. docs/PERFORMANCE.md has
+	// the cost of each.
+	cfg = rt.WithInterrupt(cfg, opts.Interrupt == InterruptRuntime)
 	opts.Limits = opts.Limits.withDefaults()
 	e := &Engine{opts: opts, released: make(chan struct{})}
 	if opts.CacheDir != "" {
@@ -201,7 +234,10 @@ type Module struct {
 	e          *Engine
 	cm         rt.CompiledModule
 	initialize bool
-	MinPages   uint32
+	// interrupt: the module was rewritten and exports the interrupt
+	// global (rewrite.InterruptExport).
+	interrupt bool
+	MinPages  uint32
 }
 
 // Compile checks wasm's shape against the engine's Limits (CheckShape),
@@ -212,11 +248,24 @@ type Module struct {
 // abandoned compile finishes in the background, its result discarded. The
 // shape limits bound how long that can take.
 func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
-	cm, err := e.compile(ctx, wasm)
+	cm, err := e.compile(ctx, wasm, e.opts.Interrupt == InterruptRewrite)
+	if errors.Is(err, errRewrite) {
+		// Say first what is wrong with the module itself, if anything:
+		// the runtime's refusal or the ABI's is the more precise error.
+		orig, oerr := e.compile(ctx, wasm, false)
+		if oerr != nil {
+			return nil, oerr
+		}
+		p := shapeProblems(orig)
+		_ = orig.Close(ctx)
+		if len(p) > 0 {
+			return nil, p[0]
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{e: e, cm: cm}
+	m := &Module{e: e, cm: cm, interrupt: e.opts.Interrupt == InterruptRewrite}
 	if err := m.check(); err != nil {
 		_ = cm.Close(ctx)
 		return nil, err
@@ -225,11 +274,19 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte) (*Module, error) {
 }
 
 // compile is Compile without the ABI check: the compiled module, or a
-// *LoadError. Inspect uses it too, so what it reports is what the engine
-// would run.
-func (e *Engine) compile(ctx context.Context, wasm []byte) (rt.CompiledModule, error) {
+// *LoadError. With rewrite it compiles the module rewritten for
+// interruption (a refusal of the rewrite wraps errRewrite). Inspect uses
+// it too, so what it reports is what the engine would run.
+func (e *Engine) compile(ctx context.Context, wasm []byte, rewrite bool) (rt.CompiledModule, error) {
 	if _, err := CheckShape(wasm, e.opts.Limits); err != nil {
 		return nil, err
+	}
+	if rewrite {
+		w, err := rewritten(wasm)
+		if err != nil {
+			return nil, rewriteRefused(err)
+		}
+		wasm = w
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, compileAbandoned(err)

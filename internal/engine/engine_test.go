@@ -54,7 +54,7 @@ func newTestEngine(t *testing.T, opts Options) *Engine {
 	return e
 }
 
-func wat(t *testing.T, src string) []byte {
+func wat(t testing.TB, src string) []byte {
 	t.Helper()
 	b, err := testwasm.WAT(src)
 	require.NoError(t, err)

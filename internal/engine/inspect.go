@@ -40,16 +40,17 @@ type Memory struct {
 // cache, no memory limit beyond the spec's 4 GiB) on the runtime the engine
 // runs (package wasmrt), and reports its imports, exports, memory and every
 // ABI shape problem: the same rule, in the same order, as Compile, which
-// stops at the first. The error, a *LoadError, is non-nil only when the
-// bytes are not a WebAssembly module, exceed a shape limit, or did not
-// compile before ctx was done (see Engine.Compile).
+// stops at the first, and last a refusal of the interrupt rewrite, if any.
+// The error, a *LoadError, is non-nil only when the bytes are not a
+// WebAssembly module, exceed a shape limit, or did not compile before ctx
+// was done (see Engine.Compile).
 func Inspect(ctx context.Context, wasm []byte) (*Info, error) {
 	e, err := New(ctx, Options{MemoryLimitPages: 65536, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close(context.WithoutCancel(ctx))
-	cm, err := e.compile(ctx, wasm)
+	cm, err := e.compile(ctx, wasm, false)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +74,11 @@ func Inspect(ctx context.Context, wasm []byte) (*Info, error) {
 	slices.SortFunc(info.Exports, func(a, b Func) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range shapeProblems(cm) {
 		info.Problems = append(info.Problems, p.Error())
+	}
+	// The module as declared compiles; the engine runs it rewritten for
+	// interruption, which can still refuse it.
+	if _, err := rewritten(wasm); err != nil {
+		info.Problems = append(info.Problems, rewriteRefused(err).Error())
 	}
 	if mem, ok := cm.ExportedMemories()[abi.ExportMemory]; ok {
 		info.Memory = &Memory{MinPages: mem.Min()}

@@ -34,6 +34,8 @@ type Instance struct {
 	describe       rt.Function
 	version        rt.Function
 	stdout, stderr tailBuffer
+	// intr stops the guest when a call's context ends (InterruptRewrite).
+	intr interrupter
 }
 
 // Instantiate creates an instance and runs its _initialize, if any, under
@@ -50,12 +52,20 @@ func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
 		return nil, inst.fault(ctx, err)
 	}
 	inst.mod = mod
+	if m.interrupt {
+		it, ok := newInterrupter(mod)
+		if !ok { // the rewrite always adds it: a module without it cannot be stopped
+			_ = mod.Close(context.Background())
+			return nil, &Fault{Reason: abi.ReasonPluginTrap, Err: errors.New("rewritten module lacks its interrupt global")}
+		}
+		inst.intr = it
+	}
 	inst.alloc = mod.ExportedFunction(abi.ExportAlloc)
 	inst.eval = mod.ExportedFunction(abi.ExportEvaluate)
 	inst.describe = mod.ExportedFunction(abi.ExportDescribe)
 	inst.version = mod.ExportedFunction(abi.ExportABIVersion)
 	if m.initialize {
-		if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
+		if _, err := inst.intr.call(ctx, mod.ExportedFunction(abi.ExportInitialize)); err != nil {
 			f := inst.fault(ctx, err)
 			_ = mod.Close(context.Background())
 			return nil, f
@@ -92,7 +102,7 @@ func (i *Instance) Output() (stdout, stderr string) { return i.stdout.String(), 
 // ABIVersion calls gate_abi_version.
 func (i *Instance) ABIVersion(ctx context.Context) (int32, error) {
 	i.resetOutput()
-	res, err := i.version.Call(ctx)
+	res, err := i.intr.call(ctx, i.version)
 	if err != nil {
 		return 0, i.fault(ctx, err)
 	}
@@ -103,7 +113,7 @@ func (i *Instance) ABIVersion(ctx context.Context) (int32, error) {
 // at most maxBytes long.
 func (i *Instance) Describe(ctx context.Context, maxBytes uint32) ([]byte, error) {
 	i.resetOutput()
-	res, err := i.describe.Call(ctx)
+	res, err := i.intr.call(ctx, i.describe)
 	if err != nil {
 		return nil, i.fault(ctx, err)
 	}
@@ -117,7 +127,7 @@ func (i *Instance) Describe(ctx context.Context, maxBytes uint32) ([]byte, error
 func (i *Instance) Evaluate(ctx context.Context, state any, request []byte, maxBytes uint32) ([]byte, error) {
 	i.resetOutput()
 	ctx = context.WithValue(ctx, frameKey{}, &frame{state: state})
-	res, err := i.alloc.Call(ctx, uint64(len(request)))
+	res, err := i.intr.call(ctx, i.alloc, uint64(len(request)))
 	if err != nil {
 		return nil, i.fault(ctx, err)
 	}
@@ -128,7 +138,7 @@ func (i *Instance) Evaluate(ctx context.Context, state any, request []byte, maxB
 	if !i.mod.Memory().Write(ptr, request) {
 		return nil, &Fault{Reason: abi.ReasonABIViolation, Err: fmt.Errorf("%s(%d) returned %#x, outside memory", abi.ExportAlloc, len(request), ptr)}
 	}
-	res, err = i.eval.Call(ctx, uint64(ptr), uint64(len(request)))
+	res, err = i.intr.call(ctx, i.eval, uint64(ptr), uint64(len(request)))
 	if err != nil {
 		return nil, i.fault(ctx, err)
 	}

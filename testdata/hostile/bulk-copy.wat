@@ -1,8 +1,8 @@
 ;; bulk-copy: grows memory to the stage's cap (256 MiB in the test), then one
-;; overlapping memory.copy over all of it, then spins. One bulk-memory
-;; instruction is not interruptible.
-;; Expected: plugin_timeout, the stage ending at its deadline even while the
-;; copy still runs (the instance is discarded when it returns).
+;; overlapping memory.copy over all of it, then spins. The interrupt rewrite
+;; replaces the instruction with a loop of 1 MiB chunks, each followed by the
+;; check.
+;; Expected: plugin_timeout, the copy itself stopped within a chunk.
 (module
   (memory (export "memory") 1)
   (data (i32.const 16) "{\"abi_version\":1,\"name\":\"hostile\",\"version\":\"0.0.1\",\"subject_kinds\":[\"proposal\"]}")

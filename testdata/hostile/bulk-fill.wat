@@ -1,8 +1,8 @@
 ;; bulk-fill: grows memory to the stage's cap (256 MiB in the test), then one
-;; memory.fill over all of it, then spins. The runtime checks the deadline at
-;; loop headers and calls, never inside one bulk-memory instruction.
-;; Expected: plugin_timeout, the stage ending at its deadline even while the
-;; fill still runs (the instance is discarded when it returns).
+;; memory.fill over all of it, then spins. A runtime that checks only at loop
+;; headers cannot stop one bulk-memory instruction; the interrupt rewrite
+;; replaces it with a loop of 1 MiB chunks, each followed by the check.
+;; Expected: plugin_timeout, the fill itself stopped within a chunk.
 (module
   (memory (export "memory") 1)
   (data (i32.const 16) "{\"abi_version\":1,\"name\":\"hostile\",\"version\":\"0.0.1\",\"subject_kinds\":[\"proposal\"]}")

@@ -15,9 +15,9 @@ import (
 // Name identifies the runtime in benchmarks and logs.
 const Name = "wazero v1.12.0"
 
-// InterruptOptional is true: stock wazero stops a guest whose context is
-// done only with WithCloseOnContextDone, which checks at every loop header
-// through a call into Go.
+// InterruptOptional is true: stock wazero's own stop, WithCloseOnContextDone,
+// is an option (a call into Go at every loop header; none at function
+// entry). The engine leaves it off and rewrites modules instead.
 const InterruptOptional = true
 
 // WithInterrupt turns the deadline check on or off.
@@ -31,6 +31,7 @@ type (
 	ModuleConfig     = wazero.ModuleConfig
 	Module           = api.Module
 	Function         = api.Function
+	MutableGlobal    = api.MutableGlobal
 	GoModuleFunc     = api.GoModuleFunc
 	ValueType        = api.ValueType
 	ExitError        = sys.ExitError

@@ -29,6 +29,7 @@ type (
 	ModuleConfig     = wazero.ModuleConfig
 	Module           = api.Module
 	Function         = api.Function
+	MutableGlobal    = api.MutableGlobal
 	GoModuleFunc     = api.GoModuleFunc
 	ValueType        = api.ValueType
 	ExitError        = sys.ExitError

@@ -1,0 +1,60 @@
+// Package rewrite makes a WebAssembly module stoppable without help from the
+// runtime: it rewrites the module once, at load, so that the guest itself
+// tests an interrupt word at every function entry and every loop header and
+// traps when the word is set.
+//
+// # Why
+//
+// Stock wazero stops a runaway guest only with WithCloseOnContextDone, which
+// leaves compiled code for Go at every loop header; Go's wasm functions are
+// nearly all loops, so that check costs 3–5× on the gates' own work. The
+// rewrite puts the check inline instead: one global load and a branch.
+//
+// # Design
+//
+// This is Wasmtime's epoch interruption
+// (https://docs.wasmtime.dev/api/wasmtime/struct.Config.html#method.epoch_interruption)
+// applied as a load-time rewrite rather than inside a compiler. Module:
+//
+//   - appends one mutable i32 global, initialised to 0, and exports it as
+//     InterruptExport; the host sets it to non-zero (api.MutableGlobal.Set)
+//     when the deadline passes;
+//   - inserts `global.get G; if; unreachable; end` at every function entry
+//     (after the locals) and right after every loop's block type, so both
+//     loops and call trees without loops (recursion, fib-like fan-out) stop;
+//   - counts those tests down in a second, unexported global and every
+//     SafepointEvery tests runs `memory.grow 0`, a safepoint: wazero
+//     serves it in Go, and Go cannot preempt a
+//     goroutine inside compiled wasm code, and a guest that never left it
+//     would hold up the process's stop-the-world (garbage collection) and
+//     with it the timer that sets the word;
+//   - replaces every memory.copy and memory.fill with a call to an appended
+//     helper that does the same bounds check as the instruction (trap, nothing
+//     written) and then works in chunks of at most Options.ChunkBytes, testing
+//     the word and passing a safepoint between chunks, so one instruction over
+//     a large memory cannot run past the deadline.
+//
+// Nothing existing is renumbered: the globals, the helpers and their type
+// (when no identical type exists) are appended after every existing index. Sections the rewrite does not change are copied byte for byte; the
+// output is deterministic.
+//
+// # What is refused
+//
+// Module parses every section it needs and every instruction with its
+// immediates exactly (https://webassembly.github.io/spec/core/binary/): MVP,
+// sign extension, saturating truncation, bulk memory, reference types and
+// fixed-width SIMD. It returns an *Error (byte offset, reason) wrapping
+//
+//   - ErrMalformed for input that is not a well-framed module: truncated
+//     input, over-long or over-wide LEB128, sections out of order, counts
+//     that disagree, an index past the module's own definitions (the rewrite
+//     must not make such a module valid by giving the index a meaning: in
+//     particular `global.set` of the interrupt word), memory.copy or
+//     memory.fill in a module with no memory;
+//   - ErrUnsupported for well-framed input using what the rewrite does not
+//     decode — threads (0xFE), exceptions, tail calls, GC, relaxed SIMD,
+//     multi-memory, memory64 — or a module that already exports
+//     InterruptExport.
+//
+// Module never panics and its work is linear in the input's length.
+package rewrite
