@@ -22,6 +22,7 @@ targets=(
   "./internal/engine FuzzCheckShape"
   "./sdk FuzzHandle"
   "./plugins/static-verify FuzzEvaluate"
+  "./internal/schemafind FuzzValidate"
   "./config FuzzLoadConfig"
   "./server FuzzTokenFile"
   "./mcpgateway FuzzPublish"
