@@ -372,7 +372,10 @@ func (v *verifier) checkParams(i int, t *abi.Tool, act *action) error {
 	if err != nil {
 		return fmt.Errorf("static-verify: validating parameters of %q: %w", clip(toolID(t)), err)
 	}
-	if !a.Found || a.SchemaDigest != t.SchemaDigest {
+	switch {
+	case !a.Found:
+		return fmt.Errorf("static-verify: validating parameters of %q: schema.validate does not know the tool catalog.get found", clip(toolID(t)))
+	case a.SchemaDigest != t.SchemaDigest:
 		return fmt.Errorf("static-verify: validating parameters of %q: the host validated against schema %q, not the tool's %q", clip(toolID(t)), clip(a.SchemaDigest), clip(t.SchemaDigest))
 	}
 	for _, sf := range a.Findings {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -391,6 +392,35 @@ func TestUncompilableSchemaIsInconclusive(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, abi.Inconclusive, resp.Verdict)
 			assert.Equal(t, sdk.ReasonGateError, resp.Reason)
+		})
+	}
+}
+
+// Whatever goes wrong with schema.validate, the gate is inconclusive: a
+// refusal, an error, or an answer it cannot trust is never a pass.
+func TestSchemaAnswerFailuresAreInconclusive(t *testing.T) {
+	for name, op := range map[string]gatetest.Operation{
+		"unavailable": func([]byte) (any, error) { return nil, errors.New("compiler down") },
+		"bad request": func([]byte) (any, error) {
+			return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: "no"}
+		},
+		"tool not found": func([]byte) (any, error) { return abi.SchemaValidateAnswer{Found: false}, nil },
+		"another schema": func([]byte) (any, error) {
+			return abi.SchemaValidateAnswer{Found: true, SchemaDigest: strings.Repeat("0", 64), Valid: true}, nil
+		},
+		"valid with findings": func([]byte) (any, error) {
+			return abi.SchemaValidateAnswer{Found: true, Valid: true, Findings: []abi.SchemaFinding{{Keyword: "type", Message: "m"}}}, nil
+		},
+		"not an answer": func([]byte) (any, error) { return []int{1}, nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHost(t)
+			h.Operations = map[string]gatetest.Operation{abi.OpSchemaValidate: op}
+			resp, err := gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(`{"actions":[{"tool":"get_me"}]}`), nil), h)
+			require.NoError(t, err)
+			assert.Equal(t, abi.Inconclusive, resp.Verdict)
+			assert.Equal(t, sdk.ReasonGateError, resp.Reason)
+			assert.Contains(t, resp.Evidence["error"], "validating parameters")
 		})
 	}
 }
