@@ -21,7 +21,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 2
+const MinorVersion = 3
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.
@@ -206,4 +206,7 @@ const (
 	CapabilityPolicy = "policy"
 	// CapabilityCheck: OpCheckRun, the operator's named build/test checks.
 	CapabilityCheck = "check"
+	// CapabilitySchema: OpSchemaValidate, JSON Schema validation against
+	// the input schemas of the run's pinned catalog snapshot (minor 3).
+	CapabilitySchema = "schema"
 )

@@ -1,6 +1,10 @@
 package abi
 
-import "embed"
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+)
 
 // Schemas holds the JSON Schemas (draft 2020-12) of the ABI messages:
 // schema/request.schema.json, schema/response.schema.json,
@@ -21,3 +25,90 @@ const (
 	SchemaToolCall   = "schema/toolcall.schema.json"
 	SchemaMerge      = "schema/merge.schema.json"
 )
+
+// OpSchemaValidate is the operation of the schema capability (SPEC.md
+// §7.13): request SchemaValidateRequest, answer SchemaValidateAnswer. The
+// host validates a value against a tool's input schema from the run's
+// pinned catalog snapshot, compiled once per schema digest in the host.
+const OpSchemaValidate = "schema.validate"
+
+// MaxSchemaFindings bounds the findings of one schema.validate answer; an
+// answer cut there says so with Truncated.
+const MaxSchemaFindings = 100
+
+// SchemaValidateRequest names one input schema of the run's pinned catalog
+// snapshot, by exactly one of Tool and SchemaDigest, and the value to
+// validate against it. The whole request is bounded by MaxHostRequestBytes.
+type SchemaValidateRequest struct {
+	// Tool is a tool's id, wire name or alias, as catalog.get takes it.
+	Tool string `json:"tool,omitempty"`
+	// SchemaDigest is the lowercase hex SHA-256 of a schema in the
+	// snapshot (SPEC.md §8), as a tool record's schema_digest gives it.
+	SchemaDigest string `json:"schema_digest,omitempty"`
+	// Value is the JSON value to validate, such as a tool call's
+	// arguments. Required; JSON null is a value.
+	Value json.RawMessage `json:"value"`
+}
+
+// Check reports a request the host refuses as bad_request: neither or both
+// of Tool and SchemaDigest, a SchemaDigest that is not 64 lowercase hex
+// digits, or no Value. The error names the member.
+func (r *SchemaValidateRequest) Check() error {
+	switch {
+	case r.Tool == "" && r.SchemaDigest == "":
+		return errors.New("one of tool and schema_digest is required")
+	case r.Tool != "" && r.SchemaDigest != "":
+		return errors.New("tool and schema_digest are exclusive: name the schema one way")
+	case r.SchemaDigest != "" && !IsSchemaDigest(r.SchemaDigest):
+		return errors.New("schema_digest: not 64 lowercase hex digits")
+	case len(r.Value) == 0:
+		return errors.New("value: required")
+	}
+	return nil
+}
+
+// SchemaValidateAnswer is the answer of OpSchemaValidate.
+type SchemaValidateAnswer struct {
+	// Found is false when the snapshot has no such tool or schema; the
+	// other members are then zero.
+	Found bool `json:"found"`
+	// SchemaDigest is the digest of the schema validated against.
+	SchemaDigest string `json:"schema_digest,omitempty"`
+	// Valid is true when Value satisfies the schema (always, for a tool
+	// registered without an input schema). A valid answer has no findings;
+	// an invalid one has at least one.
+	Valid bool `json:"valid"`
+	// Findings are the violations, sorted by pointer, then keyword, then
+	// message, without duplicates, at most MaxSchemaFindings of them.
+	Findings []SchemaFinding `json:"findings,omitempty"`
+	// Truncated: there were more than MaxSchemaFindings findings.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// SchemaFinding is one violation of a schema by a value.
+type SchemaFinding struct {
+	// Pointer is an RFC 6901 JSON Pointer into the value; "" is the
+	// value itself.
+	Pointer string `json:"pointer"`
+	// Keyword is the JSON Schema keyword that failed, such as "type" or
+	// "required"; "json" for a number no tool can receive (outside IEEE
+	// 754 double range, or longer than 100 characters).
+	Keyword string `json:"keyword"`
+	// Message says what is wrong for people. It never repeats the
+	// offending value.
+	Message string `json:"message"`
+}
+
+// IsSchemaDigest reports whether d has the form of a schema digest: 64
+// lowercase hex digits (SPEC.md §8).
+func IsSchemaDigest(d string) bool {
+	if len(d) != 64 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

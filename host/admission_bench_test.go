@@ -48,7 +48,7 @@ func newAdmissionRig(tb testing.TB) *admissionRig {
 		Catalog: store,
 		Domains: domains,
 		Pipelines: map[string]host.PipelineConfig{"admission": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{
-			{Name: "static-verify", Plugin: "static-verify", Capabilities: []string{"catalog"}},
+			{Name: "static-verify", Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}},
 			{Name: "preconditions", Plugin: "preconditions", Capabilities: []string{"query"}, Config: json.RawMessage(`{"domain":"github"}`)},
 		}}},
 	}

@@ -40,7 +40,7 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 			h := newHost(b, v.cfg(host.Config{
 				Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 				Catalog:   store,
-				Pipelines: onePipeline("sv", "catalog"),
+				Pipelines: onePipeline("sv", "catalog", "schema"),
 				PoolSize:  1,
 			}))
 			b.ReportAllocs()

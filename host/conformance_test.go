@@ -13,7 +13,7 @@ import (
 )
 
 func TestRunIDOption(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog")})
+	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog", "schema")})
 	id := "0123456789abcdef0123456789abcdef"
 	d, err := h.Check(context.Background(), "p", []byte(`{"actions":[]}`), host.RunOptions{RunID: id})
 	require.NoError(t, err)
@@ -23,7 +23,7 @@ func TestRunIDOption(t *testing.T) {
 }
 
 func TestEvaluateRequest(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog")})
+	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog", "schema")})
 	for _, tc := range []struct {
 		name, request string
 		reason        string

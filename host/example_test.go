@@ -26,7 +26,7 @@ func Example() {
 		Plugins: map[string]host.PluginConfig{"static-verify": {Path: staticVerifyWasm}},
 		Pipelines: map[string]host.PipelineConfig{"admission": {
 			Subject: "proposal",
-			Stages:  []host.StageConfig{{Plugin: "static-verify", Capabilities: []string{"catalog"}, Timeout: testTimeout}},
+			Stages:  []host.StageConfig{{Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}, Timeout: testTimeout}},
 		}},
 		CacheDir: cacheDir,
 	})

@@ -20,7 +20,7 @@ import (
 // naming the file.
 func TestNewRefusesSpecialFiles(t *testing.T) {
 	fx := safefiletest.New(t)
-	pipelines := map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "x", Capabilities: []string{"catalog"}}}}}
+	pipelines := map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "x", Capabilities: []string{"catalog", "schema"}}}}}
 	for _, c := range append(fx.NotFiles(), fx.OverCap(t, "big.wasm", host.MaxModuleFileBytes)) {
 		t.Run("plugin/"+c.Name, func(t *testing.T) {
 			err := safefiletest.Returns(t, func() error {

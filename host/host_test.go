@@ -31,7 +31,7 @@ func TestLoadRefusals(t *testing.T) {
 		return host.PluginConfig{Module: b}
 	}
 	sv := host.PluginConfig{Path: staticVerifyWasm}
-	catalogCap := []string{"catalog"}
+	svCaps := []string{"catalog", "schema"}
 	tests := []struct {
 		name    string
 		plugin  host.PluginConfig
@@ -48,9 +48,10 @@ func TestLoadRefusals(t *testing.T) {
 		{name: "missing file", plugin: host.PluginConfig{Path: "/nonexistent.wasm"}, wantIs: host.ErrReadModule},
 		{name: "sha256 mismatch", plugin: host.PluginConfig{Path: staticVerifyWasm, SHA256: strings.Repeat("0", 64)}, wantIs: host.ErrSHA256Mismatch},
 		{name: "sha256 malformed", plugin: host.PluginConfig{Path: staticVerifyWasm, SHA256: "abc"}, wantCfg: "plugins.x.sha256"},
-		{name: "config fails schema", plugin: sv, stage: host.StageConfig{Capabilities: catalogCap, Config: json.RawMessage(`{"max_actions":"many"}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config.max_actions"},
-		{name: "config unknown key", plugin: sv, stage: host.StageConfig{Capabilities: catalogCap, Config: json.RawMessage(`{"max_action":5}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config"},
+		{name: "config fails schema", plugin: sv, stage: host.StageConfig{Capabilities: svCaps, Config: json.RawMessage(`{"max_actions":"many"}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config.max_actions"},
+		{name: "config unknown key", plugin: sv, stage: host.StageConfig{Capabilities: svCaps, Config: json.RawMessage(`{"max_action":5}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config"},
 		{name: "declared capability not granted", plugin: sv, wantCfg: "pipelines.p.stages[0].capabilities"},
+		{name: "schema withheld from static-verify", plugin: sv, stage: host.StageConfig{Capabilities: []string{"catalog"}}, wantCfg: "pipelines.p.stages[0].capabilities"},
 		{name: "subject kind not handled", plugin: sv, subject: abi.SubjectMerge, wantIs: host.ErrDescriptor},
 		{name: "unknown capability", plugin: sv, stage: host.StageConfig{Capabilities: []string{"network"}}, wantCfg: "pipelines.p.stages[0].capabilities"},
 		{name: "bad mode", plugin: sv, stage: host.StageConfig{Mode: "audit"}, wantCfg: "pipelines.p.stages[0].mode"},
@@ -257,7 +258,7 @@ func TestStopOnReject(t *testing.T) {
 			Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}, "flaky": {Path: flakyWasm}},
 			Catalog: githubCatalog(t),
 			Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", StopOnReject: stop, Stages: []host.StageConfig{
-				{Plugin: "sv", Capabilities: []string{"catalog"}},
+				{Plugin: "sv", Capabilities: []string{"catalog", "schema"}},
 				{Plugin: "flaky"},
 			}}},
 		})
@@ -282,7 +283,7 @@ func TestEventLogRecordsEveryRun(t *testing.T) {
 		Plugins:      map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 		Catalog:      githubCatalog(t),
 		EventLogPath: path,
-		Pipelines:    onePipeline("sv", "catalog"),
+		Pipelines:    onePipeline("sv", "catalog", "schema"),
 	})
 	var ids []string
 	for _, f := range []string{"read-then-write.json", "bad-args-and-unknown-tool.json"} {

@@ -20,7 +20,7 @@ func TestOnlyPipeline(t *testing.T) {
 				"missing": {Path: "/nonexistent/gate.wasm"},
 			},
 			Pipelines: map[string]host.PipelineConfig{
-				"p": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{{Plugin: "sv", Timeout: testTimeout, Capabilities: []string{"catalog"}}}},
+				"p": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{{Plugin: "sv", Timeout: testTimeout, Capabilities: []string{"catalog", "schema"}}}},
 				"q": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{{Plugin: "missing", Mode: host.Mode(otherMode)}}},
 			},
 			OnlyPipeline: only,

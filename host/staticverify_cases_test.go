@@ -53,7 +53,7 @@ func TestStaticVerifyNativeEqualsWasm(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &c), f)
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		cases[name] = c
-		caps := []string{"catalog"}
+		caps := []string{"catalog", "schema"}
 		if c.Granted != nil {
 			caps = *c.Granted
 		}

@@ -84,7 +84,7 @@ func undecodableHost(t *testing.T, logPath string) *host.Host {
 	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/github-bench/db.json"), &db))
 	exec := host.StageConfig{Name: "exec", Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig}
 	accept := host.StageConfig{Name: "accept-all", Plugin: "accept-all"}
-	sv := host.StageConfig{Name: "static-verify", Plugin: "static-verify", Capabilities: []string{"catalog"}}
+	sv := host.StageConfig{Name: "static-verify", Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}}
 	pre := host.StageConfig{Name: "preconditions", Plugin: "preconditions", Capabilities: []string{"query"}, Config: json.RawMessage(`{"domain":"github"}`)}
 	h := newHost(t, host.Config{
 		Plugins: map[string]host.PluginConfig{

@@ -23,6 +23,7 @@ targets=(
   "./sdk FuzzHandle"
   "./internal/guestjson FuzzAgreesWithEncodingJSON"
   "./plugins/static-verify FuzzEvaluate"
+  "./internal/schemafind FuzzValidate"
   "./config FuzzLoadConfig"
   "./server FuzzTokenFile"
   "./mcpgateway FuzzPublish"

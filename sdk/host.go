@@ -141,7 +141,9 @@ func CatalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
 			a.Tool.InputSchema = known.schema
 		}
 	}
-	if !a.SchemaOmitted && isDigest(a.Tool.SchemaDigest) {
+	// Only well-formed digests are remembered: a malformed one could make
+	// two different schemas look the same.
+	if !a.SchemaOmitted && abi.IsSchemaDigest(a.Tool.SchemaDigest) {
 		schemas.put(name, knownSchema{digest: a.Tool.SchemaDigest, schema: a.Tool.InputSchema})
 	}
 	return *a.Tool, true, nil
@@ -150,6 +152,24 @@ func CatalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
 // CatalogList lists the tools of the run's pinned catalog snapshot.
 func CatalogList(h Host) (abi.CatalogListAnswer, error) {
 	return Call[abi.CatalogListAnswer](h, abi.OpCatalogList, struct{}{})
+}
+
+// ValidateSchema validates req.Value against an input schema of the run's
+// pinned catalog snapshot, named by tool or by schema digest (schema.validate,
+// abi/SPEC.md §7.13). The host compiles the schema; the gate needs the
+// schema capability granted. A refusal (capability_denied, bad_request, or
+// unavailable for a schema that does not compile) is an error, as is an
+// answer that contradicts itself (valid with findings, or invalid without):
+// a gate must not accept what it could not validate.
+func ValidateSchema(h Host, req abi.SchemaValidateRequest) (abi.SchemaValidateAnswer, error) {
+	a, err := Call[abi.SchemaValidateAnswer](h, abi.OpSchemaValidate, req)
+	if err != nil {
+		return abi.SchemaValidateAnswer{}, err
+	}
+	if a.Found && a.Valid == (len(a.Findings) > 0) {
+		return abi.SchemaValidateAnswer{}, fmt.Errorf("sdk: %s: answer is valid=%t with %d findings", abi.OpSchemaValidate, a.Valid, len(a.Findings))
+	}
+	return a, nil
 }
 
 // schemaCacheMax bounds the remembered schemas: a catalog that churns
@@ -187,19 +207,4 @@ func (c *schemaCache) put(name string, k knownSchema) {
 		}
 	}
 	c.m[name] = k
-}
-
-// isDigest reports whether d looks like a schema digest (64 lowercase hex
-// digits). Only such digests are remembered: a malformed one could make two
-// different schemas look the same.
-func isDigest(d string) bool {
-	if len(d) != 64 {
-		return false
-	}
-	for i := 0; i < len(d); i++ {
-		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -81,7 +81,7 @@ pipelines:
     stages: [%s]
   admission:
     subject: proposal
-    stages: [{plugin: static-verify, timeout: 60s, capabilities: [catalog]}]
+    stages: [{plugin: static-verify, timeout: 60s, capabilities: [catalog, schema]}]
 `, catalogPath, filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "sessions.json"), testwasm.CacheDir(),
 		execWasm, svWasm, stage, stage)
 	path := filepath.Join(dir, "gatehost.yaml")

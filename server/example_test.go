@@ -54,7 +54,7 @@ plugins: {static-verify: {path: %s}}
 pipelines:
   admission:
     subject: proposal
-    stages: [{plugin: static-verify, timeout: 60s, capabilities: [catalog]}]
+    stages: [{plugin: static-verify, timeout: 60s, capabilities: [catalog, schema]}]
 `, filepath.Join(root, "testdata/catalogs/github-mcp-server"), testwasm.CacheDir(), sv)), 0o644))
 
 	s, err := server.New(server.Options{ConfigPath: cfg}, slog.New(slog.DiscardHandler))

@@ -75,13 +75,13 @@ func writeServeConfig(t testing.TB, dir string, p serveParams) string {
   admission:
     subject: proposal
     stages:
-      - {name: %s, plugin: static-verify, timeout: 60s, capabilities: [catalog], config: {max_actions: 100}}
+      - {name: %s, plugin: static-verify, timeout: 60s, capabilities: [catalog, schema], config: {max_actions: 100}}
 `, cmpOr(p.stageName, "static-verify"))
 	if p.twoGate {
 		fmt.Fprintf(&b, `  two-gate:
     subject: proposal
     stages:
-      - {name: static-verify, plugin: static-verify, timeout: 60s, capabilities: [catalog], config: {max_actions: 100}}
+      - {name: static-verify, plugin: static-verify, timeout: 60s, capabilities: [catalog, schema], config: {max_actions: 100}}
       - {name: preconditions, plugin: preconditions, timeout: 60s, capabilities: [query], config: {domain: retail, unknown_tools: allow}}
 domains:
   retail:

@@ -170,7 +170,7 @@ pipelines:
     subject: proposal
     stages:
       - {plugin: accept-all, timeout: 60s}
-      - {name: sv, plugin: static-verify, mode: advisory, timeout: 60s, capabilities: [catalog]}
+      - {name: sv, plugin: static-verify, mode: advisory, timeout: 60s, capabilities: [catalog, schema]}
   broken:
     subject: proposal
     stages:

@@ -37,7 +37,7 @@ pipelines:
     stages:
       - plugin: sv
         timeout: 60s
-        capabilities: [catalog]
+        capabilities: [catalog, schema]
 `, testwasm.CacheDir(), svWasm)
 	}
 	const subj = "proposal.json"

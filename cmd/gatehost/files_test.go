@@ -125,7 +125,7 @@ domains:
     stages:
       - plugin: sv
         timeout: 60s
-        capabilities: [catalog]
+        capabilities: [catalog, schema]
 `
 	p := filepath.Join(t.TempDir(), "gatehost.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))

@@ -34,7 +34,7 @@ func TestLoadRefusesStageMistakes(t *testing.T) {
 			[]string{`pipelines.plan.stages[1].config: unknown key "max_action" (accepts: limits, max_actions)`}},
 		{"nested unknown config key", "{plugin: uc, timeout: 60s, capabilities: [catalog, session], config: {limits: {dept: 1}}}",
 			[]string{`pipelines.plan.stages[1].config.limits: unknown key "dept" (accepts: depth)`}},
-		{"static-verify config typo", "{plugin: static-verify, timeout: 60s, capabilities: [catalog], config: {max_action: 100}}",
+		{"static-verify config typo", "{plugin: static-verify, timeout: 60s, capabilities: [catalog, schema], config: {max_action: 100}}",
 			[]string{`pipelines.plan.stages[1].config: unknown key "max_action" (accepts: `, "max_actions"}},
 	}
 	for _, tt := range tests {
@@ -42,7 +42,7 @@ func TestLoadRefusesStageMistakes(t *testing.T) {
 			cfg := writeConfig(t, `  plan:
     subject: proposal
     stages:
-      - {name: first, plugin: static-verify, timeout: 60s, capabilities: [catalog]}
+      - {name: first, plugin: static-verify, timeout: 60s, capabilities: [catalog, schema]}
       - `+tt.stage+"\n")
 			require.NoError(t, appendPlugin(cfg, "uc", usesCaps))
 			code, out, errOut := runCLI("check", "--config", cfg, "--pipeline", "plan", proposal("read-then-write.json"))

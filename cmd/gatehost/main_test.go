@@ -69,7 +69,7 @@ pipelines:
     stages:
       - plugin: static-verify
         timeout: 60s
-        capabilities: [catalog]
+        capabilities: [catalog, schema]
         config: { max_actions: 100 }
   broken:
     subject: proposal

@@ -44,7 +44,7 @@ pipelines:
     stages:
       - plugin: static-verify
         timeout: 60s
-        capabilities: [catalog]
+        capabilities: [catalog, schema]
 mcp:
 %s`, testwasm.CacheDir(), execWasm, svWasm, mcpSection)
 	path := filepath.Join(dir, "gatehost.yaml")

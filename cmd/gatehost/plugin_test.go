@@ -152,7 +152,7 @@ subject = "proposal"
 [[pipelines.admission.stages]]
 plugin = "static-verify"
 timeout = "60s"
-capabilities = ["catalog"]
+capabilities = ["catalog", "schema"]
 `, testwasm.CacheDir(), catalogDir, svWasm),
 		"gatehost.json": fmt.Sprintf(`{
   "cache_dir": %q,
@@ -164,7 +164,7 @@ capabilities = ["catalog"]
     }
   },
   "pipelines": {"admission": {"subject": "proposal", "stages": [
-    {"plugin": "static-verify", "timeout": "60s", "capabilities": ["catalog"]}]}}
+    {"plugin": "static-verify", "timeout": "60s", "capabilities": ["catalog", "schema"]}]}}
 }
 `, testwasm.CacheDir(), catalogDir, svWasm),
 	} {

@@ -43,6 +43,27 @@ func (s *Snapshot) Get(name string) (Tool, bool) {
 	return s.tools[i].clone(), true
 }
 
+// SchemaDigest returns the schema digest of the tool whose id, wire name
+// or alias is exactly name, as Get finds it, without copying the record.
+func (s *Snapshot) SchemaDigest(name string) (string, bool) {
+	i, ok := s.index[name]
+	if !ok {
+		return "", false
+	}
+	return s.tools[i].SchemaDigest, true
+}
+
+// InputSchema returns a copy of the input schema whose digest is digest,
+// if a tool of the snapshot has it.
+func (s *Snapshot) InputSchema(digest string) (json.RawMessage, bool) {
+	for i := range s.tools {
+		if s.tools[i].SchemaDigest == digest {
+			return cloneBytes(s.tools[i].InputSchema), true
+		}
+	}
+	return nil, false
+}
+
 // List returns every tool, deep-copied, sorted by id.
 func (s *Snapshot) List() []Tool {
 	out := make([]Tool, len(s.tools))

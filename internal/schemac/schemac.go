@@ -1,8 +1,8 @@
 // Package schemac compiles JSON Schemas with the project's settings, the
 // one place they are chosen: the ABI's own schemas, gates' config schemas,
-// tools' input schemas (the catalog check and the static-verify gate) and
-// the native proposal schema. It depends on the validator only, so gates
-// compiled to WebAssembly import it too.
+// tools' input schemas (the catalog check and the host's schema
+// capability, internal/schemafind) and the native proposal schema. It
+// depends on the validator only.
 package schemac
 
 import (

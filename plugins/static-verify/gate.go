@@ -88,7 +88,7 @@ var Gate = sdk.Gate{
 		Version:      "1.0.0",
 		Description:  "Statically verifies a whole proposal before its first dispatch: tools, parameter schemas, dependency order and a forward model of declared state.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectProposal},
-		Capabilities: []string{abi.CapabilityCatalog},
+		Capabilities: []string{abi.CapabilityCatalog, abi.CapabilitySchema},
 		ConfigSchema: json.RawMessage(configSchema),
 	},
 	Evaluate: evaluate,
@@ -307,7 +307,7 @@ func (v *verifier) checkTools() error {
 		if !act.paramsOK {
 			continue
 		}
-		if err := v.checkParams(i, t, act.params); err != nil {
+		if err := v.checkParams(i, t, act); err != nil {
 			return err
 		}
 	}
@@ -352,44 +352,42 @@ func (v *verifier) unknownTool(i int, name string) error {
 	return nil
 }
 
-func (v *verifier) checkParams(i int, t *abi.Tool, params any) error {
-	if _, ok := params.(map[string]any); !ok {
+func (v *verifier) checkParams(i int, t *abi.Tool, act *action) error {
+	if _, ok := act.params.(map[string]any); !ok {
 		f := blocking(CodeSchemaViolation,
-			fmt.Sprintf("%s: parameters must be a JSON object, got %s", clip(t.Name), jsonTypeName(params)))
+			fmt.Sprintf("%s: parameters must be a JSON object, got %s", clip(t.Name), jsonTypeName(act.params)))
 		f.Keyword = "type"
 		v.add(i, f)
 		return nil
 	}
-	// The validator would spend unbounded time on, or panic over, numbers
-	// beyond double range: report them instead of validating.
-	bad := false
-	badNumbers(params, "", func(path string) {
-		bad = true
-		f := blocking(CodeSchemaViolation, fmt.Sprintf("%s: parameter %s: number outside the range a tool can receive (IEEE 754 double, at most %d characters)", clip(t.Name), clip(path), maxNumberLen))
-		f.Path, f.Keyword = path, "json"
-		v.add(i, f)
-	})
-	if bad {
-		return nil
+	// The host validates (schema.validate): it reports numbers no tool can
+	// receive first, under keyword "json", and then the schema's
+	// violations. An error or an answer about another schema is never a
+	// pass: the gate cannot vouch for parameters it could not check.
+	value := act.a.Parameters
+	if len(value) == 0 {
+		value = json.RawMessage(`{}`)
 	}
-	s, err := compiledSchema(t)
-	if err != nil {
-		return fmt.Errorf("static-verify: input schema of %q: %w", clip(toolID(t)), err)
-	}
-	if s == nil {
-		return nil
-	}
-	violations, err := validate(s, params)
+	a, err := sdk.ValidateSchema(v.host, abi.SchemaValidateRequest{Tool: toolID(t), Value: value})
 	if err != nil {
 		return fmt.Errorf("static-verify: validating parameters of %q: %w", clip(toolID(t)), err)
 	}
-	for _, vi := range violations {
+	switch {
+	case !a.Found:
+		return fmt.Errorf("static-verify: validating parameters of %q: schema.validate does not know the tool catalog.get found", clip(toolID(t)))
+	case a.SchemaDigest != t.SchemaDigest:
+		return fmt.Errorf("static-verify: validating parameters of %q: the host validated against schema %q, not the tool's %q", clip(toolID(t)), clip(a.SchemaDigest), clip(t.SchemaDigest))
+	}
+	for _, sf := range a.Findings {
 		where := "parameters"
-		if vi.path != "" {
-			where = "parameter " + vi.path
+		switch {
+		case sf.Keyword == "json": // a number inside the object, never the root
+			where = "parameter " + clip(sf.Pointer)
+		case sf.Pointer != "":
+			where = "parameter " + sf.Pointer
 		}
-		f := blocking(CodeSchemaViolation, fmt.Sprintf("%s: %s: %s", clip(t.Name), where, vi.message))
-		f.Path, f.Keyword = vi.path, vi.keyword
+		f := blocking(CodeSchemaViolation, fmt.Sprintf("%s: %s: %s", clip(t.Name), where, sf.Message))
+		f.Path, f.Keyword = sf.Pointer, sf.Keyword
 		v.add(i, f)
 	}
 	return nil

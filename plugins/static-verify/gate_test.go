@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -322,19 +323,20 @@ func (h *countingHost) Call(op string, req []byte) ([]byte, error) {
 }
 
 // Each tool name is looked up once, and the catalog is listed once, only
-// when an unknown tool needs a suggestion.
+// when an unknown tool needs a suggestion; each call of a known tool is
+// validated once.
 func TestCatalogCallsAreBounded(t *testing.T) {
 	h := &countingHost{Host: newHost(t)}
 	subject := `{"actions":[{"tool":"get_me"},{"tool":"get_me"},{"tool":"nope1"},{"tool":"nope2"},{"tool":"nope1"}]}`
 	resp, err := gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(subject), nil), h)
 	require.NoError(t, err)
 	assert.Equal(t, abi.Rejected, resp.Verdict)
-	assert.Equal(t, map[string]int{abi.OpCatalogGet: 3, abi.OpCatalogList: 1}, h.calls)
+	assert.Equal(t, map[string]int{abi.OpCatalogGet: 3, abi.OpCatalogList: 1, abi.OpSchemaValidate: 2}, h.calls)
 
 	h = &countingHost{Host: newHost(t)}
 	_, err = gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(`{"actions":[{"tool":"get_me"}]}`), nil), h)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]int{abi.OpCatalogGet: 1}, h.calls)
+	assert.Equal(t, map[string]int{abi.OpCatalogGet: 1, abi.OpSchemaValidate: 1}, h.calls)
 }
 
 func TestEvidence(t *testing.T) {
@@ -394,12 +396,32 @@ func TestUncompilableSchemaIsInconclusive(t *testing.T) {
 	}
 }
 
-// Every schema of the GitHub catalog compiles.
-func TestGitHubSchemasCompile(t *testing.T) {
-	for _, tool := range githubCatalog(t) {
-		s, err := compiledSchema(&tool)
-		require.NoError(t, err, tool.Name)
-		require.NotNil(t, s, tool.Name)
+// Whatever goes wrong with schema.validate, the gate is inconclusive: a
+// refusal, an error, or an answer it cannot trust is never a pass.
+func TestSchemaAnswerFailuresAreInconclusive(t *testing.T) {
+	for name, op := range map[string]gatetest.Operation{
+		"unavailable": func([]byte) (any, error) { return nil, errors.New("compiler down") },
+		"bad request": func([]byte) (any, error) {
+			return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: "no"}
+		},
+		"tool not found": func([]byte) (any, error) { return abi.SchemaValidateAnswer{Found: false}, nil },
+		"another schema": func([]byte) (any, error) {
+			return abi.SchemaValidateAnswer{Found: true, SchemaDigest: strings.Repeat("0", 64), Valid: true}, nil
+		},
+		"valid with findings": func([]byte) (any, error) {
+			return abi.SchemaValidateAnswer{Found: true, Valid: true, Findings: []abi.SchemaFinding{{Keyword: "type", Message: "m"}}}, nil
+		},
+		"not an answer": func([]byte) (any, error) { return []int{1}, nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHost(t)
+			h.Operations = map[string]gatetest.Operation{abi.OpSchemaValidate: op}
+			resp, err := gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(`{"actions":[{"tool":"get_me"}]}`), nil), h)
+			require.NoError(t, err)
+			assert.Equal(t, abi.Inconclusive, resp.Verdict)
+			assert.Equal(t, sdk.ReasonGateError, resp.Reason)
+			assert.Contains(t, resp.Evidence["error"], "validating parameters")
+		})
 	}
 }
 

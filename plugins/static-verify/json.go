@@ -25,9 +25,9 @@ func strictUnmarshal(raw []byte, out any) error {
 	return nil
 }
 
-// decodeParams decodes an action's parameters the way the schema validator
-// wants them: numbers as json.Number, so that integer checks and big values
-// are exact. Absent parameters mean {}.
+// decodeParams decodes an action's parameters with numbers as json.Number,
+// so that the loop check compares them as written. Absent parameters mean
+// {}.
 func decodeParams(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 {
 		return map[string]any{}, nil
@@ -128,55 +128,4 @@ func canonicalNumber(lit string) string {
 		}
 	}
 	return lit
-}
-
-// maxNumberLen bounds a number literal. The schema validator converts
-// numbers to exact rationals, whose cost grows with the literal's digits and
-// exponent; no tool needs a 100-digit number.
-const maxNumberLen = 100
-
-// numberInRange reports whether a number literal is one the validator can
-// check cheaply and a tool can receive: at most maxNumberLen bytes, and
-// within IEEE 754 double range without underflowing to zero, as I-JSON
-// (RFC 7493 §2.2) asks of interoperable numbers.
-func numberInRange(lit string) bool {
-	if len(lit) > maxNumberLen {
-		return false
-	}
-	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil || math.IsInf(f, 0) {
-		return false
-	}
-	if f == 0 {
-		for i := 0; i < len(lit) && lit[i] != 'e' && lit[i] != 'E'; i++ {
-			if lit[i] >= '1' && lit[i] <= '9' {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// badNumbers calls fn with the JSON Pointer of every number in v that is
-// not numberInRange, in a fixed order.
-func badNumbers(v any, path string, fn func(path string)) {
-	switch v := v.(type) {
-	case json.Number:
-		if !numberInRange(string(v)) {
-			fn(path)
-		}
-	case []any:
-		for i, e := range v {
-			badNumbers(e, path+"/"+strconv.Itoa(i), fn)
-		}
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			badNumbers(v[k], path+"/"+escapePointerToken(k), fn)
-		}
-	}
 }

@@ -2,7 +2,6 @@ package staticverify
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -52,43 +51,6 @@ func TestSuggest(t *testing.T) {
 		strings.Repeat("a", 4096): "",
 	} {
 		assert.Equal(t, want, suggest(name, tools), "%.40q", name)
-	}
-}
-
-func TestPointerTokens(t *testing.T) {
-	for raw, esc := range map[string]string{
-		"plain": "plain",
-		"a/b":   "a~1b",
-		"m~n":   "m~0n",
-		"~1":    "~01", // "~" first, or "~1" would come back as "/"
-		"/~":    "~1~0",
-		"":      "",
-	} {
-		assert.Equal(t, esc, escapePointerToken(raw), raw)
-		assert.Equal(t, raw, unescapePointerToken(esc), esc)
-	}
-	// The validator's locations are URL-path-escaped on top.
-	assert.Equal(t, "", instancePointer(""))
-	assert.Equal(t, "/a~1b/0/x y/~01", instancePointer("/a~1b/0/x%20y/~01"))
-}
-
-func TestKeywordOf(t *testing.T) {
-	for loc, want := range map[string]string{
-		"":                            "",
-		"/required":                   "required",
-		"/properties/a/type":          "type",
-		"/properties/type/enum":       "enum", // a property named like a keyword
-		"/properties/properties/type": "type",
-		"/properties/enum":            "properties", // false schema under properties
-		"/properties/a/items/additionalProperties": "additionalProperties",
-		"/properties/a/items/oneOf":                "oneOf",
-		"/properties/a/anyOf/1/type":               "type",
-		"/dependentRequired/type/0":                "dependentRequired",
-		"/properties/a/$ref/minimum":               "minimum",
-		"/allOf/0/required":                        "required",
-		"/items/0/type":                            "type",
-	} {
-		assert.Equal(t, want, keywordOf(loc), loc)
 	}
 }
 
@@ -180,7 +142,7 @@ func TestDescriptor(t *testing.T) {
 	assert.Equal(t, "static-verify", d.Name)
 	assert.Equal(t, "1.0.0", d.Version)
 	assert.Equal(t, []abi.SubjectKind{abi.SubjectProposal}, d.SubjectKinds)
-	assert.Equal(t, []string{"catalog"}, d.Capabilities)
+	assert.Equal(t, []string{"catalog", "schema"}, d.Capabilities)
 	var s struct {
 		Properties map[string]struct {
 			Default int `json:"default"`
@@ -194,15 +156,4 @@ func TestDescriptor(t *testing.T) {
 	assert.Equal(t, DefaultRepeatedCallThreshold, s.Properties["repeated_call_threshold"].Default)
 	assert.Equal(t, 2, s.Properties["repeated_call_threshold"].Minimum)
 	assert.False(t, s.AdditionalProperties)
-}
-
-func TestSchemaCacheBound(t *testing.T) {
-	for i := range schemaCacheMax + 10 {
-		tool := abi.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","maxProperties":` + strconv.Itoa(i) + `}`)}
-		_, err := compiledSchema(&tool)
-		assert.NoError(t, err)
-	}
-	schemaCache.Lock()
-	defer schemaCache.Unlock()
-	assert.LessOrEqual(t, len(schemaCache.m), schemaCacheMax)
 }

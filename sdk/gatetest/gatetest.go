@@ -9,12 +9,14 @@ package gatetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/schemafind"
 	"github.com/gatehost/gatehost/sdk"
 )
 
@@ -80,10 +82,10 @@ type Host struct {
 // other as "unavailable" with its text.
 type Operation func(request []byte) (any, error)
 
-// NewHost returns a Host with the given tools and the catalog capability
-// granted.
+// NewHost returns a Host with the given tools and the catalog and schema
+// capabilities, the two views of the catalog, granted.
 func NewHost(tools ...abi.Tool) *Host {
-	return &Host{Tools: tools, Granted: []string{abi.CapabilityCatalog}}
+	return &Host{Tools: tools, Granted: []string{abi.CapabilityCatalog, abi.CapabilitySchema}}
 }
 
 // Logs returns the messages the gate logged.
@@ -132,18 +134,16 @@ func (h *Host) answer(op string, request []byte) []byte {
 		if err := json.Unmarshal(request, &req); err != nil {
 			return abi.EncodeCallError(abi.ErrCodeBadRequest, err.Error())
 		}
-		for i := range h.Tools {
-			t := &h.Tools[i]
-			if t.ID == req.Name || t.Name == req.Name || slices.Contains(t.Aliases, req.Name) {
-				if req.KnownSchemaDigest != "" && req.KnownSchemaDigest == t.SchemaDigest && len(t.InputSchema) > 0 {
-					c := *t
-					c.InputSchema = nil
-					return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: true, Tool: &c, SchemaOmitted: true})
-				}
-				return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: true, Tool: t})
-			}
+		t := h.tool(req.Name)
+		if t == nil {
+			return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: false})
 		}
-		return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: false})
+		if req.KnownSchemaDigest != "" && req.KnownSchemaDigest == t.SchemaDigest && len(t.InputSchema) > 0 {
+			c := *t
+			c.InputSchema = nil
+			return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: true, Tool: &c, SchemaOmitted: true})
+		}
+		return abi.EncodeCallResult(abi.CatalogGetAnswer{Found: true, Tool: t})
 	case abi.OpSessionGet:
 		var req abi.SessionGetRequest
 		if err := json.Unmarshal(request, &req); err != nil {
@@ -159,6 +159,52 @@ func (h *Host) answer(op string, request []byte) []byte {
 			a.Tools = append(a.Tools, abi.ToolEntry{ID: t.ID, Name: t.Name, Aliases: t.Aliases})
 		}
 		return abi.EncodeCallResult(a)
+	case abi.OpSchemaValidate:
+		return abi.EncodeCallAnswer(h.validate(request))
 	}
 	return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
+}
+
+// tool returns the tool whose id, wire name or alias is name, or nil.
+func (h *Host) tool(name string) *abi.Tool {
+	for i := range h.Tools {
+		t := &h.Tools[i]
+		if t.ID == name || t.Name == name || slices.Contains(t.Aliases, name) {
+			return t
+		}
+	}
+	return nil
+}
+
+// compiledSchemas is the native host's compiled-schema cache, shared by
+// every Host as the real host's is.
+var compiledSchemas = schemafind.NewCache(0)
+
+// validate answers schema.validate through the host's own implementation
+// (internal/schemafind), so a gate's native tests see the findings its
+// wasm build gets from the real host. Tools are found by id, wire name or
+// alias, or by schema_digest; a tool without input_schema has none, and
+// every value is valid against it.
+func (h *Host) validate(request []byte) (any, error) {
+	var req abi.SchemaValidateRequest
+	if err := json.Unmarshal(request, &req); err != nil {
+		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
+	}
+	if err := req.Check(); err != nil {
+		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
+	}
+	var t *abi.Tool
+	if req.Tool != "" {
+		t = h.tool(req.Tool)
+	} else if i := slices.IndexFunc(h.Tools, func(t abi.Tool) bool { return t.SchemaDigest == req.SchemaDigest }); i >= 0 {
+		t = &h.Tools[i]
+	}
+	if t == nil {
+		return abi.SchemaValidateAnswer{Found: false}, nil
+	}
+	a, err := compiledSchemas.Validate(schemafind.FromTool(t), req.Value)
+	if errors.Is(err, schemafind.ErrBadValue) {
+		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
+	}
+	return a, err
 }

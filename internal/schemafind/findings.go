@@ -1,134 +1,60 @@
-package staticverify
+package schemafind
 
 import (
-	"bytes"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/internal/schemac"
 )
 
-// schemaCacheMax bounds the compiled-schema cache. A catalog is pinned per
-// run, but a long-lived instance sees many runs; the bound keeps memory flat
-// if the catalog churns.
-const schemaCacheMax = 512
-
-// schemaCache holds compiled input schemas by digest. Compiling dominates the
-// cost of a first check (meta-schema validation, regexes), and an instance
-// is reused across requests, so it is done once per digest. The mutex is for
-// native use; in the guest there is one thread.
-var schemaCache = struct {
-	sync.Mutex
-	m map[string]*jsonschema.Schema
-}{m: map[string]*jsonschema.Schema{}}
-
-// compiledSchema returns t's compiled input schema, or nil when the tool
-// registers none (any object is then accepted).
-func compiledSchema(t *abi.Tool) (*jsonschema.Schema, error) {
-	raw := bytes.TrimSpace(t.InputSchema)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	key := schemaKey(t.SchemaDigest, raw)
-	schemaCache.Lock()
-	s, ok := schemaCache.m[key]
-	schemaCache.Unlock()
-	if ok {
-		return s, nil
-	}
-	s, err := compileSchema(raw)
-	if err != nil {
-		return nil, err
-	}
-	schemaCache.Lock()
-	if len(schemaCache.m) >= schemaCacheMax {
-		for k := range schemaCache.m { // evict one; which does not matter
-			delete(schemaCache.m, k)
-			break
+// validate checks v against s and returns the leaf violations sorted by
+// pointer, keyword and message, without duplicates. An error (ErrValidator)
+// means the validator itself failed (an infinite $ref loop, say), not that
+// the value is invalid.
+func validate(s *jsonschema.Schema, v any) (out []abi.SchemaFinding, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("%w: %v", ErrValidator, r)
 		}
-	}
-	schemaCache.m[key] = s
-	schemaCache.Unlock()
-	return s, nil
-}
-
-// schemaKey is the cache key: the catalog's digest when it looks like one
-// (the host computes it over the canonical schema), else the schema bytes
-// themselves, so a missing or malformed digest can never make two different
-// schemas share an entry.
-func schemaKey(digest string, raw []byte) string {
-	if len(digest) == 64 && isLowerHex(digest) {
-		return digest
-	}
-	return "raw:" + string(raw)
-}
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func compileSchema(raw []byte) (*jsonschema.Schema, error) {
-	// Each compile has its own compiler, so one fixed base URL will do; it
-	// only anchors relative references, which the compiler then refuses.
-	return schemac.Compile("https://schemas.gatehost.invalid/tool.json", raw)
-}
-
-// violation is one leaf error of schema validation.
-type violation struct {
-	path    string // JSON Pointer into the parameters; "" is the root
-	keyword string
-	message string
-}
-
-// validate checks params against s and returns the leaf violations in a
-// fixed order. An error means the validator itself failed (an infinite $ref
-// loop, say), not that the parameters are invalid.
-func validate(s *jsonschema.Schema, params any) ([]violation, error) {
-	err := s.Validate(params)
+	}()
+	err = s.Validate(v)
 	if err == nil {
 		return nil, nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrValidator, err)
 	}
-	var out []violation
 	collect(ve, &out)
-	slices.SortFunc(out, func(a, b violation) int {
-		if c := strings.Compare(a.path, b.path); c != 0 {
+	slices.SortFunc(out, func(a, b abi.SchemaFinding) int {
+		if c := strings.Compare(a.Pointer, b.Pointer); c != 0 {
 			return c
 		}
-		if c := strings.Compare(a.keyword, b.keyword); c != 0 {
+		if c := strings.Compare(a.Keyword, b.Keyword); c != 0 {
 			return c
 		}
-		return strings.Compare(a.message, b.message)
+		return strings.Compare(a.Message, b.Message)
 	})
 	return slices.Compact(out), nil
 }
 
-// collect appends the leaves of ve. The alternatives of anyOf and oneOf, and
-// the per-item misses under minContains, are reported as one violation of the combinator: each branch's
-// own errors are not each something the caller must fix.
-func collect(ve *jsonschema.ValidationError, out *[]violation) {
+// collect appends the leaves of ve. The alternatives of anyOf and oneOf,
+// and the per-item misses under minContains, are reported as one violation
+// of the combinator: each branch's own errors are not each something the
+// caller must fix.
+func collect(ve *jsonschema.ValidationError, out *[]abi.SchemaFinding) {
 	kw := keywordOf(ve.KeywordLocation)
 	switch {
 	case len(ve.Causes) == 0, kw == "anyOf", kw == "oneOf", kw == "minContains":
-		*out = append(*out, violation{
-			path:    instancePointer(ve.InstanceLocation),
-			keyword: kw,
-			message: leafMessage(kw, ve.Message),
+		*out = append(*out, abi.SchemaFinding{
+			Pointer: instancePointer(ve.InstanceLocation),
+			Keyword: kw,
+			Message: leafMessage(kw, ve.Message),
 		})
 		return
 	}
