@@ -178,22 +178,39 @@ func (s *scanner) array() error {
 	if err := s.open(); err != nil {
 		return err
 	}
+	for !s.closed(']') {
+		if err := s.child(star); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closed moves to the next element of the open container, past white
+// space and a comma, and reports whether end closed the container instead.
+func (s *scanner) closed(end byte) bool {
 	for {
 		s.space()
 		switch s.doc[s.i] {
-		case ']':
+		case end:
 			s.i++
-			return nil
+			return true
 		case ',':
 			s.i++
-			continue
+		default:
+			return false
 		}
-		s.segs = append(s.segs, star)
-		if err := s.value(); err != nil {
-			return err
-		}
-		s.segs = s.segs[:len(s.segs)-1]
 	}
+}
+
+// child walks the value at s.i, whose path segment is seg.
+func (s *scanner) child(seg []byte) error {
+	s.segs = append(s.segs, seg)
+	if err := s.value(); err != nil {
+		return err
+	}
+	s.segs = s.segs[:len(s.segs)-1]
+	return nil
 }
 
 func (s *scanner) object() error {
@@ -207,16 +224,7 @@ func (s *scanner) object() error {
 	s.names[depth] = s.names[depth][:0]
 	fields := s.fields()
 	var folded map[string][]byte // for objects of more than smallObject members
-	for {
-		s.space()
-		switch s.doc[s.i] {
-		case '}':
-			s.i++
-			return nil
-		case ',':
-			s.i++
-			continue
-		}
+	for !s.closed('}') {
 		raw, escaped := s.str()
 		name := raw
 		if escaped { // decoded exactly as encoding/json decodes it
@@ -231,12 +239,11 @@ func (s *scanner) object() error {
 		}
 		s.space()
 		s.i++ // :
-		s.segs = append(s.segs, name)
-		if err := s.value(); err != nil {
+		if err := s.child(name); err != nil {
 			return err
 		}
-		s.segs = s.segs[:len(s.segs)-1]
 	}
+	return nil
 }
 
 // member checks name against the earlier names of the object at depth and
