@@ -146,6 +146,10 @@ type Config struct {
 	// noInterrupt runs guests without the deadline check (benchmarks of
 	// its cost only; set through export_test.go, never in production).
 	noInterrupt bool
+	// onInstantiate, when set (tests only, through export_test.go), is
+	// called before a pool makes an instance; its error fails that
+	// instantiation, as the engine's would.
+	onInstantiate func() error
 	// partialGrants lets a stage withhold capabilities its gate declares,
 	// which New otherwise refuses: for conformance and host tests of how a
 	// gate copes with a denied call (set from hostkit.WithPartialGrants).

@@ -217,6 +217,7 @@ func (h *Host) plugin(ctx context.Context, key variant, m compiledModule) (*plug
 	if err != nil {
 		return nil, err
 	}
+	p.pool.onInstantiate = h.cfg.onInstantiate
 	h.logger.Debug("host: plugin loaded", "plugin", key.plugin, "gate", p.descriptor.Name, "version", p.descriptor.Version,
 		"sha256", m.sum, "memory_pages", key.pages, "took", time.Since(start))
 	h.plugins[key] = p

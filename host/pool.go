@@ -77,6 +77,8 @@ type pool struct {
 	// onAnswer, when set (tests only), is called on a call's goroutine
 	// after the guest answered, before the answer is checked.
 	onAnswer func()
+	// onInstantiate is Config.onInstantiate (tests only).
+	onInstantiate func() error
 }
 
 func newPool(mod *engine.Module, size int) *pool {
@@ -132,7 +134,14 @@ func (p *pool) acquire(ctx context.Context) (inst *engine.Instance, shortage boo
 // instantiate creates an instance in the slot acquire reserved; on failure
 // it releases the slot.
 func (p *pool) instantiate(ctx context.Context) (*engine.Instance, error) {
-	inst, err := p.mod.Instantiate(ctx)
+	var inst *engine.Instance
+	var err error
+	if p.onInstantiate != nil {
+		err = p.onInstantiate()
+	}
+	if err == nil {
+		inst, err = p.mod.Instantiate(ctx)
+	}
 	if err != nil {
 		<-p.slots
 		return nil, err

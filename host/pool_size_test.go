@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -139,4 +140,37 @@ func TestWarmPoolsServesFirstRunsWithoutInstantiating(t *testing.T) {
 	created, discarded := host.InstanceCounts(h, "accept")
 	assert.EqualValues(t, size, created, "every run found a ready instance")
 	assert.Zero(t, discarded)
+}
+
+// TestWarmPoolsFailureRefusesHost: with WarmPools, an instance a pool
+// cannot make refuses the host as a failed load does. Without it, New makes
+// only the load-time probe, and a run on it is decided.
+func TestWarmPoolsFailureRefusesHost(t *testing.T) {
+	errNoInstance := errors.New("no instance today")
+	tests := []struct {
+		name string
+		warm bool
+	}{{name: "warmed at New", warm: true}, {name: "made on first use"}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := acceptAllConfig(t, mib)
+			cfg.PoolSize, cfg.WarmPools, cfg.CacheDir = 2, tt.warm, testwasm.CacheDir()
+			cfg = host.WithInstantiateFault(cfg, errNoInstance)
+			h, err := host.New(context.Background(), cfg)
+			if tt.warm {
+				require.Error(t, err)
+				assert.Nil(t, h)
+				assert.ErrorIs(t, err, errNoInstance)
+				var le *host.LoadError
+				require.ErrorAs(t, err, &le)
+				assert.Equal(t, "accept", le.Plugin)
+				return
+			}
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = h.Close(context.Background()) })
+			d, err := h.Check(context.Background(), "p", []byte(`{"actions":[{"tool":"x"}]}`), host.RunOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, abi.Accepted, d.Verdict)
+		})
+	}
 }
