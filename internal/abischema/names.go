@@ -303,6 +303,30 @@ func (s *scanner) pattern() string {
 	return b.String()
 }
 
+// isEscaped reports whether part is escape(seg), without building it.
+func isEscaped(part string, seg []byte) bool {
+	for _, c := range seg {
+		var want string
+		switch c {
+		case '~':
+			want = "~0"
+		case '/':
+			want = "~1"
+		default:
+			if part == "" || part[0] != c {
+				return false
+			}
+			part = part[1:]
+			continue
+		}
+		if !strings.HasPrefix(part, want) {
+			return false
+		}
+		part = part[len(want):]
+	}
+	return part == ""
+}
+
 // matchPath reports whether key, a Structs path, names segs: the path
 // pattern + "/" + escape(name) the decoder walk builds.
 func matchPath(key string, segs [][]byte) bool {
@@ -315,7 +339,7 @@ func matchPath(key string, segs [][]byte) bool {
 		if n < 0 {
 			n = len(key)
 		}
-		if key[:n] != escape(string(seg)) {
+		if !isEscaped(key[:n], seg) {
 			return false
 		}
 		key = key[n:]

@@ -110,3 +110,17 @@ func BenchmarkCheckNames(b *testing.B) {
 		}
 	}
 }
+
+func TestIsEscaped(t *testing.T) {
+	tests := []struct {
+		part, seg string
+		want      bool
+	}{
+		{"a", "a", true}, {"", "", true}, {"a~1b", "a/b", true}, {"a~0b", "a~b", true}, {"~0~1", "~/", true},
+		{"a/b", "a/b", false}, {"a~b", "a~b", false}, {"ab", "a", false}, {"a", "ab", false}, {"~1", "~", false}, {"*", "x", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, isEscaped(tt.part, []byte(tt.seg)), "%q %q", tt.part, tt.seg)
+		assert.Equal(t, escape(tt.seg) == tt.part, isEscaped(tt.part, []byte(tt.seg)), "agrees with escape: %q %q", tt.part, tt.seg)
+	}
+}
