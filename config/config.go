@@ -44,6 +44,8 @@ type fileConfig struct {
 	CacheDir          string                    `mapstructure:"cache_dir"`
 	MaxResponseBytes  byteSize                  `mapstructure:"max_response_bytes"`
 	PoolSize          int                       `mapstructure:"pool_size"`
+	PoolMemoryBudget  byteSize                  `mapstructure:"pool_memory_budget"`
+	WarmPools         bool                      `mapstructure:"warm_pools"`
 	MaxSubjectBytes   byteSize                  `mapstructure:"max_subject_bytes"`
 	MaxConcurrentRuns int                       `mapstructure:"max_concurrent_runs"`
 	MaxQueuedRuns     int                       `mapstructure:"max_queued_runs"`
@@ -199,7 +201,7 @@ func durationHook(from reflect.Type, to reflect.Type, data any) (any, error) {
 // envKeys are the keys a GATEHOST_* variable may override, such as
 // GATEHOST_EVENT_LOG_PATH for event_log.path. Nothing else is read from
 // the environment; in particular no stage's config: block.
-var envKeys = []string{"event_log.path", "sessions.path", "cache_dir", "max_response_bytes", "pool_size"}
+var envKeys = []string{"event_log.path", "sessions.path", "cache_dir", "max_response_bytes", "pool_size", "pool_memory_budget"}
 
 // envName is the variable that overrides key.
 func envName(key string) string {
@@ -308,6 +310,8 @@ func Load(path string) (*Loaded, error) {
 		CacheDir:          fc.CacheDir,
 		MaxResponseBytes:  int(fc.MaxResponseBytes),
 		PoolSize:          fc.PoolSize,
+		PoolMemoryBudget:  uint64(fc.PoolMemoryBudget),
+		WarmPools:         fc.WarmPools,
 		MaxSubjectBytes:   int(min(fc.MaxSubjectBytes, 1<<40)),
 		MaxConcurrentRuns: fc.MaxConcurrentRuns,
 		MaxQueuedRuns:     fc.MaxQueuedRuns,

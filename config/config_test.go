@@ -262,3 +262,49 @@ func TestLoadedCloseNil(t *testing.T) {
 	var l *Loaded
 	assert.NoError(t, l.Close())
 }
+
+// TestPoolKeys: pool_size, pool_memory_budget (a size, also from
+// GATEHOST_POOL_MEMORY_BUDGET) and warm_pools reach host.Config; a bad
+// budget names its key.
+func TestPoolKeys(t *testing.T) {
+	const base = "event_log: {path: e.jsonl}\n"
+	tests := []struct {
+		name       string
+		body       string
+		env        map[string]string
+		wantSize   int
+		wantBudget uint64
+		wantWarm   bool
+		wantErr    string
+	}{
+		{name: "absent", body: base},
+		{name: "all set", body: base + "pool_size: 4\npool_memory_budget: 512MiB\nwarm_pools: true\n",
+			wantSize: 4, wantBudget: 512 << 20, wantWarm: true},
+		{name: "budget in bytes", body: base + "pool_memory_budget: 1048576\n", wantBudget: 1 << 20},
+		{name: "budget from the environment", body: base + "pool_memory_budget: 1GiB\n",
+			env: map[string]string{"GATEHOST_POOL_MEMORY_BUDGET": "256MiB"}, wantBudget: 256 << 20},
+		{name: "budget not a size", body: base + "pool_memory_budget: plenty\n",
+			wantErr: `pool_memory_budget: "plenty" is not a size`},
+		{name: "budget negative", body: base + "pool_memory_budget: -1\n",
+			wantErr: `pool_memory_budget: size -1 is negative`},
+		{name: "warm not a bool", body: base + "warm_pools: sometimes\n", wantErr: "warm_pools"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			l, err := Load(write(t, "gatehost.yaml", tt.body))
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			defer l.Close()
+			assert.Equal(t, tt.wantSize, l.Host.PoolSize)
+			assert.Equal(t, tt.wantBudget, l.Host.PoolMemoryBudget)
+			assert.Equal(t, tt.wantWarm, l.Host.WarmPools)
+		})
+	}
+}

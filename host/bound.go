@@ -68,8 +68,7 @@ func newAnswer(out []byte) *Answer {
 func boundAnswer(resp abi.Response, out []byte) (abi.Response, *Answer) {
 	a := newAnswer(out)
 	if resp.Evidence != nil {
-		p := pruner{left: MaxKeptEvidenceBytes, maxString: MaxKeptStringBytes}
-		if ev, _ := p.value(resp.Evidence); p.cut {
+		if ev, _, cut := prune(resp.Evidence, MaxKeptEvidenceBytes, MaxKeptStringBytes); cut {
 			resp.Evidence, _ = ev.(map[string]any)
 			if resp.Evidence == nil {
 				resp.Evidence = map[string]any{}
@@ -135,12 +134,12 @@ func boundFinding(f abi.Finding) (abi.Finding, int, bool) {
 		cut = cut || c
 	}
 	if f.Details != nil {
-		p := pruner{left: maxFindingDetailsBytes, maxString: maxFindingStringBytes}
-		if d, _ := p.value(f.Details); p.cut {
+		d, used, c := prune(f.Details, maxFindingDetailsBytes, maxFindingStringBytes)
+		if c {
 			f.Details, _ = d.(map[string]any)
 			cut = true
 		}
-		size += maxFindingDetailsBytes - p.left
+		size += used
 	}
 	return f, size, cut
 }
@@ -189,6 +188,20 @@ func runeCost(r rune, size int) int {
 	return size
 }
 
+// prune returns what a pruner keeps of v within left bytes, strings cut to
+// maxString; the bytes it used; and whether anything was cut. Most answers
+// fit whole: v is then measured, not copied, and kept is nil.
+func prune(v any, left, maxString int) (kept any, used int, cut bool) {
+	p := pruner{left: left, maxString: maxString, measure: true}
+	p.value(v)
+	if !p.cut {
+		return nil, left - p.left, false
+	}
+	p = pruner{left: left, maxString: maxString}
+	kept, _ = p.value(v)
+	return kept, left - p.left, true
+}
+
 // pruner copies a decoded JSON value (maps, slices, strings, numbers, bools,
 // nil) keeping at most left bytes of its encoding: object members in the
 // order encoding/json writes them (sorted keys), strings shortened to
@@ -197,19 +210,22 @@ type pruner struct {
 	left      int
 	maxString int
 	cut       bool
+	// measure only counts: value returns no copy, and allocates nothing
+	// but the sorted keys of objects.
+	measure bool
 }
 
 // value returns the kept part of v and whether any of it fits.
 func (p *pruner) value(v any) (any, bool) {
 	switch t := v.(type) {
 	case nil:
-		return p.scalar(t, 4)
+		return p.scalar(v, 4)
 	case bool:
-		return p.scalar(t, 5)
+		return p.scalar(v, 5)
 	case float64:
-		return p.scalar(t, 24) // the longest encoding/json writes
+		return p.scalar(v, 24) // the longest encoding/json writes
 	case json.Number:
-		return p.scalar(t, len(t))
+		return p.scalar(v, len(t))
 	case string:
 		s, n, c := boundString(t, min(p.maxString, p.left))
 		p.cut = p.cut || c
@@ -217,6 +233,9 @@ func (p *pruner) value(v any) (any, bool) {
 			return nil, false
 		}
 		p.left -= n
+		if !c || p.measure {
+			return v, true // no new interface value for a string kept whole
+		}
 		return s, true
 	case map[string]any:
 		if p.left < 2 {
@@ -224,7 +243,10 @@ func (p *pruner) value(v any) (any, bool) {
 			return nil, false
 		}
 		p.left -= 2
-		out := make(map[string]any, min(len(t), 64))
+		var out map[string]any
+		if !p.measure {
+			out = make(map[string]any, min(len(t), 64))
+		}
 		for _, k := range slices.Sorted(maps.Keys(t)) {
 			kn := encodedLen(k) + 4 // quotes, colon, comma
 			if kn > p.maxString || kn >= p.left {
@@ -240,7 +262,9 @@ func (p *pruner) value(v any) (any, bool) {
 				p.left += kn
 				continue
 			}
-			out[k] = cv
+			if out != nil {
+				out[k] = cv
+			}
 		}
 		return out, true
 	case []any:
@@ -249,7 +273,10 @@ func (p *pruner) value(v any) (any, bool) {
 			return nil, false
 		}
 		p.left -= 2
-		out := make([]any, 0, min(len(t), 64))
+		var out []any
+		if !p.measure {
+			out = make([]any, 0, min(len(t), 64))
+		}
 		for _, e := range t {
 			if p.left < 8 {
 				p.cut = true
@@ -261,7 +288,9 @@ func (p *pruner) value(v any) (any, bool) {
 				p.left++
 				continue
 			}
-			out = append(out, cv)
+			if !p.measure {
+				out = append(out, cv)
+			}
 		}
 		return out, true
 	}

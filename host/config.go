@@ -65,8 +65,23 @@ type Config struct {
 	// MaxResponseBytesLimit. A larger answer is an abi_violation.
 	MaxResponseBytes int
 	// PoolSize caps the live instances of each plugin module; default
-	// GOMAXPROCS. A run waits for a free instance within its stage deadline.
+	// GOMAXPROCS, since a run holds an instance only while its guest runs
+	// on a CPU: more instances than CPUs add memory, not throughput. A run
+	// waits for a free instance within its stage deadline.
 	PoolSize int
+	// PoolMemoryBudget, in bytes, caps the guest memory of each pool (one
+	// plugin at one memory limit): the pool holds at most
+	// PoolMemoryBudget / memory limit instances, counting each at its
+	// stage's MemoryLimit (rounded up to 64 KiB pages), the most its linear
+	// memory can reach. It lowers PoolSize, never raises it. 0 means no
+	// budget. A budget below one instance of a stage refuses the config
+	// (a *ConfigError for pool_memory_budget wrapping ErrPoolBudget).
+	PoolMemoryBudget uint64
+	// WarmPools makes New fill every pool to its size before it returns
+	// (see Host.Warm), bounded by LoadTimeout per plugin, so that the first
+	// concurrent runs pay no instantiation; a failure refuses the host with
+	// a *LoadError. Off, an instance is made when a run first needs it.
+	WarmPools bool
 	// LoadTimeout bounds instantiating and describing a module at load
 	// time; default 30s.
 	LoadTimeout time.Duration
@@ -131,6 +146,10 @@ type Config struct {
 	// interrupt is how guests are stopped at their deadline; only
 	// benchmarks of its cost change it (through export_test.go).
 	interrupt engine.Interrupt
+	// onInstantiate, when set (tests only, through export_test.go), is
+	// called before a pool makes an instance; its error fails that
+	// instantiation, as the engine's would.
+	onInstantiate func() error
 	// partialGrants lets a stage withhold capabilities its gate declares,
 	// which New otherwise refuses: for conformance and host tests of how a
 	// gate copes with a denied call (set from hostkit.WithPartialGrants).

@@ -49,6 +49,13 @@ func (n *NativeQueryHost) CallEnvelope(op string, req []byte) ([]byte, error) {
 
 func (n *NativeQueryHost) Log(sdk.Level, string) {}
 
+// WithInstantiateFault returns cfg with every instance a pool makes after
+// the load-time probe failing with err.
+func WithInstantiateFault(cfg Config, err error) Config {
+	cfg.onInstantiate = func() error { return err }
+	return cfg
+}
+
 // WithoutInterrupt returns cfg with guests run without the deadline check,
 // so a benchmark can measure what the check costs. A looping guest is then
 // never stopped: benchmarks only.

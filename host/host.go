@@ -115,6 +115,12 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		_ = h.Close(context.Background())
 		return nil, err
 	}
+	if h.cfg.WarmPools {
+		if err := h.warm(ctx, h.cfg.LoadTimeout); err != nil {
+			_ = h.Close(context.Background())
+			return nil, err
+		}
+	}
 	if err := h.openEventLog(); err != nil {
 		_ = h.Close(context.Background())
 		return nil, err
@@ -207,10 +213,11 @@ func (h *Host) plugin(ctx context.Context, key variant, m compiledModule) (*plug
 		return p, nil
 	}
 	start := time.Now()
-	p, err := load(ctx, key.plugin, m.precompiled, m.sum, h.cfg.PoolSize, h.cfg.LoadTimeout)
+	p, err := load(ctx, key.plugin, m.precompiled, m.sum, poolSize(h.cfg, key.pages), h.cfg.LoadTimeout)
 	if err != nil {
 		return nil, err
 	}
+	p.pool.onInstantiate = h.cfg.onInstantiate
 	h.logger.Debug("host: plugin loaded", "plugin", key.plugin, "gate", p.descriptor.Name, "version", p.descriptor.Version,
 		"sha256", m.sum, "memory_pages", key.pages, "took", time.Since(start))
 	h.plugins[key] = p

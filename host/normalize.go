@@ -58,6 +58,9 @@ func normalize(cfg Config) (Config, error) {
 	if n.Pipelines, err = normalizePipelines(cfg.Pipelines, n.Plugins); err != nil {
 		return Config{}, err
 	}
+	if err := checkPoolBudget(n); err != nil {
+		return Config{}, err
+	}
 	if n.OnlyPipeline != "" {
 		if _, ok := n.Pipelines[n.OnlyPipeline]; !ok {
 			return Config{}, cfgErr("only_pipeline", "no pipeline named %q", n.OnlyPipeline)

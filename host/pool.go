@@ -3,14 +3,52 @@ package host
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gatehost/gatehost/internal/engine"
 )
+
+// ErrPoolBudget: Config.PoolMemoryBudget cannot hold one instance of a
+// stage's plugin at the stage's memory limit. Wrapped by a *ConfigError for
+// pool_memory_budget.
+var ErrPoolBudget = errors.New("pool memory budget holds no instance")
+
+// poolSize is the size of the pool of one plugin at a memory limit of pages
+// (64 KiB each), under the normalized cfg: PoolSize, lowered to the number
+// of instances at that limit PoolMemoryBudget holds (0 when it holds none).
+func poolSize(cfg Config, pages uint32) int {
+	n := cfg.PoolSize
+	if b := cfg.PoolMemoryBudget; b > 0 {
+		per := uint64(max(pages, 1)) * engine.PageSize
+		n = min(n, int(min(b/per, MaxPoolSize)))
+	}
+	return n
+}
+
+// checkPoolBudget refuses a PoolMemoryBudget that holds no instance of some
+// stage (every pipeline's, loaded or not, as normalize checks them all).
+func checkPoolBudget(cfg Config) error {
+	if cfg.PoolMemoryBudget == 0 {
+		return nil
+	}
+	for _, pname := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
+		for i, sc := range cfg.Pipelines[pname].Stages {
+			v := variantOf(sc)
+			if poolSize(cfg, v.pages) < 1 {
+				return &ConfigError{Field: "pool_memory_budget", Err: ErrPoolBudget,
+					Reason: fmt.Sprintf("%d bytes cannot hold one instance of plugin %s at pipelines.%s.stages[%d].memory_limit (%d bytes)",
+						cfg.PoolMemoryBudget, sc.Plugin, pname, i, uint64(v.pages)*engine.PageSize)}
+			}
+		}
+	}
+	return nil
+}
 
 // pool holds the instances of one module. An instance is held by one run at
 // a time and never shared between goroutines: wazero instances are not safe
@@ -39,6 +77,8 @@ type pool struct {
 	// onAnswer, when set (tests only), is called on a call's goroutine
 	// after the guest answered, before the answer is checked.
 	onAnswer func()
+	// onInstantiate is Config.onInstantiate (tests only).
+	onInstantiate func() error
 }
 
 func newPool(mod *engine.Module, size int) *pool {
@@ -94,7 +134,14 @@ func (p *pool) acquire(ctx context.Context) (inst *engine.Instance, shortage boo
 // instantiate creates an instance in the slot acquire reserved; on failure
 // it releases the slot.
 func (p *pool) instantiate(ctx context.Context) (*engine.Instance, error) {
-	inst, err := p.mod.Instantiate(ctx)
+	var inst *engine.Instance
+	var err error
+	if p.onInstantiate != nil {
+		err = p.onInstantiate()
+	}
+	if err == nil {
+		inst, err = p.mod.Instantiate(ctx)
+	}
 	if err != nil {
 		<-p.slots
 		return nil, err
@@ -156,14 +203,26 @@ func (p *pool) close(ctx context.Context) {
 // no instantiation (about 6 ms and 8 MB of garbage each for a Go guest). A
 // server reports ready only after Warm. Call it before serving runs; it
 // returns the first instantiation failure, wrapped in a *LoadError.
+// Config.WarmPools makes New do it.
 func (h *Host) Warm(ctx context.Context) error {
 	if h.closed.Load() {
 		return ErrClosed
 	}
+	return h.warm(ctx, 0)
+}
+
+// warm fills every pool, each within timeout when it is positive.
+func (h *Host) warm(ctx context.Context, timeout time.Duration) error {
 	for _, v := range slices.SortedFunc(maps.Keys(h.plugins), func(a, b variant) int {
 		return cmp.Or(cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.pages, b.pages))
 	}) {
-		if err := h.plugins[v].pool.warm(ctx); err != nil {
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if timeout > 0 {
+			wctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		err := h.plugins[v].pool.warm(wctx)
+		cancel()
+		if err != nil {
 			return &LoadError{Plugin: v.plugin, Err: fmt.Errorf("warm pool: %w", err)}
 		}
 	}

@@ -314,6 +314,7 @@ func (h *Host) NativeSubject(pipelineName string, input []byte, f subject.Format
 
 func compact(b []byte) []byte {
 	var buf bytes.Buffer
+	buf.Grow(len(b)) // compacting never grows: one allocation
 	if json.Compact(&buf, b) != nil {
 		return b
 	}

@@ -11,7 +11,8 @@ type PoolStats struct {
 	Plugin string
 	// MemoryPages is the memory limit of this variant, in 64 KiB pages.
 	MemoryPages uint32
-	// Size is the pool's capacity (Config.PoolSize); Live the instances
+	// Size is the pool's capacity (Config.PoolSize, lowered to what
+	// Config.PoolMemoryBudget holds at MemoryPages); Live the instances
 	// that exist, idle or in use; Idle those ready for a run.
 	Size, Live, Idle int
 	// Created and Discarded count instances over the pool's life;

@@ -92,8 +92,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !*record {
 		cfg.Host.EventLogPath = ""
 	}
-	// Enough capacity that the bench measures the gates, not the queue.
+	// Enough capacity that the bench measures the gates, not the queue;
+	// full pools, so that no timed decision makes an instance.
 	cfg.Host.MaxConcurrentRuns = max(cfg.Host.MaxConcurrentRuns, *concurrency)
+	cfg.Host.WarmPools = true
 	defer cfg.Close()
 	start := time.Now()
 	h, err := host.New(ctx, cfg.Host)
@@ -115,21 +117,13 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	rep := &benchReport{Pipeline: info.Name, Engine: wasmrt.Name, GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Decisions: *n, Concurrency: *concurrency, Warmup: *warmup, Recorded: *record,
 		StartupMS: float64(startup.Microseconds()) / 1000, Verdicts: map[abi.Verdict]int{}}
-	var mu sync.Mutex
-	tally := func(d *host.Decision, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if d != nil {
-			rep.Verdicts[d.Verdict]++
-		}
-		if err != nil {
-			rep.Errors++
-		}
-	}
-	runBench(ctx, *warmup, *concurrency, nil, func() { _, _ = h.Check(ctx, info.Name, data, opts) })
-	rep.Verdicts = map[abi.Verdict]int{}
+	runBench(ctx, *warmup, *concurrency, nil, func(int) { _, _ = h.Check(ctx, info.Name, data, opts) })
 
+	// Each worker tallies its own decisions, merged after the run: the
+	// timed loop takes no lock but every tenth's RSS sample.
+	tallies := make([]benchTally, *concurrency)
 	lat := make([]time.Duration, *n)
+	var mu sync.Mutex
 	var before, after runtime.MemStats
 	runtime.GC()
 	rep.RSSKiB = appendRSS(rep.RSSKiB)
@@ -137,9 +131,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	step := max(*n/10, 1)
 	var done atomic.Int64
 	t0 := time.Now()
-	runBench(ctx, *n, *concurrency, lat, func() {
+	runBench(ctx, *n, *concurrency, lat, func(w int) {
 		d, err := h.Check(ctx, info.Name, data, opts)
-		tally(d, err)
+		tallies[w].add(d, err)
 		if k := done.Add(1); k%int64(step) == 0 {
 			mu.Lock()
 			rep.RSSKiB = appendRSS(rep.RSSKiB)
@@ -148,6 +142,14 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	})
 	wall := time.Since(t0)
 	runtime.ReadMemStats(&after)
+	for _, t := range tallies {
+		for i, v := range benchVerdicts {
+			if t.verdicts[i] > 0 {
+				rep.Verdicts[v] += t.verdicts[i]
+			}
+		}
+		rep.Errors += t.errors
+	}
 	if err := ctx.Err(); err != nil {
 		return fail(stderr, err)
 	}
@@ -177,12 +179,33 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// runBench calls f n times from c goroutines. When lat is non-nil, lat[i]
-// receives the duration of the i-th call.
-func runBench(ctx context.Context, n, c int, lat []time.Duration, f func()) {
+// benchVerdicts are the verdicts a benchTally counts, in its order.
+var benchVerdicts = [...]abi.Verdict{abi.Accepted, abi.Rejected, abi.Inconclusive}
+
+// benchTally counts one worker's decisions by verdict, and its errors.
+type benchTally struct {
+	verdicts [len(benchVerdicts)]int
+	errors   int
+}
+
+func (t *benchTally) add(d *host.Decision, err error) {
+	if d != nil {
+		if i := slices.Index(benchVerdicts[:], d.Verdict); i >= 0 {
+			t.verdicts[i]++
+		}
+	}
+	if err != nil {
+		t.errors++
+	}
+}
+
+// runBench calls f n times from c goroutines, each passing its worker
+// index (0 ≤ w < c). When lat is non-nil, lat[i] receives the duration of
+// the i-th call.
+func runBench(ctx context.Context, n, c int, lat []time.Duration, f func(w int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(c, n) {
+	for w := range min(c, n) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
@@ -190,7 +213,7 @@ func runBench(ctx context.Context, n, c int, lat []time.Duration, f func()) {
 					return
 				}
 				t := time.Now()
-				f()
+				f(w)
 				if lat != nil {
 					lat[i] = time.Since(t)
 				}
@@ -237,7 +260,7 @@ func printBench(w io.Writer, r *benchReport) {
 	fmt.Fprintf(tw, "  latency\tp50 %d µs  p90 %d µs  p99 %d µs  max %d µs\n", r.P50Micros, r.P90Micros, r.P99Micros, r.MaxMicros)
 	fmt.Fprintf(tw, "  allocations\t%.0f allocs/decision  %.0f B/decision\n", r.AllocsPerDecision, r.BytesPerDecision)
 	verdicts := ""
-	for _, v := range []abi.Verdict{abi.Accepted, abi.Rejected, abi.Inconclusive} {
+	for _, v := range benchVerdicts {
 		if k := r.Verdicts[v]; k > 0 {
 			verdicts += fmt.Sprintf("%s %d  ", v, k)
 		}

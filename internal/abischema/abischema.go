@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -122,28 +123,49 @@ const maxNumberLen = 64
 func CheckNumbers(v any) error { return checkNumbers(v, "") }
 
 func checkNumbers(v any, path string) error {
+	n, where, tooLong := badNumber(v, nil)
+	if n == "" {
+		return nil
+	}
+	// The path is built only now: on the way, it cost an allocation per
+	// value of every subject and answer.
+	var b strings.Builder
+	b.WriteString(path)
+	for i := len(where) - 1; i >= 0; i-- {
+		b.WriteString("/" + where[i])
+	}
+	if tooLong {
+		return fmt.Errorf("number at %q has %d characters, more than %d", b.String(), len(n), maxNumberLen)
+	}
+	return fmt.Errorf("number %s at %q is out of range", n, b.String())
+}
+
+// badNumber returns the first number in v that is too long or out of
+// range, and its path below v, innermost segment first (appended to where),
+// or "" when there is none.
+func badNumber(v any, where []string) (n json.Number, _ []string, tooLong bool) {
 	switch t := v.(type) {
 	case json.Number:
 		if len(t) > maxNumberLen {
-			return fmt.Errorf("number at %q has %d characters, more than %d", path, len(t), maxNumberLen)
+			return t, where, true
 		}
 		if _, err := strconv.ParseFloat(string(t), 64); err != nil {
-			return fmt.Errorf("number %s at %q is out of range", t, path)
+			return t, where, false
 		}
 	case map[string]any:
 		for k, c := range t {
-			if err := checkNumbers(c, path+"/"+k); err != nil {
-				return err
+			if n, where, tooLong := badNumber(c, where); n != "" {
+				return n, append(where, k), tooLong
 			}
 		}
 	case []any:
 		for i, c := range t {
-			if err := checkNumbers(c, path+"/"+strconv.Itoa(i)); err != nil {
-				return err
+			if n, where, tooLong := badNumber(c, where); n != "" {
+				return n, append(where, strconv.Itoa(i)), tooLong
 			}
 		}
 	}
-	return nil
+	return "", where, false
 }
 
 // CompileConfigSchema compiles a gate's config schema (draft 2020-12 unless

@@ -75,17 +75,276 @@ var ErrMemberName = errors.New("ambiguous member name")
 
 // CheckNames applies the member-name rules to doc, which must be JSON. It
 // also refuses invalid UTF-8.
+//
+// A valid document is checked in one pass over its bytes, allocating only
+// for member names with escapes, error text and objects of more than
+// smallObject members: it runs on every subject and every gate answer. A
+// document that is not JSON takes the decoder's walk, for its error.
 func CheckNames(doc []byte, structs Structs) error {
 	if !utf8.Valid(doc) {
 		return fmt.Errorf("%w: not valid UTF-8", ErrMemberName)
 	}
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	w := walker{d: d, structs: structs}
-	if err := w.value(""); err != nil {
-		return err
+	if !json.Valid(doc) {
+		d := json.NewDecoder(bytes.NewReader(doc))
+		d.UseNumber()
+		w := walker{d: d, structs: structs}
+		return w.value("")
+	}
+	sc := scanner{doc: doc, structs: structs}
+	return sc.value()
+}
+
+// smallObject is the largest object whose names are compared pairwise;
+// larger ones are checked through a map of folded keys.
+const smallObject = 16
+
+// star is the path segment of an array element.
+var star = []byte("*")
+
+// scanner walks a document json.Valid accepted. segs is the path of the
+// current value (member names unescaped, star for elements); names[i]
+// holds the member names of the object open at depth i, reused.
+type scanner struct {
+	doc     []byte
+	i       int
+	structs Structs
+	segs    [][]byte
+	names   [][][]byte
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.doc) {
+		switch s.doc[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) value() error {
+	s.space()
+	switch s.doc[s.i] {
+	case '{':
+		return s.object()
+	case '[':
+		return s.array()
+	case '"':
+		s.str()
+	default: // a number, true, false or null
+		for s.i < len(s.doc) {
+			switch s.doc[s.i] {
+			case ' ', '\t', '\n', '\r', ',', ']', '}':
+				return nil
+			}
+			s.i++
+		}
 	}
 	return nil
+}
+
+// str skips the string at s.i and returns its raw content, and whether it
+// holds an escape.
+func (s *scanner) str() (raw []byte, escaped bool) {
+	s.i++ // the opening quote
+	start := s.i
+	for {
+		switch s.doc[s.i] {
+		case '\\':
+			escaped = true
+			s.i += 2
+			continue
+		case '"':
+			raw = s.doc[start:s.i]
+			s.i++
+			return raw, escaped
+		}
+		s.i++
+	}
+}
+
+// open refuses a container at s.segs nested deeper than maxDepth (the
+// outermost is at depth 1), as the decoder walk does.
+func (s *scanner) open() error {
+	if len(s.segs) >= maxDepth {
+		return fmt.Errorf("%w: nesting deeper than %d", ErrMemberName, maxDepth)
+	}
+	s.i++
+	return nil
+}
+
+func (s *scanner) array() error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	for !s.closed(']') {
+		if err := s.child(star); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closed moves to the next element of the open container, past white
+// space and a comma, and reports whether end closed the container instead.
+func (s *scanner) closed(end byte) bool {
+	for {
+		s.space()
+		switch s.doc[s.i] {
+		case end:
+			s.i++
+			return true
+		case ',':
+			s.i++
+		default:
+			return false
+		}
+	}
+}
+
+// child walks the value at s.i, whose path segment is seg.
+func (s *scanner) child(seg []byte) error {
+	s.segs = append(s.segs, seg)
+	if err := s.value(); err != nil {
+		return err
+	}
+	s.segs = s.segs[:len(s.segs)-1]
+	return nil
+}
+
+func (s *scanner) object() error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	depth := len(s.segs)
+	for len(s.names) <= depth {
+		s.names = append(s.names, nil)
+	}
+	s.names[depth] = s.names[depth][:0]
+	fields := s.fields()
+	var folded map[string][]byte // for objects of more than smallObject members
+	for !s.closed('}') {
+		raw, escaped := s.str()
+		name := raw
+		if escaped { // decoded exactly as encoding/json decodes it
+			var u string
+			if err := json.Unmarshal(s.doc[s.i-len(raw)-2:s.i], &u); err != nil {
+				return fmt.Errorf("not JSON: %w", err)
+			}
+			name = []byte(u)
+		}
+		if err := s.member(depth, name, fields, &folded); err != nil {
+			return err
+		}
+		s.space()
+		s.i++ // :
+		if err := s.child(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// member checks name against the earlier names of the object at depth and
+// against fields, the struct fields of the object, then records it.
+func (s *scanner) member(depth int, name []byte, fields []string, folded *map[string][]byte) error {
+	seen := s.names[depth]
+	var other []byte
+	switch {
+	case *folded != nil:
+		other = (*folded)[foldKey(string(name))]
+	case len(seen) < smallObject:
+		for _, n := range seen {
+			if bytes.EqualFold(n, name) {
+				other = n
+				break
+			}
+		}
+	default:
+		*folded = make(map[string][]byte, 2*len(seen))
+		for _, n := range seen {
+			(*folded)[foldKey(string(n))] = n
+		}
+		other = (*folded)[foldKey(string(name))]
+	}
+	if other != nil {
+		return fmt.Errorf("%w: %s and %s in %s", ErrMemberName, strconv.Quote(string(other)), strconv.Quote(string(name)), where(s.pattern()))
+	}
+	if *folded != nil {
+		(*folded)[foldKey(string(name))] = name
+	}
+	s.names[depth] = append(seen, name)
+	for _, f := range fields {
+		if f != string(name) && strings.EqualFold(f, string(name)) {
+			return fmt.Errorf("%w: %s in %s must be spelled %s", ErrMemberName, strconv.Quote(string(name)), where(s.pattern()), strconv.Quote(f))
+		}
+	}
+	return nil
+}
+
+// fields returns the struct fields of the object at s.segs, if any.
+func (s *scanner) fields() []string {
+	for key, fields := range s.structs {
+		if matchPath(key, s.segs) {
+			return fields
+		}
+	}
+	return nil
+}
+
+// pattern is s.segs as a Structs path, for error text.
+func (s *scanner) pattern() string {
+	var b strings.Builder
+	for _, seg := range s.segs {
+		b.WriteByte('/')
+		b.WriteString(escape(string(seg)))
+	}
+	return b.String()
+}
+
+// isEscaped reports whether part is escape(seg), without building it.
+func isEscaped(part string, seg []byte) bool {
+	for _, c := range seg {
+		var want string
+		switch c {
+		case '~':
+			want = "~0"
+		case '/':
+			want = "~1"
+		default:
+			if part == "" || part[0] != c {
+				return false
+			}
+			part = part[1:]
+			continue
+		}
+		if !strings.HasPrefix(part, want) {
+			return false
+		}
+		part = part[len(want):]
+	}
+	return part == ""
+}
+
+// matchPath reports whether key, a Structs path, names segs: the path
+// pattern + "/" + escape(name) the decoder walk builds.
+func matchPath(key string, segs [][]byte) bool {
+	for _, seg := range segs {
+		if key == "" || key[0] != '/' {
+			return false
+		}
+		key = key[1:]
+		n := strings.IndexByte(key, '/')
+		if n < 0 {
+			n = len(key)
+		}
+		if !isEscaped(key[:n], seg) {
+			return false
+		}
+		key = key[n:]
+	}
+	return key == ""
 }
 
 type walker struct {
