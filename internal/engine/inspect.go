@@ -40,7 +40,8 @@ type Memory struct {
 // cache, no memory limit beyond the spec's 4 GiB) on the runtime the engine
 // runs (package wasmrt), and reports its imports, exports, memory and every
 // ABI shape problem: the same rule, in the same order, as Compile, which
-// stops at the first, and last a refusal of the interrupt rewrite, if any.
+// stops at the first; for a module with none of them, a refusal of the
+// interrupt rewrite, if any.
 // The error, a *LoadError, is non-nil only when the bytes are not a
 // WebAssembly module, exceed a shape limit, or did not compile before ctx
 // was done (see Engine.Compile).
@@ -75,10 +76,12 @@ func Inspect(ctx context.Context, wasm []byte) (*Info, error) {
 	for _, p := range shapeProblems(cm) {
 		info.Problems = append(info.Problems, p.Error())
 	}
-	// The module as declared compiles; the engine runs it rewritten for
-	// interruption, which can still refuse it.
-	if _, err := rewritten(wasm); err != nil {
-		info.Problems = append(info.Problems, rewriteRefused(err).Error())
+	// The module as declared compiles and has the ABI's shape; the engine
+	// runs it rewritten for interruption, which can still refuse it.
+	if len(info.Problems) == 0 {
+		if _, err := rewritten(wasm); err != nil {
+			info.Problems = append(info.Problems, rewriteRefused(err).Error())
+		}
 	}
 	if mem, ok := cm.ExportedMemories()[abi.ExportMemory]; ok {
 		info.Memory = &Memory{MinPages: mem.Min()}

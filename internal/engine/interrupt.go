@@ -74,7 +74,7 @@ func rewritten(wasm []byte) ([]byte, error) {
 var errRewrite = errors.New("interrupt rewrite")
 
 func rewriteRefused(err error) *LoadError {
-	return &LoadError{Kind: ErrCompile, Detail: errRewrite.Error(), Err: fmt.Errorf("%w: %w", errRewrite, err)}
+	return &LoadError{Kind: ErrCompile, Err: fmt.Errorf("%w: %w", errRewrite, err)}
 }
 
 // interrupter stops one instance's guest code when a call's context is
