@@ -1,5 +1,7 @@
 // Package guestjson decodes the ABI's request and proposal (abi.Request,
-// abi.Proposal) without reflection, for the guest side of the SDK, where
+// abi.Proposal), and the host-call answers gates decode on every run
+// (Decode, DecodeEnvelope), without reflection, for the guest side of the
+// SDK, where
 // encoding/json's reflection and byte-at-a-time scanner cost several
 // milliseconds per call in WebAssembly.
 //
