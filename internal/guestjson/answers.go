@@ -236,35 +236,3 @@ func setUnmarshaler[T any, P unmarshaler[T]](d *decoder, v *T) error {
 	}
 	return nil
 }
-
-// setMapOf decodes an object into a map of V as encoding/json does: null
-// sets nil; the map is made when nil; each member decodes into a fresh zero
-// V (not into what the map already holds) that replaces the entry.
-func setMapOf[V any](d *decoder, m *map[string]V, set func(*decoder, *V) error) error {
-	if isNull, err := d.null(); isNull || err != nil {
-		if err == nil {
-			*m = nil
-		}
-		return err
-	}
-	if d.peek() != '{' {
-		return d.typeErr("object")
-	}
-	if *m == nil {
-		*m = map[string]V{}
-	}
-	more, err := d.begin('}')
-	for more && err == nil {
-		var name []byte
-		if name, err = d.name(); err != nil {
-			break
-		}
-		var v V
-		if err = set(d, &v); err != nil {
-			return in(err, string(name))
-		}
-		(*m)[string(name)] = v
-		more, err = d.next('}')
-	}
-	return err
-}
