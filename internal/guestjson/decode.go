@@ -286,16 +286,6 @@ func (d *decoder) skip() error {
 	}
 }
 
-// raw checks one value and returns a copy of its bytes, as
-// json.RawMessage's UnmarshalJSON keeps them (null included).
-func (d *decoder) raw() ([]byte, error) {
-	start := d.off
-	if err := d.skip(); err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), d.data[start:d.off]...), nil
-}
-
 // number consumes a number (RFC 8259 §6) and returns its text and whether
 // it is an integer (no fraction, no exponent).
 func (d *decoder) number() (text []byte, integer bool, err error) {

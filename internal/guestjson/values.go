@@ -87,13 +87,15 @@ func setBool(d *decoder, b *bool) error {
 	return d.typeErr("bool")
 }
 
-// setRaw keeps the value's bytes, as json.RawMessage does (null as null).
+// setRaw checks one value and keeps a copy of its bytes, null included,
+// as json.RawMessage's UnmarshalJSON does (reusing *r's array).
 func setRaw[R ~[]byte](d *decoder, r *R) error {
-	b, err := d.raw()
-	if err == nil {
-		*r = append((*r)[:0], b...)
+	start := d.off
+	if err := d.skip(); err != nil {
+		return err
 	}
-	return err
+	*r = append((*r)[:0], d.data[start:d.off]...)
+	return nil
 }
 
 // setSlice decodes an array into *s as encoding/json does: null sets nil;
