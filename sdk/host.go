@@ -69,7 +69,12 @@ type EnvelopeCaller interface {
 }
 
 // Call invokes op with req encoded as JSON and decodes the result into T.
-// A refusal is returned as a *abi.CallError (errors.As), wrapped.
+// A refusal is returned as a *abi.CallError (errors.As), wrapped. The
+// answers gates decode on every run (abi.CatalogGetAnswer,
+// abi.SessionGetAnswer, abi.SchemaValidateAnswer, abi.QueryCapabilityAnswer,
+// abi.QueryRowsAnswer) are decoded without reflection, to the same values
+// as encoding/json; an answer that does not decode is an error whose text
+// names the member and the byte offset.
 func Call[T any](h Host, op string, req any) (T, error) {
 	var zero T
 	body, err := json.Marshal(req)
