@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/guestjson"
 )
 
 // Level is a log level with log/slog's values.
@@ -46,7 +47,7 @@ func (e callError) Is(target error) bool {
 // {"error"}). Host implementations use it; gates use Call.
 func DecodeAnswer(answer []byte) ([]byte, error) {
 	var env abi.CallAnswer
-	if err := json.Unmarshal(answer, &env); err != nil {
+	if err := decode(answer, &env); err != nil {
 		return nil, fmt.Errorf("sdk: decode host answer: %w", err)
 	}
 	if env.Error != nil {
@@ -68,7 +69,12 @@ type EnvelopeCaller interface {
 }
 
 // Call invokes op with req encoded as JSON and decodes the result into T.
-// A refusal is returned as a *abi.CallError (errors.As), wrapped.
+// A refusal is returned as a *abi.CallError (errors.As), wrapped. The
+// answers gates decode on every run (abi.CatalogGetAnswer,
+// abi.SessionGetAnswer, abi.SchemaValidateAnswer, abi.QueryCapabilityAnswer,
+// abi.QueryRowsAnswer) are decoded without reflection, to the same values
+// as encoding/json; an answer that does not decode is an error whose text
+// names the member and the byte offset.
 func Call[T any](h Host, op string, req any) (T, error) {
 	var zero T
 	body, err := json.Marshal(req)
@@ -80,11 +86,12 @@ func Call[T any](h Host, op string, req any) (T, error) {
 		if err != nil {
 			return zero, fmt.Errorf("sdk: %s: %w", op, err)
 		}
-		var env struct {
-			Result *T             `json:"result"`
-			Error  *abi.CallError `json:"error"`
+		var env guestjson.Envelope[T]
+		handled, err := guestjson.DecodeEnvelope(raw, &env)
+		if !handled {
+			err = json.Unmarshal(raw, &env)
 		}
-		if err := json.Unmarshal(raw, &env); err != nil {
+		if err != nil {
 			return zero, fmt.Errorf("sdk: decode %s answer: %w", op, err)
 		}
 		switch {
@@ -100,10 +107,20 @@ func Call[T any](h Host, op string, req any) (T, error) {
 		return zero, fmt.Errorf("sdk: %s: %w", op, err)
 	}
 	var out T
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := decode(raw, &out); err != nil {
 		return zero, fmt.Errorf("sdk: decode %s result: %w", op, err)
 	}
 	return out, nil
+}
+
+// decode decodes b into *v as json.Unmarshal does: with guestjson for the
+// answers gates decode on every run (encoding/json's reflection costs
+// milliseconds per answer in a guest), with encoding/json for the rest.
+func decode[T any](b []byte, v *T) error {
+	if handled, err := guestjson.Decode(b, v); handled {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 var errNoResult = errors.New("sdk: host answer has neither result nor error")

@@ -76,6 +76,19 @@ func decodeAnswers(c codec, in [][]byte) ([]answerEnvelope, error) {
 	return out, nil
 }
 
+// decodeAnswersGuestJSON decodes as sdk.Call does for catalog.get.
+func decodeAnswersGuestJSON(in [][]byte) ([]answerEnvelope, error) {
+	out := make([]answerEnvelope, len(in))
+	for i, a := range in {
+		var env guestjson.Envelope[abi.CatalogGetAnswer]
+		if _, err := guestjson.DecodeEnvelope(a, &env); err != nil {
+			return nil, err
+		}
+		out[i] = answerEnvelope(env)
+	}
+	return out, nil
+}
+
 func response(tb testing.TB) abi.Response {
 	var r abi.Response
 	require.NoError(tb, stdjson.Unmarshal(responseJSON, &r))
@@ -102,6 +115,12 @@ func TestCandidatesAgree(t *testing.T) {
 		require.NoError(t, guestjson.DecodeProposal(req.Subject, &prop))
 		require.Equal(t, wantReq, req)
 		require.Equal(t, wantProp, prop)
+		ans, err := decodeAnswersGuestJSON(answers(t, answersJSON))
+		require.NoError(t, err)
+		require.Equal(t, wantAns, ans)
+		ans, err = decodeAnswersGuestJSON(answers(t, answersWarmJSON))
+		require.NoError(t, err)
+		require.Equal(t, wantWarm, ans)
 	})
 	for _, c := range codecs[1:] {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,6 +207,14 @@ func BenchmarkDecodeAnswers(b *testing.B) {
 				}
 			})
 		}
+		b.Run(run.name+"/guestjson", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeAnswersGuestJSON(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(run.name+"/fastjson-parse-only", func(b *testing.B) {
 			var p fastjson.Parser
 			b.ReportAllocs()

@@ -1,6 +1,7 @@
 package guestjson
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,7 +9,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// The decoder's parts on the real request, to see where its time goes in
+// The decoder's parts on the real request and catalog.get answers, to see where its time goes in
 // the guest (GOOS=wasip1 GOARCH=wasm go test -c, run on wazero);
 // bench/guestjson compares it with the alternatives.
 func BenchmarkParts(b *testing.B) {
@@ -43,6 +44,21 @@ func BenchmarkParts(b *testing.B) {
 			var p abi.Proposal
 			if err := DecodeProposal(r.Subject, &p); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	var answers []json.RawMessage
+	if err := json.Unmarshal(readShape(b, "@answers.json"), &answers); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("catalog-get-answers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, a := range answers {
+				var env Envelope[abi.CatalogGetAnswer]
+				if _, err := DecodeEnvelope(a, &env); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})

@@ -1,5 +1,7 @@
 // Package guestjson decodes the ABI's request and proposal (abi.Request,
-// abi.Proposal) without reflection, for the guest side of the SDK, where
+// abi.Proposal), and the host-call answers gates decode on every run
+// (Decode, DecodeEnvelope), without reflection, for the guest side of the
+// SDK, where
 // encoding/json's reflection and byte-at-a-time scanner cost several
 // milliseconds per call in WebAssembly.
 //
@@ -282,16 +284,6 @@ func (d *decoder) skip() error {
 	default:
 		return d.syntax("invalid character " + strconv.QuoteRune(rune(c)) + " at the start of a value")
 	}
-}
-
-// raw checks one value and returns a copy of its bytes, as
-// json.RawMessage's UnmarshalJSON keeps them (null included).
-func (d *decoder) raw() ([]byte, error) {
-	start := d.off
-	if err := d.skip(); err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), d.data[start:d.off]...), nil
 }
 
 // number consumes a number (RFC 8259 §6) and returns its text and whether

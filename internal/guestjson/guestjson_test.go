@@ -135,11 +135,19 @@ func TestErrorNamesTheField(t *testing.T) {
 	}
 }
 
+// FuzzAgreesWithEncodingJSON checks every input as a request, a proposal
+// and each answer type (answers_test.go).
 func FuzzAgreesWithEncodingJSON(f *testing.F) {
 	for _, s := range shapes {
 		f.Add(readShape(f, s))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) { agree(t, b) })
+	for _, b := range answerSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		agree(t, b)
+		agreeAnswers(t, b)
+	})
 }
 
 func TestSpecial(t *testing.T) {

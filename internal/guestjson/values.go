@@ -87,13 +87,15 @@ func setBool(d *decoder, b *bool) error {
 	return d.typeErr("bool")
 }
 
-// setRaw keeps the value's bytes, as json.RawMessage does (null as null).
+// setRaw checks one value and keeps a copy of its bytes, null included,
+// as json.RawMessage's UnmarshalJSON does (reusing *r's array).
 func setRaw[R ~[]byte](d *decoder, r *R) error {
-	b, err := d.raw()
-	if err == nil {
-		*r = append((*r)[:0], b...)
+	start := d.off
+	if err := d.skip(); err != nil {
+		return err
 	}
-	return err
+	*r = append((*r)[:0], d.data[start:d.off]...)
+	return nil
 }
 
 // setSlice decodes an array into *s as encoding/json does: null sets nil;
@@ -141,7 +143,12 @@ func setSlice[T any](d *decoder, s *[]T, set func(*decoder, *T) error) error {
 
 // setMap decodes an object into *m: null sets nil; the members are added
 // to the map, made when nil (a repeated member adds to the same map).
-func setMap(d *decoder, m *map[string]any) error {
+func setMap(d *decoder, m *map[string]any) error { return setMapOf(d, m, setAny) }
+
+// setMapOf decodes an object into a map of V as encoding/json does: null
+// sets nil; the map is made when nil; each member decodes into a fresh zero
+// V (not into what the map already holds) that replaces the entry.
+func setMapOf[V any](d *decoder, m *map[string]V, set func(*decoder, *V) error) error {
 	if isNull, err := d.null(); isNull || err != nil {
 		if err == nil {
 			*m = nil
@@ -152,27 +159,34 @@ func setMap(d *decoder, m *map[string]any) error {
 		return d.typeErr("object")
 	}
 	if *m == nil {
-		*m = map[string]any{}
+		*m = map[string]V{}
 	}
-	return d.members(*m)
+	return membersOf(d, *m, set)
 }
 
-// members decodes the members of the object here into m.
-func (d *decoder) members(m map[string]any) error {
+// membersOf decodes the members of the object here into m, each into a
+// fresh zero V, as encoding/json does (a repeated name replaces the entry).
+func membersOf[V any](d *decoder, m map[string]V, set func(*decoder, *V) error) error {
 	more, err := d.begin('}')
 	for more && err == nil {
 		var name []byte
 		if name, err = d.name(); err != nil {
 			break
 		}
-		var v any
-		if v, err = d.any(); err != nil {
+		var v V
+		if err = set(d, &v); err != nil {
 			return in(err, string(name))
 		}
 		m[string(name)] = v
 		more, err = d.next('}')
 	}
 	return err
+}
+
+// members decodes the members of the object here into m, each value as
+// into an empty interface.
+func (d *decoder) members(m map[string]any) error {
+	return membersOf(d, m, setAny)
 }
 
 // setAny decodes into an any; null sets nil.
