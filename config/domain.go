@@ -3,6 +3,9 @@ package config
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
@@ -21,34 +24,59 @@ type domainConfig struct {
 	} `mapstructure:"source"`
 }
 
-// openDomains loads each domain's catalog and opens its data source. On error
-// the sources opened so far are closed.
+// openDomains loads each domain's catalog and opens its data source, the
+// domains concurrently: decoding their data is most of a one-shot check's
+// start. On error every source opened is closed, and the error is the one
+// of the first failing domain by name, so it does not depend on timing.
 func openDomains(ctx context.Context, dcs map[string]domainConfig, rel func(string) string) (map[string]host.Domain, error) {
+	type result struct {
+		d   host.Domain
+		err error
+	}
+	names := slices.Sorted(maps.Keys(dcs))
+	results := make([]result, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			d, err := openDomain(ctx, "domains."+name, dcs[name], rel)
+			results[i] = result{d, err}
+		})
+	}
+	wg.Wait()
 	out := map[string]host.Domain{}
-	closeAll := func() {
+	var first error
+	for i, r := range results {
+		switch {
+		case r.err != nil && first == nil:
+			first = r.err
+		case r.err == nil:
+			out[names[i]] = r.d
+		}
+	}
+	if first != nil {
 		for _, d := range out {
 			d.Source.Close()
 		}
-	}
-	for name, dc := range dcs {
-		field := "domains." + name
-		if dc.Catalog == "" {
-			closeAll()
-			return nil, fmt.Errorf("%s.catalog: required", field)
-		}
-		cat, err := domain.Load(rel(dc.Catalog))
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("%s.catalog: %w", field, err)
-		}
-		src, err := openSource(ctx, field+".source", dc, rel)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		out[name] = host.Domain{Catalog: cat, Source: src}
+		return nil, first
 	}
 	return out, nil
+}
+
+// openDomain loads one domain's catalog and opens its data source; field
+// is its key path ("domains.NAME").
+func openDomain(ctx context.Context, field string, dc domainConfig, rel func(string) string) (host.Domain, error) {
+	if dc.Catalog == "" {
+		return host.Domain{}, fmt.Errorf("%s.catalog: required", field)
+	}
+	cat, err := domain.Load(rel(dc.Catalog))
+	if err != nil {
+		return host.Domain{}, fmt.Errorf("%s.catalog: %w", field, err)
+	}
+	src, err := openSource(ctx, field+".source", dc, rel)
+	if err != nil {
+		return host.Domain{}, err
+	}
+	return host.Domain{Catalog: cat, Source: src}, nil
 }
 
 func openSource(ctx context.Context, field string, dc domainConfig, rel func(string) string) (datasource.DataSource, error) {
