@@ -52,6 +52,11 @@ import (
 //	<runtime>/<entry>         native code, in the runtime's own format
 //	.mac/<runtime>/<entry>    hex HMAC-SHA256(key, macContext || <runtime>/<entry> || 0 || content)
 //	.index/<runtime>/<sha256> the entry names compiling that module produced
+//	.rewritten/<sha256>-v<N>  a module rewritten for interruption (package
+//	                          rewrite, Version N) from the module of that
+//	                          sha256: 32 bytes of HMAC-SHA256(key,
+//	                          rewriteContext || name || 0 || module), then
+//	                          the module
 //
 // <runtime> is the runtime's version directory (such as
 // wazero-v1.12.0-amd64-linux) and <entry> its 64-hex-digit key.
@@ -63,6 +68,10 @@ const (
 	macDir     = ".mac"
 	indexDir   = ".index"
 	macContext = "gatehost compilation cache entry v1\x00"
+	rewriteDir = ".rewritten"
+	// rewriteContext separates the tags of rewritten modules from those
+	// of compiled entries, so one can never pass for the other.
+	rewriteContext = "gatehost rewritten module v1\x00"
 	keyBytes   = 32
 )
 
@@ -154,7 +163,7 @@ func openCache(dir string, log *slog.Logger) (*authCache, error) {
 		_ = rc.Close(context.Background())
 		return fail(fmt.Errorf("compilation cache: unexpected staging layout in %s: %v", staging, err))
 	}
-	for _, d := range []string{filepath.Join(abs, c.runtime), filepath.Join(abs, macDir, c.runtime), filepath.Join(abs, indexDir, c.runtime)} {
+	for _, d := range []string{filepath.Join(abs, c.runtime), filepath.Join(abs, macDir, c.runtime), filepath.Join(abs, indexDir, c.runtime), filepath.Join(abs, rewriteDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			_ = rc.Close(context.Background())
 			return fail(&CacheError{Path: d, Reason: "cannot create", Err: err})

@@ -282,7 +282,7 @@ func (e *Engine) compile(ctx context.Context, wasm []byte, rewrite bool) (rt.Com
 		return nil, err
 	}
 	if rewrite {
-		w, err := rewritten(wasm)
+		w, err := e.rewritten(wasm)
 		if err != nil {
 			return nil, rewriteRefused(err)
 		}

@@ -79,7 +79,7 @@ func Inspect(ctx context.Context, wasm []byte) (*Info, error) {
 	// The module as declared compiles and has the ABI's shape; the engine
 	// runs it rewritten for interruption, which can still refuse it.
 	if len(info.Problems) == 0 {
-		if _, err := rewritten(wasm); err != nil {
+		if _, err := e.rewritten(wasm); err != nil {
 			info.Problems = append(info.Problems, rewriteRefused(err).Error())
 		}
 	}

@@ -2,21 +2,26 @@ package engine
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gatehost/gatehost/internal/engine/rewrite"
 	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
 )
 
-// Rewritten modules are cached in memory by the sha256 of the original
-// bytes and rewrite.Version, so a reload or a second engine (Inspect, a
-// new host) does not rewrite the same module again. On disk, the
-// runtime's compilation cache is keyed by the digest of the bytes it
-// compiles, the rewritten ones, so a new rewriter version can never load
-// code compiled from an older rewrite.
+// Rewritten modules are cached by the sha256 of the original bytes and
+// rewrite.Version: in memory, so a reload or a second engine (Inspect, a
+// new host) does not rewrite the same module again, and in the cache
+// directory (authenticated like its compiled entries; cache.go), so a
+// one-shot command does not either. The runtime's compilation cache is
+// keyed by the digest of the bytes it compiles, the rewritten ones, so a
+// new rewriter version can never load code compiled from an older rewrite.
 const (
 	rewriteCacheEntries = 16
 	rewriteCacheBytes   = 256 << 20
@@ -34,10 +39,12 @@ var rewriteCache = struct {
 	bytes int
 }{m: map[rewriteKey][]byte{}}
 
-// rewritten returns wasm rewritten for interruption (rewrite.Module),
-// from the cache when the same bytes were rewritten before. The result
-// is shared: callers must not modify it.
-func rewritten(wasm []byte) ([]byte, error) {
+// rewritten returns wasm rewritten for interruption (rewrite.Module):
+// from memory when the same bytes were rewritten before in this process,
+// else from the engine's cache directory when it holds an authenticated
+// copy, else afresh (and then stored there). The result is shared: callers
+// must not modify it.
+func (e *Engine) rewritten(wasm []byte) ([]byte, error) {
 	k := rewriteKey{sha256.Sum256(wasm), rewrite.Version}
 	c := &rewriteCache
 	c.Lock()
@@ -46,9 +53,19 @@ func rewritten(wasm []byte) ([]byte, error) {
 	if ok {
 		return out, nil
 	}
-	out, err := rewrite.Module(wasm, rewrite.Options{})
-	if err != nil {
-		return nil, err
+	name := fmt.Sprintf("%x-v%d", k.sum, k.version)
+	if e != nil && e.cache != nil {
+		out = e.cache.loadRewritten(name, 2*e.opts.Limits.ModuleBytes)
+	}
+	if out == nil {
+		var err error
+		if out, err = rewrite.Module(wasm, rewrite.Options{}); err != nil {
+			return nil, err
+		}
+		TestRewrites.Add(1)
+		if e != nil && e.cache != nil {
+			e.cache.storeRewritten(name, out)
+		}
 	}
 	if len(out) > rewriteCacheBytes {
 		return out, nil
@@ -67,6 +84,18 @@ func rewritten(wasm []byte) ([]byte, error) {
 		c.bytes += len(out)
 	}
 	return out, nil
+}
+
+// TestRewrites counts the modules rewritten afresh (not found in memory
+// or on disk), for tests.
+var TestRewrites atomic.Int64
+
+// forgetRewrites empties the in-memory cache of rewritten modules (tests).
+func forgetRewrites() {
+	c := &rewriteCache
+	c.Lock()
+	defer c.Unlock()
+	c.m, c.order, c.bytes = map[rewriteKey][]byte{}, nil, 0
 }
 
 // errRewrite marks a refusal of the interrupt rewrite (package rewrite):
@@ -116,4 +145,54 @@ func (it interrupter) call(ctx context.Context, fn rt.Function, params ...uint64
 		it.word.Set(0)
 	}
 	return res, err
+}
+
+// rewriteTag is the authentication tag of the rewritten module named name.
+func (c *authCache) rewriteTag(name string, module []byte) []byte {
+	h := hmac.New(sha256.New, c.key)
+	h.Write([]byte(rewriteContext))
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(module)
+	return h.Sum(nil)
+}
+
+// loadRewritten returns the stored rewrite named name, or nil when there
+// is none. A stored rewrite that does not authenticate is removed and
+// logged: the module is rewritten afresh.
+func (c *authCache) loadRewritten(name string, maxBytes int) []byte {
+	path := filepath.Join(c.dir, rewriteDir, name)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	reason := ""
+	var b []byte
+	switch {
+	case !fi.Mode().IsRegular():
+		reason = "not a regular file"
+	case fi.Size() < sha256.Size || fi.Size() > int64(maxBytes)+sha256.Size:
+		reason = fmt.Sprintf("size %d out of range", fi.Size())
+	default:
+		if b, err = os.ReadFile(path); err != nil || len(b) < sha256.Size {
+			reason = fmt.Sprintf("unreadable: %v", err)
+		} else if !hmac.Equal(b[:sha256.Size], c.rewriteTag(name, b[sha256.Size:])) {
+			reason = "authentication tag does not match (entry modified or damaged)"
+		}
+	}
+	if reason != "" {
+		c.log.Warn("engine: stored rewritten module discarded; the module is rewritten afresh", "path", path, "reason", reason)
+		_ = os.Remove(path)
+		return nil
+	}
+	return b[sha256.Size:]
+}
+
+// storeRewritten saves module under name, tag first. A failure costs only
+// a later rewrite, so it is logged, not returned.
+func (c *authCache) storeRewritten(name string, module []byte) {
+	b := append(c.rewriteTag(name, module), module...)
+	if err := writeAtomic(filepath.Join(c.dir, rewriteDir, name), b); err != nil {
+		c.log.Warn("engine: rewritten module not stored", "name", name, "err", err)
+	}
 }

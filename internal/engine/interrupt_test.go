@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -156,9 +158,9 @@ func TestRewriteRefusalIsLoadError(t *testing.T) {
 // TestRewriteCached: the same bytes are rewritten once per process.
 func TestRewriteCached(t *testing.T) {
 	b := wat(t, "testdata/interrupt/tight-loop.wat")
-	first, err := rewritten(b)
+	first, err := (*Engine)(nil).rewritten(b)
 	require.NoError(t, err)
-	second, err := rewritten(slices.Clone(b))
+	second, err := (*Engine)(nil).rewritten(slices.Clone(b))
 	require.NoError(t, err)
 	assert.Same(t, &first[0], &second[0], "second rewrite came from the cache")
 }
@@ -221,7 +223,60 @@ func BenchmarkInterruptOvershoot(b *testing.B) {
 // runtime compiles, which are rewritten.
 func compiledSum(t testing.TB, wasm []byte) string {
 	t.Helper()
-	w, err := rewritten(wasm)
+	w, err := (*Engine)(nil).rewritten(wasm)
 	require.NoError(t, err)
 	return moduleSum(w)
+}
+
+// TestRewriteStored: a module rewritten by one engine is read back by the
+// next engine on the same cache directory instead of rewritten again; a
+// stored copy that does not authenticate is discarded and rewritten.
+func TestRewriteStored(t *testing.T) {
+	dir := t.TempDir()
+	wasm := wat(t, "testdata/interrupt/returns-after-call.wat")
+	run := func() {
+		forgetRewrites()
+		e := newTestEngine(t, Options{CacheDir: dir})
+		inst := instantiate(t, e, wasm)
+		out, err := inst.Evaluate(context.Background(), nil, []byte(`{}`), 1<<20)
+		require.NoError(t, err)
+		assert.Equal(t, `{}`, string(out))
+	}
+	stored := func() string {
+		ents, err := os.ReadDir(filepath.Join(dir, rewriteDir))
+		require.NoError(t, err)
+		require.Len(t, ents, 1)
+		return filepath.Join(dir, rewriteDir, ents[0].Name())
+	}
+	n := TestRewrites.Load()
+	run()
+	assert.Equal(t, n+1, TestRewrites.Load(), "first engine rewrites")
+	run()
+	assert.Equal(t, n+1, TestRewrites.Load(), "second engine reads the stored rewrite")
+
+	for _, damage := range []struct {
+		name string
+		do   func(path string)
+	}{
+		{"one byte of the module changed", func(p string) {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			b[len(b)-1] ^= 1
+			require.NoError(t, os.WriteFile(p, b, 0o600))
+		}},
+		{"truncated to less than a tag", func(p string) { require.NoError(t, os.WriteFile(p, []byte("short"), 0o600)) }},
+		{"replaced by a directory", func(p string) {
+			require.NoError(t, os.Remove(p))
+			require.NoError(t, os.Mkdir(p, 0o700))
+		}},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			damage.do(stored())
+			before := TestRewrites.Load()
+			run()
+			assert.Equal(t, before+1, TestRewrites.Load(), "a damaged copy is rewritten afresh")
+			run()
+			assert.Equal(t, before+1, TestRewrites.Load(), "and stored again")
+		})
+	}
 }
