@@ -72,7 +72,7 @@ const (
 	// rewriteContext separates the tags of rewritten modules from those
 	// of compiled entries, so one can never pass for the other.
 	rewriteContext = "gatehost rewritten module v1\x00"
-	keyBytes   = 32
+	keyBytes       = 32
 )
 
 // ErrCacheUnsafe is the kind of every *CacheError: the compilation cache
