@@ -181,6 +181,9 @@ func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind
 	if !slices.Contains(d.SubjectKinds, kind) {
 		return nil, &LoadError{Plugin: sc.Plugin, Stage: sc.Name, Err: fmt.Errorf("%w: gate handles %v, pipeline checks %s", ErrDescriptor, d.SubjectKinds, kind)}
 	}
+	if !h.cfg.partialGrants { // a conformance run withholding on purpose takes grants literally
+		sc.Capabilities = impliedGrants(sc.Capabilities, d.Capabilities)
+	}
 	for _, c := range sc.Capabilities {
 		if !slices.Contains(d.Capabilities, c) {
 			return nil, cfgErr(field+".capabilities", "plugin %s does not declare capability %q (declares %v)", sc.Plugin, c, d.Capabilities)
@@ -204,6 +207,19 @@ func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind
 		h.quarantines[sc.Plugin] = q
 	}
 	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configDigest: digest(conf)}, nil
+}
+
+// impliedGrants returns granted with the capabilities that granting
+// another implies, for a gate that declares them: catalog implies schema
+// (abi/SPEC.md §7.13), since every schema schema.validate checks against
+// is one catalog.get would hand the gate whole. A stage written before
+// the schema capability existed keeps loading.
+func impliedGrants(granted, declared []string) []string {
+	if slices.Contains(granted, abi.CapabilityCatalog) && slices.Contains(declared, abi.CapabilitySchema) &&
+		!slices.Contains(granted, abi.CapabilitySchema) {
+		return append(slices.Clone(granted), abi.CapabilitySchema)
+	}
+	return granted
 }
 
 // plugin returns the loaded plugin variant key, loading it from its compiled

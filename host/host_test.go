@@ -51,7 +51,7 @@ func TestLoadRefusals(t *testing.T) {
 		{name: "config fails schema", plugin: sv, stage: host.StageConfig{Capabilities: svCaps, Config: json.RawMessage(`{"max_actions":"many"}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config.max_actions"},
 		{name: "config unknown key", plugin: sv, stage: host.StageConfig{Capabilities: svCaps, Config: json.RawMessage(`{"max_action":5}`)}, wantIs: host.ErrStageConfig, wantCfg: "pipelines.p.stages[0].config"},
 		{name: "declared capability not granted", plugin: sv, wantCfg: "pipelines.p.stages[0].capabilities"},
-		{name: "schema withheld from static-verify", plugin: sv, stage: host.StageConfig{Capabilities: []string{"catalog"}}, wantCfg: "pipelines.p.stages[0].capabilities"},
+		{name: "catalog withheld from static-verify", plugin: sv, stage: host.StageConfig{Capabilities: []string{"schema"}}, wantCfg: "pipelines.p.stages[0].capabilities"},
 		{name: "subject kind not handled", plugin: sv, subject: abi.SubjectMerge, wantIs: host.ErrDescriptor},
 		{name: "unknown capability", plugin: sv, stage: host.StageConfig{Capabilities: []string{"network"}}, wantCfg: "pipelines.p.stages[0].capabilities"},
 		{name: "bad mode", plugin: sv, stage: host.StageConfig{Mode: "audit"}, wantCfg: "pipelines.p.stages[0].mode"},
@@ -323,5 +323,32 @@ func TestClosedHostRefuses(t *testing.T) {
 		assert.NotEqual(t, abi.Accepted, d.Verdict)
 	} else {
 		assert.True(t, errors.Is(err, host.ErrClosed))
+	}
+}
+
+// TestCatalogGrantImpliesSchema: a stage written before the schema
+// capability existed (capabilities: [catalog]) still loads static-verify,
+// which then validates parameters as with both granted (abi/SPEC.md
+// §7.13).
+func TestCatalogGrantImpliesSchema(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "testdata/static-verify/cases/021_schema_type.json"))
+	require.NoError(t, err)
+	var c struct {
+		Subject json.RawMessage `json:"subject"`
+	}
+	require.NoError(t, json.Unmarshal(b, &c))
+	for _, caps := range [][]string{{"catalog"}, {"catalog", "schema"}} {
+		t.Run(strings.Join(caps, "+"), func(t *testing.T) {
+			h := newHost(t, host.Config{
+				Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
+				Catalog:   githubCatalog(t),
+				Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "sv", Capabilities: caps}}}},
+			})
+			d, err := h.Check(context.Background(), "p", c.Subject, host.RunOptions{})
+			require.NoError(t, err)
+			require.Equal(t, abi.Rejected, d.Verdict, "%+v", d.Stages[0])
+			require.NotEmpty(t, d.Stages[0].Findings)
+			assert.Equal(t, "schema_violation", d.Stages[0].Findings[0].Code)
+		})
 	}
 }
