@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -192,8 +193,7 @@ func (c *checker) capability(tool string) (*abi.DomainCapability, error) {
 	if l, ok := c.caps[tool]; ok {
 		return l.c, l.err
 	}
-	var a abi.QueryCapabilityAnswer
-	err := c.hostCall(abi.OpQueryCapability, abi.QueryCapabilityRequest{Domain: c.cfg.Domain, Name: tool}, &a)
+	a, err := c.capabilityAnswer(abi.QueryCapabilityRequest{Domain: c.cfg.Domain, Name: tool})
 	var dc *abi.DomainCapability
 	if err == nil && a.Found {
 		if a.Capability == nil {
@@ -206,15 +206,59 @@ func (c *checker) capability(tool string) (*abi.DomainCapability, error) {
 	return dc, err
 }
 
+// maxCachedAnswers bounds answerCache: a catalog's capabilities, not every
+// tool name ever asked about, so the instance's memory stays flat.
+const maxCachedAnswers = 256
+
+// answerCache holds query.capability answers decoded in earlier runs, keyed
+// by the answer's exact bytes. The answer carries no catalog version, so the
+// host is still asked every time; only the strict decode of bytes already
+// decoded is skipped, which cannot change a verdict: the same bytes decode
+// to the same value. Cached values are shared and never modified.
+var answerCache = struct {
+	sync.Mutex
+	m map[string]abi.QueryCapabilityAnswer
+}{m: map[string]abi.QueryCapabilityAnswer{}}
+
+// capabilityAnswer asks the host for one capability and decodes the answer
+// strictly, or takes the decode of the same bytes from answerCache.
+func (c *checker) capabilityAnswer(req abi.QueryCapabilityRequest) (abi.QueryCapabilityAnswer, error) {
+	var a abi.QueryCapabilityAnswer
+	raw, err := c.call(abi.OpQueryCapability, req)
+	if err != nil {
+		return a, err
+	}
+	answerCache.Lock()
+	a, ok := answerCache.m[string(raw)]
+	answerCache.Unlock()
+	if ok {
+		return a, nil
+	}
+	if err := strictUnmarshal(raw, &a); err != nil {
+		return abi.QueryCapabilityAnswer{}, fmt.Errorf("%s answer: %w", abi.OpQueryCapability, err)
+	}
+	answerCache.Lock()
+	if len(answerCache.m) < maxCachedAnswers {
+		answerCache.m[string(raw)] = a
+	}
+	answerCache.Unlock()
+	return a, nil
+}
+
+// call encodes req and calls op; the answer is returned undecoded.
+func (c *checker) call(op string, req any) ([]byte, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.host.Call(op, body)
+}
+
 // hostCall calls op and decodes the answer strictly: a member this gate
 // does not know (say, a predicate operator from a newer catalog) must not
 // be silently dropped, so it fails the call and the check denies.
 func (c *checker) hostCall(op string, req, into any) error {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	raw, err := c.host.Call(op, body)
+	raw, err := c.call(op, req)
 	if err != nil {
 		return err
 	}
