@@ -50,6 +50,12 @@ type DomainCapability struct {
 	Parameters []string `json:"parameters,omitempty"`
 	// Preconditions are evaluated in order before a write.
 	Preconditions []DomainPrecondition `json:"preconditions,omitempty"`
+	// Effects (minor 4) are the changes an admitted call of this write
+	// makes to the domain's data, as the catalog declares them. A dry
+	// (proposal) check applies the effects of each admitted write, in plan
+	// order, to a copy-on-write overlay that later writes of the same plan
+	// are checked against (QueryRowsRequest.Overlay).
+	Effects []DomainEffect `json:"effects,omitempty"`
 	// LocalTimeOffset ("-05:00") is the zone of timestamps in the data that
 	// carry none; empty means such timestamps are not comparable as times.
 	LocalTimeOffset string `json:"local_time_offset,omitempty"`
@@ -69,7 +75,66 @@ type DomainPrecondition struct {
 	DenyWhen *Condition `json:"deny_when,omitempty"`
 	Require  *Require   `json:"require,omitempty"`
 	Message  string     `json:"message"`
+	// ForEach (minor 4) runs the precondition once per element of an
+	// array parameter (or per position of several, paired), binding each
+	// element as a parameter named by ForEach.As.
+	ForEach *ForEach `json:"for_each,omitempty"`
 }
+
+// ForEach iterates a precondition or an effect over the elements of array
+// parameters (minor 4). Exactly one of Param and Zip is set. Param is a
+// param path yielding an array; its element is bound as As[0]. Zip is two or
+// more param paths yielding arrays of one length, paired by position; the
+// i-th elements are bound as As[0], As[1], …. The bound names are then
+// usable as {kind: param, name: NAME[.path]} operands. An iteration yields
+// one outcome per element; a failing element is reported with its index.
+// A path that is not an array, arrays of different lengths, or more than
+// MaxForEachElements elements make the precondition unevaluable.
+type ForEach struct {
+	Param string   `json:"param,omitempty"`
+	Zip   []string `json:"zip,omitempty"`
+	// As names the bound elements: one name for Param, one per Zip path.
+	As []string `json:"as"`
+}
+
+// MaxForEachElements caps the elements one for_each iterates.
+const MaxForEachElements = 64
+
+// MaxQueriesPerCall caps the query.rows a gate may make to check one call
+// (every precondition and for_each element counted); past it the call is
+// unevaluable and denied.
+const MaxQueriesPerCall = 256
+
+// DomainEffect is a declared change a write makes to one document of the
+// domain's data (minor 4). Collection and ID name the document (ID an
+// operand, usually {kind: param}); Set maps a dotted path within the
+// document to the value it takes. A Set path may hold {NAME} placeholders,
+// each a call parameter or a ForEach name whose value is a string or a
+// number. When View or Capability is given the precondition rules for rows
+// apply: the query is run with Bind and must answer exactly one row, which
+// {kind: field} operands in Set read (the state before the write).
+type DomainEffect struct {
+	Collection string             `json:"collection"`
+	ID         Operand            `json:"id"`
+	View       string             `json:"view,omitempty"`
+	Capability string             `json:"capability,omitempty"`
+	Bind       map[string]Operand `json:"bind,omitempty"`
+	ForEach    *ForEach           `json:"for_each,omitempty"`
+	Set        map[string]Operand `json:"set"`
+}
+
+// Effect is one resolved change on an overlay (minor 4): the document ID
+// of Collection with each dotted path of Set given its value. A path's
+// numeric segment indexes an array; a missing object member (or a missing
+// document) is created. Paths are applied in sorted order.
+type Effect struct {
+	Collection string         `json:"collection"`
+	ID         string         `json:"id"`
+	Set        map[string]any `json:"set"`
+}
+
+// MaxOverlayEffects caps the effects one query.rows request may carry.
+const MaxOverlayEffects = 256
 
 // Require is the RFC's require: {match: Condition}.
 type Require struct {
@@ -93,18 +158,49 @@ type Condition struct {
 	// Contains is substring for a string field, element membership for an
 	// array field.
 	Contains *Operand `json:"contains,omitempty"`
+	// StartsWith (minor 4) is a string prefix test.
+	StartsWith *Operand `json:"starts_with,omitempty"`
+	// Value (minor 4), instead of Field, is the left-hand side as an
+	// operand (an aggregate, arithmetic, a param): {value: {kind: count,
+	// …}, gt: 1}. A leaf has exactly one of Field and Value.
+	Value *Operand `json:"value,omitempty"`
 
 	AllOf []Condition `json:"all_of,omitempty"`
 	AnyOf []Condition `json:"any_of,omitempty"`
 	Not   *Condition  `json:"not,omitempty"`
 }
 
-// Operand kinds.
+// Operand kinds. Literal, param and now are minor 0; the rest are minor 4.
 const (
 	OperandLiteral = "literal"
 	OperandParam   = "param"
 	OperandNow     = "now"
+	// OperandField is Name, a dotted path in the current row (the row a
+	// condition tests; in an aggregate's Where, the element).
+	OperandField = "field"
+	// Arithmetic over Args, on numbers, computed as exact decimals: add and
+	// mul take two or more, sub and div exactly two (div by zero is
+	// unknown), min and max one or more.
+	OperandAdd = "add"
+	OperandSub = "sub"
+	OperandMul = "mul"
+	OperandDiv = "div"
+	OperandMin = "min"
+	OperandMax = "max"
+	// Aggregates over Over, an operand yielding an array (a param, a row
+	// field, or rows): count is the number of elements satisfying Where (all
+	// when Where is nil); sum adds the number at path Of of each such
+	// element (the element itself when Of is empty).
+	OperandCount = "count"
+	OperandSum   = "sum"
+	// OperandRows is every row the precondition's query answered, as an
+	// array, for an aggregate over a view's rows.
+	OperandRows = "rows"
 )
+
+// MaxExpressionDepth caps the nesting of operands and conditions in a
+// catalog.
+const MaxExpressionDepth = 16
 
 // Operand is a value in a bind or a condition: {kind: literal, value},
 // {kind: param, name} (name is a dotted path whose first segment is a call
@@ -116,6 +212,12 @@ type Operand struct {
 	Name   string `json:"name,omitempty"`
 	Value  any    `json:"value,omitempty"`
 	Offset string `json:"offset,omitempty"`
+	// Args are the operands of add, sub, mul, div, min and max.
+	Args []Operand `json:"args,omitempty"`
+	// Over, Where and Of are the members of count and sum.
+	Over  *Operand   `json:"over,omitempty"`
+	Where *Condition `json:"where,omitempty"`
+	Of    string     `json:"of,omitempty"`
 }
 
 // UnmarshalJSON reads the object form or a bare literal.
@@ -125,6 +227,13 @@ func (o *Operand) UnmarshalJSON(b []byte) error {
 		var probe map[string]json.RawMessage
 		if err := json.Unmarshal(t, &probe); err != nil {
 			return err
+		}
+		if len(probe) == 1 {
+			for k, v := range probe {
+				if isShorthand(k) {
+					return o.shorthand(k, v)
+				}
+			}
 		}
 		if _, ok := probe["kind"]; ok {
 			type plain Operand
@@ -149,6 +258,57 @@ func (o *Operand) UnmarshalJSON(b []byte) error {
 	}
 	*o = Operand{Kind: OperandLiteral, Value: v}
 	return nil
+}
+
+// isShorthand reports whether k, the only member of an object without
+// "kind", makes the object an operand shorthand (minor 4) rather than an
+// object literal.
+func isShorthand(k string) bool {
+	switch k {
+	case OperandField, OperandParam, OperandNow, OperandAdd, OperandSub, OperandMul, OperandDiv,
+		OperandMin, OperandMax, OperandCount, OperandSum, OperandRows:
+		return true
+	}
+	return false
+}
+
+// shorthand decodes the catalog shorthands of minor 4: {field: PATH},
+// {param: PATH}, {now: OFFSET} ("" for none), {add|sub|mul|div|min|max:
+// [OPERAND, …]}, {count|sum: {over, where?, of?}} and {rows: true}.
+func (o *Operand) shorthand(k string, v json.RawMessage) error {
+	strictInto := func(into any) error {
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(into); err != nil {
+			return fmt.Errorf("operand %s: %w", k, err)
+		}
+		return nil
+	}
+	*o = Operand{Kind: k}
+	switch k {
+	case OperandField, OperandParam:
+		return strictInto(&o.Name)
+	case OperandNow:
+		return strictInto(&o.Offset)
+	case OperandRows:
+		var b bool
+		if err := strictInto(&b); err != nil || !b {
+			return fmt.Errorf("operand rows: want {rows: true}")
+		}
+		return nil
+	case OperandCount, OperandSum:
+		var agg struct {
+			Over  *Operand   `json:"over"`
+			Where *Condition `json:"where,omitempty"`
+			Of    string     `json:"of,omitempty"`
+		}
+		if err := strictInto(&agg); err != nil {
+			return err
+		}
+		o.Over, o.Where, o.Of = agg.Over, agg.Where, agg.Of
+		return nil
+	}
+	return strictInto(&o.Args)
 }
 
 // MarshalJSON writes the object form; a literal keeps "value" even when it is
@@ -185,6 +345,11 @@ type QueryRowsRequest struct {
 	View       string         `json:"view,omitempty"`
 	Capability string         `json:"capability,omitempty"`
 	Params     map[string]any `json:"params"`
+	// Overlay (minor 4) are effects applied, in order, to a copy-on-write
+	// view of the data before the query runs; the source is never
+	// changed. A source that cannot apply them answers unavailable; more
+	// than MaxOverlayEffects answers bad_request.
+	Overlay []Effect `json:"overlay,omitempty"`
 }
 
 // QueryRowsAnswer holds the view's rows, in the source's order. A row is a
@@ -198,3 +363,31 @@ type QueryRowsAnswer struct {
 // answers the error unavailable rather than a partial list, which a
 // require.match could misread.
 const MaxQueryRows = 1000
+
+// UnmarshalJSON reads a ForEach strictly; As may be a single name ("as:
+// item") as well as an array of names.
+func (f *ForEach) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Param string          `json:"param,omitempty"`
+		Zip   []string        `json:"zip,omitempty"`
+		As    json.RawMessage `json:"as"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("for_each: %w", err)
+	}
+	*f = ForEach{Param: raw.Param, Zip: raw.Zip}
+	if len(raw.As) == 0 || string(raw.As) == "null" {
+		return nil
+	}
+	var one string
+	if err := json.Unmarshal(raw.As, &one); err == nil {
+		f.As = []string{one}
+		return nil
+	}
+	if err := json.Unmarshal(raw.As, &f.As); err != nil {
+		return fmt.Errorf("for_each.as: want a name or an array of names: %w", err)
+	}
+	return nil
+}

@@ -108,6 +108,7 @@ type capFile struct {
 	Parameters    []json.RawMessage `json:"parameters,omitempty"`
 	View          string            `json:"view,omitempty"`
 	Preconditions []json.RawMessage `json:"preconditions,omitempty"`
+	Effects       []json.RawMessage `json:"effects,omitempty"`
 }
 
 type paramFile struct {
@@ -287,6 +288,7 @@ func (v *validator) file(f *file) {
 			seen[p.ID] = true
 			dc.Preconditions = append(dc.Preconditions, *p)
 		}
+		v.effects(name, dc, cf)
 	}
 }
 
