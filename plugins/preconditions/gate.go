@@ -186,6 +186,11 @@ type checker struct {
 	mode     string
 	caps     map[string]capLookup
 	findings []abi.Finding
+	// queries counts the query.rows made for the call being checked.
+	queries int
+	// overlay holds the resolved effects of the plan's admitted writes so
+	// far (dry mode only); every query.rows carries it.
+	overlay []abi.Effect
 }
 
 // capability looks a tool up once per evaluation.
@@ -310,35 +315,68 @@ func (c *checker) check(ctx context.Context, cl call) map[string]any {
 	}
 	ev["preconditions"] = ids
 	params, perr := decodeParams(cl)
-	failed := 0
+	c.queries = 0
+	before := len(c.findings)
 	for i := range dc.Preconditions {
 		p := &dc.Preconditions[i]
 		base := map[string]any{"precondition": p.ID, "capability": dc.Name}
 		if perr != nil {
 			base["reason"] = perr.Error()
 			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated: %v; denied", p.ID, dc.Name, perr), base)
-			failed++
 			continue
 		}
-		out := c.evalPrecondition(ctx, dc, p, params)
+		out := c.evalPrecondition(dc, p, params)
 		if out.rows != nil {
 			base["rows"] = out.rows
 		}
+		if out.elements != nil {
+			base["elements"] = out.elements
+			if out.elementsTruncated {
+				base["elements_truncated"] = true
+			}
+		}
 		switch {
+		case out.failed:
+			c.deny(cl, CodeFailed, p.Message, base)
 		case out.unevaluable != "":
 			base["reason"] = out.unevaluable
 			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated (%s), so the call is denied. The rule: %s", p.ID, dc.Name, out.unevaluable, p.Message), base)
-			failed++
-		case out.failed:
-			c.deny(cl, CodeFailed, p.Message, base)
-			failed++
 		}
 	}
+	if c.mode == ModeDry && len(dc.Effects) > 0 && len(c.findings) == before {
+		c.applyEffects(cl, dc, params, perr, ev)
+	}
 	ev["outcome"] = "held"
-	if failed > 0 {
+	if len(c.findings) > before {
 		ev["outcome"] = "denied"
 	}
 	return ev
+}
+
+// applyEffects resolves the effects of an admitted write (dry mode) and
+// appends them to the overlay, recording them in the call's evidence ev; a
+// resolution failure denies the call instead, and nothing of it is applied.
+func (c *checker) applyEffects(cl call, dc *abi.DomainCapability, params map[string]any, perr error, ev map[string]any) {
+	var effs []abi.Effect
+	var fail *effectError
+	if perr != nil {
+		fail = &effectError{0, perr.Error()}
+	} else {
+		effs, fail = c.resolveEffects(dc, params)
+	}
+	if fail != nil {
+		c.deny(cl, CodeUnevaluable, fmt.Sprintf("effect %d of %s cannot be resolved (%s), so the call is denied", fail.index, dc.Name, fail.reason),
+			map[string]any{"capability": dc.Name, "effect": fail.index, "reason": fail.reason})
+		return
+	}
+	c.overlay = append(c.overlay, effs...)
+	ev["effects_count"] = len(effs)
+	listed := effs
+	if len(listed) > maxEvidenceEffects {
+		listed = listed[:maxEvidenceEffects]
+		ev["effects_truncated"] = true
+	}
+	ev["effects"] = append([]abi.Effect{}, listed...)
 }
 
 func decodeParams(cl call) (map[string]any, error) {
