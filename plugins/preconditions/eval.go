@@ -165,6 +165,9 @@ func (e *evaluator) arith(o abi.Operand, sc scope, d int) (any, string) {
 				acc.Set(x)
 			}
 		}
+		if tooBig(acc) {
+			return nil, fmt.Sprintf("%s: the result is too large to compute exactly", o.Kind)
+		}
 	}
 	return acc, ""
 }
@@ -214,6 +217,9 @@ func (e *evaluator) aggregate(o abi.Operand, sc scope, d int) (any, string) {
 			return nil, fmt.Sprintf("sum element %d is %s, not a number", i, describe(x))
 		}
 		acc.Add(acc, r)
+		if tooBig(acc) {
+			return nil, "sum: the result is too large to compute exactly"
+		}
 	}
 	return acc, ""
 }

@@ -16,6 +16,15 @@ import (
 // equality of float64s, so two plain JSON numbers compare exactly as
 // float64s do.
 
+// maxRatBits bounds the numerator and denominator of a computed number
+// together. Every float64 fits in about 2,200 bits, so money and counts stay
+// far below it; a chain of products or quotients past it is unknown rather
+// than an ever slower computation.
+const maxRatBits = 8192
+
+// tooBig reports whether r is past maxRatBits.
+func tooBig(r *big.Rat) bool { return r.Num().BitLen()+r.Denom().BitLen() > maxRatBits }
+
 // rat returns v as an exact rational when it is a number: float64 through
 // its shortest decimal text, int64 and int as they are, json.Number as
 // written, *big.Rat itself (never modified).

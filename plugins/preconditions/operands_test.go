@@ -73,6 +73,7 @@ func TestOperandsAndOperators(t *testing.T) {
 		{"a missing field in arithmetic", val(add(lit(1), field("nope")), "equals", lit(1)), nil, "unevaluable"},
 		{"add of one", val(add(lit(1)), "equals", lit(1)), nil, "unevaluable"},
 		{"sub of three", val(sub(lit(3), lit(2), lit(1)), "equals", lit(0)), nil, "unevaluable"},
+		{"a product too large to compute exactly", val(mul(lit(1e300), lit(1e300), lit(1e300), lit(1e300), lit(1e300), lit(1e300), lit(1e300), lit(1e300), lit(1e300)), "gt", lit(0)), nil, "unevaluable"},
 		{"max of none", val(arith(abi.OperandMax), "equals", lit(0)), nil, "unevaluable"},
 		// Numeric comparisons are exact everywhere, equals and in included.
 		{"computed in list", val(add(lit(0.1), lit(0.2)), "in", lit([]any{0.3, 1})), nil, "deny"},
