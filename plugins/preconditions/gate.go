@@ -5,16 +5,28 @@
 // parameters, asks the host for the rows, and tests the predicate.
 //
 // It runs twice on the same rules: on a proposal before its first dispatch
-// ("dry": every write action is checked against the current state) and on
-// one tool_call right before it executes ("execute": the re-check that closes
-// the gap between plan and write). The mode is in the evidence.
+// ("dry": the write actions are checked in plan order) and on one tool_call
+// right before it executes ("execute": the re-check that closes the gap
+// between plan and write). The mode is in the evidence. In dry mode the
+// declared effects of every admitted write (a write with no finding) are
+// resolved into abi.Effect values and every later query of the plan carries
+// them as an overlay, so a later write is checked against the state the
+// earlier ones leave; a write whose effects cannot be resolved is denied and
+// applies nothing. Execute mode sends no overlay.
 //
 // Every precondition of the called capability is evaluated, in declaration
-// order, and every failure is reported. Deny only: the gate never rewrites an
-// argument. Whatever cannot be evaluated — an unbound parameter, a view or
-// query error, no row, a missing field, an unknown operator or operand, a
-// type the operator cannot compare — denies with code
-// precondition_unevaluable.
+// order, and every failure is reported. A precondition with for_each is
+// evaluated once per element of an array parameter (or per position of
+// several zipped): any failing element fails it, else any unevaluable one
+// makes it unevaluable, else it holds, vacuously so for an empty array. One
+// call may make at most abi.MaxQueriesPerCall queries.
+//
+// Numbers are compared and computed exactly (see num.go): 17.00 + 4.10
+// equals 21.10. Deny only: the gate never rewrites an argument. Whatever
+// cannot be evaluated — an unbound parameter, a view or query error, no row,
+// a missing field, an unknown operator or operand, a type the operator
+// cannot compare, a division by zero, an expression nested deeper than
+// abi.MaxExpressionDepth — denies with code precondition_unevaluable.
 package preconditions
 
 import (
@@ -162,7 +174,7 @@ func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
 		if err := ctx.Err(); err != nil {
 			return abi.Response{}, err
 		}
-		checked = append(checked, c.check(ctx, cl))
+		checked = append(checked, c.check(cl))
 	}
 	ev := map[string]any{"mode": mode, "domain": cfg.Domain, "checked": checked}
 	if len(skipped) > 0 {
@@ -284,7 +296,7 @@ func (c *checker) deny(cl call, code, msg string, details map[string]any) {
 }
 
 // check evaluates every precondition of one call and returns its evidence.
-func (c *checker) check(ctx context.Context, cl call) map[string]any {
+func (c *checker) check(cl call) map[string]any {
 	ev := map[string]any{"tool": cl.tool}
 	if cl.index != nil {
 		ev["action_index"] = *cl.index
