@@ -212,30 +212,15 @@ func val(v abi.Operand, op string, rhs abi.Operand) *abi.Condition {
 func exists(v abi.Operand, b bool) *abi.Condition { return &abi.Condition{Value: &v, Exists: &b} }
 
 func withOp(c *abi.Condition, op string, rhs abi.Operand) *abi.Condition {
-	switch op {
-	case "equals":
-		c.Equals = &rhs
-	case "not_equals":
-		c.NotEquals = &rhs
-	case "in":
-		c.In = &rhs
-	case "not_in":
-		c.NotIn = &rhs
-	case "gt":
-		c.Gt = &rhs
-	case "gte":
-		c.Gte = &rhs
-	case "lt":
-		c.Lt = &rhs
-	case "lte":
-		c.Lte = &rhs
-	case "contains":
-		c.Contains = &rhs
-	case "starts_with":
-		c.StartsWith = &rhs
-	default:
+	slot, ok := map[string]**abi.Operand{
+		"equals": &c.Equals, "not_equals": &c.NotEquals, "in": &c.In, "not_in": &c.NotIn,
+		"gt": &c.Gt, "gte": &c.Gte, "lt": &c.Lt, "lte": &c.Lte,
+		"contains": &c.Contains, "starts_with": &c.StartsWith,
+	}[op]
+	if !ok {
 		panic("unknown operator " + op)
 	}
+	*slot = &rhs
 	return c
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"strconv"
 	"time"
+
+	"github.com/gatehost/gatehost/internal/docpath"
 )
 
 // Numbers are compared and computed exactly: a JSON number enters as the
@@ -81,47 +83,16 @@ func compareNumbers(a, b any) (cmp int, ok bool) {
 	return ra.Cmp(rb), true
 }
 
-// equal is JSON-typed equality (docpath.Equal's) with numbers, at any
-// depth, compared exactly: 1 ≠ "1", and 17 + 4.1 equals 21.1.
+// equal is JSON-typed equality (docpath.Equal's) with two numbers
+// compared exactly: 1 ≠ "1", and 17 + 4.1 equals 21.1. Numbers nested in
+// arrays or objects are JSON float64s, which docpath.Equal already compares
+// as their shortest decimals compare.
 func equal(a, b any) bool {
 	if isNumber(a) || isNumber(b) {
 		c, ok := compareNumbers(a, b)
 		return ok && c == 0
 	}
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, xv := range x {
-			yv, ok := y[k]
-			if !ok || !equal(xv, yv) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+	return docpath.Equal(a, b)
 }
 
 // export turns an evaluated value into a JSON value: a computed number
