@@ -1,9 +1,9 @@
 package preconditions
 
 import (
-	"context"
 	"fmt"
 	"maps"
+	"math/big"
 	"slices"
 	"strings"
 	"time"
@@ -11,13 +11,6 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/docpath"
 )
-
-// outcome of one precondition.
-type outcome struct {
-	failed      bool
-	unevaluable string // why; empty when evaluated
-	rows        []any  // the rows' relevant fields, for evidence
-}
 
 // tri is three-valued (Kleene) truth: a condition whose value depends on a
 // missing field or an incomparable value is unknown, and an unknown that
@@ -30,153 +23,271 @@ const (
 	unknown
 )
 
-func (c *checker) evalPrecondition(_ context.Context, dc *abi.DomainCapability, p *abi.DomainPrecondition, params map[string]any) outcome {
-	e := &evaluator{params: params, now: c.now}
-	if dc.LocalTimeOffset != "" {
-		if t, err := time.Parse("-07:00", dc.LocalTimeOffset); err == nil {
-			e.local = t.Location()
-		}
+func truth(b bool) tri {
+	if b {
+		return yes
 	}
-	var rows []map[string]any
-	if p.View == "" && p.Capability == "" {
-		rows = []map[string]any{params} // a rule over the call's own parameters
-	} else {
-		bound := map[string]any{}
-		for _, name := range slices.Sorted(maps.Keys(p.Bind)) {
-			v, why := e.operand(p.Bind[name])
-			if why != "" {
-				return outcome{unevaluable: "bind " + name + ": " + why}
-			}
-			if t, ok := v.(time.Time); ok {
-				v = t.Format(time.RFC3339Nano)
-			}
-			bound[name] = v
-		}
-		var a abi.QueryRowsAnswer
-		err := c.hostCall(abi.OpQueryRows, abi.QueryRowsRequest{Domain: c.cfg.Domain, View: p.View, Capability: p.Capability, Params: bound}, &a)
-		if err != nil {
-			return outcome{unevaluable: "query failed: " + err.Error()}
-		}
-		rows = a.Rows
-	}
-	var cond *abi.Condition
-	switch {
-	case p.DenyWhen != nil && p.Require == nil:
-		cond = p.DenyWhen
-	case p.Require != nil && p.DenyWhen == nil && p.Require.Match != nil:
-		cond = p.Require.Match
-	default:
-		return outcome{unevaluable: "the precondition has no single deny_when or require.match"}
-	}
-	fields := map[string]bool{}
-	referenced(cond, fields)
-	out := outcome{rows: []any{}}
-	results := make([]tri, len(rows))
-	whys := make([]string, len(rows))
-	for i, r := range rows {
-		results[i], whys[i] = e.cond(cond, r)
-		if i < maxEvidenceRows {
-			out.rows = append(out.rows, relevant(r, fields))
-		}
-	}
-	firstUnknown := func() string {
-		for i, t := range results {
-			if t == unknown {
-				return whys[i]
-			}
-		}
-		return ""
-	}
-	if p.DenyWhen != nil {
-		if len(rows) == 0 {
-			out.unevaluable = "no row to test"
-			return out
-		}
-		if slices.Contains(results, yes) {
-			out.failed = true
-			return out
-		}
-		out.unevaluable = firstUnknown()
-		return out
-	}
-	if slices.Contains(results, yes) { // require.match: one matching row suffices
-		return out
-	}
-	if why := firstUnknown(); why != "" {
-		out.unevaluable = why
-		return out
-	}
-	out.failed = true
-	return out
+	return no
 }
 
-// referenced collects the first segment of every field a condition tests.
-func referenced(c *abi.Condition, into map[string]bool) {
-	if c.Field != "" {
-		first, _, _ := strings.Cut(c.Field, ".")
-		into[first] = true
-	}
-	for i := range c.AllOf {
-		referenced(&c.AllOf[i], into)
-	}
-	for i := range c.AnyOf {
-		referenced(&c.AnyOf[i], into)
-	}
-	if c.Not != nil {
-		referenced(c.Not, into)
-	}
+// scope is what an expression reads besides the parameters: the current
+// row (the row a condition tests; in an aggregate's where, the element,
+// which may be a scalar) and the rows the precondition's query answered.
+type scope struct {
+	row     any
+	hasRow  bool
+	rows    []any
+	hasRows bool
 }
 
-func relevant(row map[string]any, fields map[string]bool) map[string]any {
-	out := map[string]any{}
-	for f := range fields {
-		if v, ok := row[f]; ok {
-			out[f] = v
-		}
-	}
-	return out
-}
-
+// evaluator resolves operands and tests conditions for one set of
+// parameters: a call's, or a call's with one for_each element bound.
 type evaluator struct {
 	params map[string]any
 	now    time.Time
 	local  *time.Location // zone of zone-less timestamps; nil: not comparable
 }
 
-// operand resolves an operand to a JSON value or a time.Time (now).
-func (e *evaluator) operand(o abi.Operand) (any, string) {
+// tooDeep is the reason given for an expression nested deeper than
+// abi.MaxExpressionDepth. The root operand or condition is level 1; every
+// nested operand (an argument, an aggregate's over, a leaf's value or
+// right-hand side) and every nested condition (a composite's member, an
+// aggregate's where) is one level deeper.
+var tooDeep = fmt.Sprintf("expression nested deeper than %d levels", abi.MaxExpressionDepth)
+
+// getPath follows a dotted row path; "@" alone is v itself.
+func getPath(v any, path string) (any, bool) {
+	if path == "@" {
+		return v, v != nil
+	}
+	return docpath.Get(v, docpath.Split(path))
+}
+
+// lookup resolves a param or field operand. absent is true when the
+// operand is well formed but its path has no value.
+func (e *evaluator) lookup(o abi.Operand, sc scope) (v any, absent bool, why string) {
+	if o.Name == "" {
+		return nil, false, o.Kind + " operand without name"
+	}
+	if o.Kind == abi.OperandParam {
+		v, ok := docpath.Get(e.params, docpath.Split(o.Name))
+		if !ok {
+			return nil, true, fmt.Sprintf("unbound parameter %q", o.Name)
+		}
+		return v, false, ""
+	}
+	if !sc.hasRow {
+		return nil, false, fmt.Sprintf("field operand %q has no row to read", o.Name)
+	}
+	v, ok := getPath(sc.row, o.Name)
+	if !ok {
+		return nil, true, fmt.Sprintf("field %s is missing", o.Name)
+	}
+	return v, false, ""
+}
+
+// operand resolves o at level d to a JSON value, a *big.Rat (a computed
+// number) or a time.Time (now). why is non-empty when it is unknown.
+func (e *evaluator) operand(o abi.Operand, sc scope, d int) (any, string) {
+	if d > abi.MaxExpressionDepth {
+		return nil, tooDeep
+	}
 	switch o.Kind {
 	case abi.OperandLiteral:
 		return o.Value, ""
-	case abi.OperandParam:
-		if o.Name == "" {
-			return nil, "param operand without name"
-		}
-		v, ok := docpath.Get(e.params, docpath.Split(o.Name))
-		if !ok {
-			return nil, fmt.Sprintf("unbound parameter %q", o.Name)
-		}
-		return v, ""
+	case abi.OperandParam, abi.OperandField:
+		v, _, why := e.lookup(o, sc)
+		return v, why
 	case abi.OperandNow:
 		t := e.now
 		if o.Offset != "" {
-			d, err := time.ParseDuration(o.Offset)
+			dur, err := time.ParseDuration(o.Offset)
 			if err != nil {
 				return nil, fmt.Sprintf("now offset %q: %v", o.Offset, err)
 			}
-			t = t.Add(d)
+			t = t.Add(dur)
 		}
 		return t, ""
+	case abi.OperandRows:
+		if !sc.hasRows {
+			return nil, "rows operand outside a precondition's condition"
+		}
+		return sc.rows, ""
+	case abi.OperandAdd, abi.OperandSub, abi.OperandMul, abi.OperandDiv, abi.OperandMin, abi.OperandMax:
+		return e.arith(o, sc, d)
+	case abi.OperandCount, abi.OperandSum:
+		return e.aggregate(o, sc, d)
 	}
 	return nil, fmt.Sprintf("unknown operand kind %q", o.Kind)
 }
 
-func (e *evaluator) cond(c *abi.Condition, row map[string]any) (tri, string) {
+// arith computes add, sub, mul, div, min or max exactly.
+func (e *evaluator) arith(o abi.Operand, sc scope, d int) (any, string) {
+	n := len(o.Args)
+	switch {
+	case (o.Kind == abi.OperandAdd || o.Kind == abi.OperandMul) && n < 2,
+		(o.Kind == abi.OperandSub || o.Kind == abi.OperandDiv) && n != 2,
+		n < 1:
+		return nil, fmt.Sprintf("%s with %d arguments", o.Kind, n)
+	}
+	xs := make([]*big.Rat, n)
+	for i, a := range o.Args {
+		v, why := e.operand(a, sc, d+1)
+		if why != "" {
+			return nil, why
+		}
+		r, ok := rat(v)
+		if !ok {
+			return nil, fmt.Sprintf("%s argument %d is %s, not a number", o.Kind, i, describe(v))
+		}
+		xs[i] = r
+	}
+	acc := new(big.Rat).Set(xs[0])
+	for _, x := range xs[1:] {
+		switch o.Kind {
+		case abi.OperandAdd:
+			acc.Add(acc, x)
+		case abi.OperandSub:
+			acc.Sub(acc, x)
+		case abi.OperandMul:
+			acc.Mul(acc, x)
+		case abi.OperandDiv:
+			if x.Sign() == 0 {
+				return nil, "division by zero"
+			}
+			acc.Quo(acc, x)
+		case abi.OperandMin:
+			if x.Cmp(acc) < 0 {
+				acc.Set(x)
+			}
+		case abi.OperandMax:
+			if x.Cmp(acc) > 0 {
+				acc.Set(x)
+			}
+		}
+		if tooBig(acc) {
+			return nil, fmt.Sprintf("%s: the result is too large to compute exactly", o.Kind)
+		}
+	}
+	return acc, ""
+}
+
+// aggregate computes count or sum over the elements of Over for which
+// Where holds. An element for which Where is unknown makes the aggregate
+// unknown; so does, for sum, an element without a number at Of.
+func (e *evaluator) aggregate(o abi.Operand, sc scope, d int) (any, string) {
+	if o.Over == nil {
+		return nil, o.Kind + " without over"
+	}
+	if o.Kind == abi.OperandCount && o.Of != "" {
+		return nil, "count with of"
+	}
+	v, why := e.operand(*o.Over, sc, d+1)
+	if why != "" {
+		return nil, why
+	}
+	elems, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Sprintf("%s over %s, not an array", o.Kind, describe(v))
+	}
+	acc := new(big.Rat)
+	one := big.NewRat(1, 1)
+	for i, el := range elems {
+		if o.Where != nil {
+			t, why := e.cond(o.Where, scope{row: el, hasRow: true, rows: sc.rows, hasRows: sc.hasRows}, d+1)
+			if t == unknown {
+				return nil, fmt.Sprintf("%s element %d: %s", o.Kind, i, why)
+			}
+			if t == no {
+				continue
+			}
+		}
+		if o.Kind == abi.OperandCount {
+			acc.Add(acc, one)
+			continue
+		}
+		x := el
+		if o.Of != "" {
+			if x, ok = getPath(el, o.Of); !ok {
+				return nil, fmt.Sprintf("sum element %d has no %s", i, o.Of)
+			}
+		}
+		r, ok := rat(x)
+		if !ok {
+			return nil, fmt.Sprintf("sum element %d is %s, not a number", i, describe(x))
+		}
+		acc.Add(acc, r)
+		if tooBig(acc) {
+			return nil, "sum: the result is too large to compute exactly"
+		}
+	}
+	return acc, ""
+}
+
+// describe names a value's JSON type for a reason.
+func describe(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	case time.Time:
+		return "a time"
+	}
+	if isNumber(v) {
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// operator is the one operator of a leaf: its name and right-hand side
+// (nil for exists).
+func operator(c *abi.Condition) (op string, rhs *abi.Operand, n int) {
+	for _, cand := range []struct {
+		name string
+		o    *abi.Operand
+	}{{"equals", c.Equals}, {"not_equals", c.NotEquals}, {"in", c.In}, {"not_in", c.NotIn},
+		{"gt", c.Gt}, {"gte", c.Gte}, {"lt", c.Lt}, {"lte", c.Lte}, {"contains", c.Contains},
+		{"starts_with", c.StartsWith}} {
+		if cand.o != nil {
+			op, rhs = cand.name, cand.o
+			n++
+		}
+	}
+	if c.Exists != nil {
+		op, rhs = "exists", nil
+		n++
+	}
+	return op, rhs, n
+}
+
+// cond tests c, at level d, in scope sc.
+func (e *evaluator) cond(c *abi.Condition, sc scope, d int) (tri, string) {
+	if d > abi.MaxExpressionDepth {
+		return unknown, tooDeep
+	}
+	composites := 0
+	for _, set := range []bool{c.AllOf != nil, c.AnyOf != nil, c.Not != nil} {
+		if set {
+			composites++
+		}
+	}
+	_, _, ops := operator(c)
+	isLeaf := c.Field != "" || c.Value != nil || ops > 0
+	if composites > 1 || (composites == 1 && isLeaf) {
+		return unknown, "a condition with more than one of all_of, any_of, not and a leaf"
+	}
 	switch {
 	case c.AllOf != nil:
 		res, why := yes, ""
 		for i := range c.AllOf {
-			t, w := e.cond(&c.AllOf[i], row)
+			t, w := e.cond(&c.AllOf[i], sc, d+1)
 			if t == no {
 				return no, ""
 			}
@@ -188,7 +299,7 @@ func (e *evaluator) cond(c *abi.Condition, row map[string]any) (tri, string) {
 	case c.AnyOf != nil:
 		res, why := no, ""
 		for i := range c.AnyOf {
-			t, w := e.cond(&c.AnyOf[i], row)
+			t, w := e.cond(&c.AnyOf[i], sc, d+1)
 			if t == yes {
 				return yes, ""
 			}
@@ -198,7 +309,7 @@ func (e *evaluator) cond(c *abi.Condition, row map[string]any) (tri, string) {
 		}
 		return res, why
 	case c.Not != nil:
-		t, why := e.cond(c.Not, row)
+		t, why := e.cond(c.Not, sc, d+1)
 		switch t {
 		case yes:
 			return no, ""
@@ -207,73 +318,132 @@ func (e *evaluator) cond(c *abi.Condition, row map[string]any) (tri, string) {
 		}
 		return unknown, why
 	}
-	if c.Field == "" {
-		return unknown, "a condition without field or composition"
-	}
-	got, found := docpath.Get(row, docpath.Split(c.Field))
-	if c.Exists != nil {
-		return truth(found == *c.Exists), ""
-	}
-	var op string
-	var o *abi.Operand
-	for _, cand := range []struct {
-		name string
-		o    *abi.Operand
-	}{{"equals", c.Equals}, {"not_equals", c.NotEquals}, {"in", c.In}, {"not_in", c.NotIn},
-		{"gt", c.Gt}, {"gte", c.Gte}, {"lt", c.Lt}, {"lte", c.Lte}, {"contains", c.Contains}} {
-		if cand.o != nil {
-			if o != nil {
-				return unknown, fmt.Sprintf("field %s: more than one operator", c.Field)
-			}
-			op, o = cand.name, cand.o
+	return e.leaf(c, sc, d)
+}
+
+// leaf tests a {field|value, operator} condition.
+func (e *evaluator) leaf(c *abi.Condition, sc scope, d int) (tri, string) {
+	if (c.Field != "") == (c.Value != nil) {
+		if c.Field == "" {
+			return unknown, "a condition without field, value or composition"
 		}
+		return unknown, "a condition with both field and value"
 	}
-	if o == nil {
-		return unknown, fmt.Sprintf("field %s: no known operator", c.Field)
+	label := "field " + c.Field
+	if c.Value != nil {
+		label = c.Value.Kind + " value"
 	}
-	if !found {
-		return unknown, fmt.Sprintf("field %s is missing", c.Field)
+	op, rhs, n := operator(c)
+	switch {
+	case n == 0:
+		return unknown, label + ": no known operator"
+	case n > 1:
+		return unknown, label + ": more than one operator"
 	}
-	want, why := e.operand(*o)
+	var got any
+	if c.Field != "" {
+		if !sc.hasRow {
+			return unknown, label + " has no row to read"
+		}
+		v, found := getPath(sc.row, c.Field)
+		if op == "exists" {
+			return truth(found == *c.Exists), ""
+		}
+		if !found {
+			return unknown, label + " is missing"
+		}
+		got = v
+	} else {
+		if op == "exists" {
+			return e.valueExists(*c.Value, *c.Exists, sc, d+1)
+		}
+		v, why := e.operand(*c.Value, sc, d+1)
+		if why != "" {
+			return unknown, why
+		}
+		got = v
+	}
+	want, why := e.operand(*rhs, sc, d+1)
 	if why != "" {
 		return unknown, why
 	}
+	return e.apply(op, label, got, want)
+}
+
+// valueExists is {value: X, exists: B}: X exists when it resolves. A param
+// or field whose path has no value does not exist; any other failure to
+// resolve (a malformed or incomputable operand) is unknown, so that it can
+// decide neither way.
+func (e *evaluator) valueExists(o abi.Operand, want bool, sc scope, d int) (tri, string) {
+	if d > abi.MaxExpressionDepth {
+		return unknown, tooDeep
+	}
+	if o.Kind == abi.OperandParam || o.Kind == abi.OperandField {
+		_, absent, why := e.lookup(o, sc)
+		if absent {
+			return truth(!want), ""
+		}
+		if why != "" {
+			return unknown, why
+		}
+		return truth(want), ""
+	}
+	if _, why := e.operand(o, sc, d); why != "" {
+		return unknown, why
+	}
+	return truth(want), ""
+}
+
+// apply tests got op want.
+func (e *evaluator) apply(op, label string, got, want any) (tri, string) {
 	switch op {
 	case "equals", "not_equals":
-		eq := false
-		if t, ok := want.(time.Time); ok {
-			gt, ok := e.time(got)
+		_, gotTime := got.(time.Time)
+		_, wantTime := want.(time.Time)
+		var eq bool
+		if gotTime || wantTime {
+			c, ok := e.compareTimes(got, want)
 			if !ok {
-				return unknown, fmt.Sprintf("field %s is not a time", c.Field)
+				return unknown, fmt.Sprintf("%s: %v and %v are not both times", label, export(got), export(want))
 			}
-			eq = gt.Equal(t)
+			eq = c == 0
 		} else {
-			eq = docpath.Equal(got, want)
+			eq = equal(got, want)
 		}
 		return truth(eq == (op == "equals")), ""
 	case "in", "not_in":
 		list, ok := want.([]any)
 		if !ok {
-			return unknown, fmt.Sprintf("field %s: %s needs an array, got %T", c.Field, op, want)
+			return unknown, fmt.Sprintf("%s: %s needs an array, got %s", label, op, describe(want))
 		}
-		in := slices.ContainsFunc(list, func(x any) bool { return docpath.Equal(got, x) })
+		in := slices.ContainsFunc(list, func(x any) bool { return equal(got, x) })
 		return truth(in == (op == "in")), ""
 	case "contains":
 		switch g := got.(type) {
 		case string:
 			s, ok := want.(string)
 			if !ok {
-				return unknown, fmt.Sprintf("field %s: contains on a string needs a string", c.Field)
+				return unknown, fmt.Sprintf("%s: contains on a string needs a string", label)
 			}
 			return truth(strings.Contains(g, s)), ""
 		case []any:
-			return truth(slices.ContainsFunc(g, func(x any) bool { return docpath.Equal(x, want) })), ""
+			return truth(slices.ContainsFunc(g, func(x any) bool { return equal(x, want) })), ""
 		}
-		return unknown, fmt.Sprintf("field %s: contains needs a string or an array, got %T", c.Field, got)
+		return unknown, fmt.Sprintf("%s: contains needs a string or an array, got %s", label, describe(got))
+	case "starts_with":
+		g, okG := got.(string)
+		w, okW := want.(string)
+		if !okG || !okW {
+			return unknown, fmt.Sprintf("%s: starts_with needs two strings, got %s and %s", label, describe(got), describe(want))
+		}
+		return truth(strings.HasPrefix(g, w)), ""
 	}
-	cmp, ok := e.compare(got, want)
+	cmp, ok := compareNumbers(got, want)
 	if !ok {
-		return unknown, fmt.Sprintf("field %s: %v and %v are not both numbers or both times", c.Field, got, want)
+		cmp, ok = e.compareTimes(got, want)
+	}
+	if !ok {
+		return unknown, fmt.Sprintf("%s: %v and %v are not both numbers or both times", label, export(got), export(want))
 	}
 	switch op {
 	case "gt":
@@ -286,43 +456,15 @@ func (e *evaluator) cond(c *abi.Condition, row map[string]any) (tri, string) {
 	return truth(cmp <= 0), "" // lte
 }
 
-func truth(b bool) tri {
-	if b {
-		return yes
-	}
-	return no
-}
-
-// compare orders two numbers, or two times (RFC 3339 strings, zone-less
-// timestamps read at the domain's local offset, or now).
-func (e *evaluator) compare(a, b any) (int, bool) {
-	fa, okA := number(a)
-	fb, okB := number(b)
-	if okA && okB {
-		switch {
-		case fa < fb:
-			return -1, true
-		case fa > fb:
-			return 1, true
-		}
-		return 0, true
-	}
+// compareTimes orders two times: RFC 3339 strings, zone-less timestamps
+// read at the domain's local offset, or now.
+func (e *evaluator) compareTimes(a, b any) (int, bool) {
 	ta, okA := e.time(a)
 	tb, okB := e.time(b)
-	if okA && okB {
-		return ta.Compare(tb), true
+	if !okA || !okB {
+		return 0, false
 	}
-	return 0, false
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
+	return ta.Compare(tb), true
 }
 
 func (e *evaluator) time(v any) (time.Time, bool) {
@@ -342,4 +484,71 @@ func (e *evaluator) time(v any) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// bind resolves a bind (or the bind of an effect's query) into query
+// parameters, names in sorted order so the first failure reported is
+// stable. A computed number is sent as its nearest float64, a time as RFC
+// 3339 text.
+func (e *evaluator) bind(b map[string]abi.Operand) (map[string]any, string) {
+	bound := map[string]any{}
+	for _, name := range slices.Sorted(maps.Keys(b)) {
+		v, why := e.operand(b[name], scope{}, 1)
+		if why != "" {
+			return nil, "bind " + name + ": " + why
+		}
+		bound[name] = export(v)
+	}
+	return bound, ""
+}
+
+// referenced collects the first segment of every row field a condition
+// tests (leaf fields and field operands outside an aggregate's where,
+// whose fields are an element's), for the evidence of a finding.
+func referenced(c *abi.Condition, into map[string]bool, d int) {
+	if c == nil || d > abi.MaxExpressionDepth {
+		return
+	}
+	addField(c.Field, into)
+	for _, o := range []*abi.Operand{c.Value, c.Equals, c.NotEquals, c.In, c.NotIn, c.Gt, c.Gte, c.Lt, c.Lte, c.Contains, c.StartsWith} {
+		referencedOperand(o, into, d+1)
+	}
+	for i := range c.AllOf {
+		referenced(&c.AllOf[i], into, d+1)
+	}
+	for i := range c.AnyOf {
+		referenced(&c.AnyOf[i], into, d+1)
+	}
+	referenced(c.Not, into, d+1)
+}
+
+func referencedOperand(o *abi.Operand, into map[string]bool, d int) {
+	if o == nil || d > abi.MaxExpressionDepth {
+		return
+	}
+	if o.Kind == abi.OperandField {
+		addField(o.Name, into)
+	}
+	for i := range o.Args {
+		referencedOperand(&o.Args[i], into, d+1)
+	}
+	referencedOperand(o.Over, into, d+1)
+}
+
+func addField(path string, into map[string]bool) {
+	if path == "" || path == "@" {
+		return
+	}
+	first, _, _ := strings.Cut(path, ".")
+	into[first] = true
+}
+
+func relevant(row map[string]any, fields map[string]bool) map[string]any {
+	out := map[string]any{}
+	for f := range fields {
+		if v, ok := row[f]; ok {
+			out[f] = v
+		}
+	}
+	return out
 }

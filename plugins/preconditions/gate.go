@@ -5,16 +5,28 @@
 // parameters, asks the host for the rows, and tests the predicate.
 //
 // It runs twice on the same rules: on a proposal before its first dispatch
-// ("dry": every write action is checked against the current state) and on
-// one tool_call right before it executes ("execute": the re-check that closes
-// the gap between plan and write). The mode is in the evidence.
+// ("dry": the write actions are checked in plan order) and on one tool_call
+// right before it executes ("execute": the re-check that closes the gap
+// between plan and write). The mode is in the evidence. In dry mode the
+// declared effects of every admitted write (a write with no finding) are
+// resolved into abi.Effect values and every later query of the plan carries
+// them as an overlay, so a later write is checked against the state the
+// earlier ones leave; a write whose effects cannot be resolved is denied and
+// applies nothing. Execute mode sends no overlay.
 //
 // Every precondition of the called capability is evaluated, in declaration
-// order, and every failure is reported. Deny only: the gate never rewrites an
-// argument. Whatever cannot be evaluated — an unbound parameter, a view or
-// query error, no row, a missing field, an unknown operator or operand, a
-// type the operator cannot compare — denies with code
-// precondition_unevaluable.
+// order, and every failure is reported. A precondition with for_each is
+// evaluated once per element of an array parameter (or per position of
+// several zipped): any failing element fails it, else any unevaluable one
+// makes it unevaluable, else it holds, vacuously so for an empty array. One
+// call may make at most abi.MaxQueriesPerCall queries.
+//
+// Numbers are compared and computed exactly (see num.go): 17.00 + 4.10
+// equals 21.10. Deny only: the gate never rewrites an argument. Whatever
+// cannot be evaluated — an unbound parameter, a view or query error, no row,
+// a missing field, an unknown operator or operand, a type the operator
+// cannot compare, a division by zero, an expression nested deeper than
+// abi.MaxExpressionDepth — denies with code precondition_unevaluable.
 package preconditions
 
 import (
@@ -162,7 +174,7 @@ func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
 		if err := ctx.Err(); err != nil {
 			return abi.Response{}, err
 		}
-		checked = append(checked, c.check(ctx, cl))
+		checked = append(checked, c.check(cl))
 	}
 	ev := map[string]any{"mode": mode, "domain": cfg.Domain, "checked": checked}
 	if len(skipped) > 0 {
@@ -186,6 +198,11 @@ type checker struct {
 	mode     string
 	caps     map[string]capLookup
 	findings []abi.Finding
+	// queries counts the query.rows made for the call being checked.
+	queries int
+	// overlay holds the resolved effects of the plan's admitted writes so
+	// far (dry mode only); every query.rows carries it.
+	overlay []abi.Effect
 }
 
 // capability looks a tool up once per evaluation.
@@ -279,7 +296,7 @@ func (c *checker) deny(cl call, code, msg string, details map[string]any) {
 }
 
 // check evaluates every precondition of one call and returns its evidence.
-func (c *checker) check(ctx context.Context, cl call) map[string]any {
+func (c *checker) check(cl call) map[string]any {
 	ev := map[string]any{"tool": cl.tool}
 	if cl.index != nil {
 		ev["action_index"] = *cl.index
@@ -310,35 +327,68 @@ func (c *checker) check(ctx context.Context, cl call) map[string]any {
 	}
 	ev["preconditions"] = ids
 	params, perr := decodeParams(cl)
-	failed := 0
+	c.queries = 0
+	before := len(c.findings)
 	for i := range dc.Preconditions {
 		p := &dc.Preconditions[i]
 		base := map[string]any{"precondition": p.ID, "capability": dc.Name}
 		if perr != nil {
 			base["reason"] = perr.Error()
 			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated: %v; denied", p.ID, dc.Name, perr), base)
-			failed++
 			continue
 		}
-		out := c.evalPrecondition(ctx, dc, p, params)
+		out := c.evalPrecondition(dc, p, params)
 		if out.rows != nil {
 			base["rows"] = out.rows
 		}
+		if out.elements != nil {
+			base["elements"] = out.elements
+			if out.elementsTruncated {
+				base["elements_truncated"] = true
+			}
+		}
 		switch {
+		case out.failed:
+			c.deny(cl, CodeFailed, p.Message, base)
 		case out.unevaluable != "":
 			base["reason"] = out.unevaluable
 			c.deny(cl, CodeUnevaluable, fmt.Sprintf("precondition %s of %s cannot be evaluated (%s), so the call is denied. The rule: %s", p.ID, dc.Name, out.unevaluable, p.Message), base)
-			failed++
-		case out.failed:
-			c.deny(cl, CodeFailed, p.Message, base)
-			failed++
 		}
 	}
+	if c.mode == ModeDry && len(dc.Effects) > 0 && len(c.findings) == before {
+		c.applyEffects(cl, dc, params, perr, ev)
+	}
 	ev["outcome"] = "held"
-	if failed > 0 {
+	if len(c.findings) > before {
 		ev["outcome"] = "denied"
 	}
 	return ev
+}
+
+// applyEffects resolves the effects of an admitted write (dry mode) and
+// appends them to the overlay, recording them in the call's evidence ev; a
+// resolution failure denies the call instead, and nothing of it is applied.
+func (c *checker) applyEffects(cl call, dc *abi.DomainCapability, params map[string]any, perr error, ev map[string]any) {
+	var effs []abi.Effect
+	var fail *effectError
+	if perr != nil {
+		fail = &effectError{0, perr.Error()}
+	} else {
+		effs, fail = c.resolveEffects(dc, params)
+	}
+	if fail != nil {
+		c.deny(cl, CodeUnevaluable, fmt.Sprintf("effect %d of %s cannot be resolved (%s), so the call is denied", fail.index, dc.Name, fail.reason),
+			map[string]any{"capability": dc.Name, "effect": fail.index, "reason": fail.reason})
+		return
+	}
+	c.overlay = append(c.overlay, effs...)
+	ev["effects_count"] = len(effs)
+	listed := effs
+	if len(listed) > maxEvidenceEffects {
+		listed = listed[:maxEvidenceEffects]
+		ev["effects_truncated"] = true
+	}
+	ev["effects"] = append([]abi.Effect{}, listed...)
 }
 
 func decodeParams(cl call) (map[string]any, error) {
