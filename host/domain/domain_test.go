@@ -15,7 +15,7 @@ import (
 )
 
 func TestShippedCatalogsAreValid(t *testing.T) {
-	for _, f := range []string{"retail", "airline", "rfc"} {
+	for _, f := range []string{"retail", "airline", "rfc", "github-bench", "rfc/headerless"} {
 		c, err := domain.Load(filepath.Join("..", "..", "testdata", "domains", f, "domain.yaml"))
 		require.NoError(t, err, f)
 		assert.NotEmpty(t, c.Capabilities())

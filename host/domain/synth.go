@@ -94,7 +94,7 @@ func (s *synthView) resolve(ctx context.Context, src datasource.DataSource) (*da
 			if slices.Contains(have, c) {
 				vw := s.view(c)
 				if err := src.Prepare(ctx, vw); err != nil {
-					return nil, fmt.Errorf("the view made for entity %s over %q: %w: give the capability a view: NAME", s.entity, c, err)
+					return nil, fmt.Errorf("the view made for %s over %q: %w: give the capability a view: NAME", s.entity, c, err)
 				}
 				return vw, nil
 			}
@@ -106,5 +106,5 @@ func (s *synthView) resolve(ctx context.Context, src datasource.DataSource) (*da
 			}
 		}
 	}
-	return nil, fmt.Errorf("entity %s: the data source has no collection or table named any of %v: give the capability a view: NAME", s.entity, cands)
+	return nil, fmt.Errorf("%s names none of the data source's collections or tables (tried %v): give the capability a view: NAME", s.entity, cands)
 }
