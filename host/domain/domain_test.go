@@ -128,6 +128,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte(base))
+	f.Add([]byte(withPre(`{id: p1, for_each: {zip: [items, prices], as: [it, pr]}, view: v, bind: {a: {param: it.id}}, deny_when: {value: {sum: {over: {rows: true}, of: n, where: {field: "@", starts_with: x}}}, gt: {add: [{field: total}, 1]}}, message: m}`)))
+	f.Add([]byte(withEffect(`{for_each: {param: items, as: it}, collection: c, id: {param: it}, view: v, bind: {a: {param: a}}, set: {"x.{it}": {field: y}}}`)))
+	f.Add([]byte(headerless))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := domain.Parse(b)
 		if err == nil && c == nil {

@@ -204,3 +204,77 @@ func TestV2Recorded(t *testing.T) {
 		Set: map[string]abi.Operand{"status": {Kind: abi.OperandLiteral, Value: "cancelled"}}}, w.Effects[0])
 	assert.Equal(t, 2, c.Version)
 }
+
+// TestDOMAINExamples: the v2 examples of DOMAIN.md, put in one catalog,
+// load.
+func TestDOMAINExamples(t *testing.T) {
+	doc := `
+views:
+  order_item: {params: [order_id, item_id], document: {collection: orders, id: "{order_id}"}}
+  item_pair: {params: [order_id, old, new], document: {collection: orders, id: "{order_id}"}}
+  order_refund: {params: [order_id], document: {collection: orders, id: "{order_id}"}}
+  plan_names:
+    params: [line_id]
+    document:
+      collection: lines
+      id: "{line_id}"
+      lookups: {names: {for_each: plan_ids, collection: plans, id: "{item}", path: name}}
+capabilities:
+  get_order: {kind: get, entity: Order, parameters: [order_id]}
+  exchange:
+    kind: action
+    parameters: [order_id, item_ids, new_item_ids, ids]
+    preconditions:
+      - id: item_is_delivered
+        for_each: {param: item_ids, as: item_id}
+        view: order_item
+        bind: {order_id: {param: order_id}, item_id: {param: item_id}}
+        require: {match: {field: status, equals: delivered}}
+        message: Only delivered items can be returned.
+      - id: new_item_same_product
+        for_each: {zip: [item_ids, new_item_ids], as: [old, new]}
+        view: item_pair
+        bind: {order_id: {param: order_id}, old: {param: old}, new: {param: new}}
+        deny_when: {field: new_product_id, not_equals: {field: old_product_id}}
+        message: An item can only be exchanged for another variant of the same product.
+      - {id: some_items, deny_when: {value: {count: {over: {param: item_ids}}}, equals: 0}, message: m}
+      - id: totals
+        capability: get_order
+        bind: {order_id: {param: order_id}}
+        deny_when: {value: {add: [{field: subtotal}, {field: shipping}]}, not_equals: {field: total}}
+        message: m
+      - id: pending
+        view: order_refund
+        bind: {order_id: {param: order_id}}
+        deny_when: {value: {count: {over: {field: items}, where: {field: status, equals: pending}}}, gt: 1}
+        message: m
+      - id: refunds
+        view: order_refund
+        bind: {order_id: {param: order_id}}
+        require: {match: {value: {sum: {over: {rows: true}, of: amount}}, lte: 100}}
+        message: m
+      - {id: ids, deny_when: {value: {count: {over: {param: ids}, where: {field: "@", starts_with: "#W"}}}, gt: 0}, message: m}
+      - {id: refund_le_paid, view: order_refund, bind: {order_id: {param: order_id}}, deny_when: {field: refund, lte: {field: paid}}, message: m}
+  return_delivered_order_items:
+    kind: action
+    parameters: [order_id, item_ids, payment_method_id]
+    effects:
+      - collection: orders
+        id: {param: order_id}
+        set: {status: return requested, return_payment_method_id: {param: payment_method_id}}
+      - for_each: {param: item_ids, as: item_id}
+        collection: orders
+        id: {param: order_id}
+        set: {"item_states.{item_id}": returned}
+      - collection: users
+        id: {field: user_id}
+        view: order_refund
+        bind: {order_id: {param: order_id}}
+        set: {"payment_methods.{payment_method_id}.balance": {add: [{field: balance}, {field: refund}]}}
+`
+	c, err := domain.ParseNamed([]byte(doc), "retail")
+	require.NoError(t, err)
+	r, ok := c.Capability("return_delivered_order_items")
+	require.True(t, ok)
+	assert.Len(t, r.Effects, 3)
+}
