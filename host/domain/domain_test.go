@@ -96,17 +96,25 @@ func TestValidationErrors(t *testing.T) {
 		{"a: &x [1, 2]\nb: *x\n", `YAML aliases are not allowed`},
 	}
 	for _, c := range cases {
-		_, err := domain.Parse([]byte(c.doc))
 		if c.want == "" {
+			_, err := domain.Parse([]byte(c.doc))
 			assert.NoError(t, err, c.doc)
 			continue
 		}
-		require.Error(t, err, c.want)
-		assert.ErrorIs(t, err, domain.ErrInvalid)
-		assert.Contains(t, err.Error(), c.want)
-		var de *domain.Error
-		assert.True(t, errors.As(err, &de))
+		requireInvalid(t, c.doc, c.want)
 	}
+}
+
+// requireInvalid asserts that doc does not parse, with a *domain.Error
+// matching ErrInvalid whose text contains want.
+func requireInvalid(t *testing.T, doc, want string) {
+	t.Helper()
+	_, err := domain.Parse([]byte(doc))
+	require.Error(t, err, doc)
+	assert.ErrorIs(t, err, domain.ErrInvalid)
+	assert.Contains(t, err.Error(), want)
+	var de *domain.Error
+	assert.True(t, errors.As(err, &de))
 }
 
 func TestAllErrorsReported(t *testing.T) {
