@@ -65,7 +65,10 @@ type Documents struct {
 	// over holds the documents an Apply replaced or added (collection → id
 	// → document), read before colls; nil for a source fresh from its data.
 	over map[string]map[string]any
-	ids  map[string][]string // sorted ids per collection, over's included
+	ids  map[string][]string // sorted ids per collection of colls
+	// created are the sorted ids, per collection, of over's documents that
+	// colls does not have: a scan merges them into ids.
+	created map[string][]string
 }
 
 // doc returns document id of collection coll, the overlay's first.
@@ -127,13 +130,20 @@ func (d *Documents) Rows(ctx context.Context, v *View, params map[string]any) ([
 			docs = append(docs, doc)
 		}
 	} else {
-		coll, over := d.colls[dv.Collection], d.over[dv.Collection]
+		coll, over, created := d.colls[dv.Collection], d.over[dv.Collection], d.created[dv.Collection]
+		docs = make([]any, 0, len(coll)+len(created))
 		for _, id := range d.ids[dv.Collection] {
+			for len(created) > 0 && created[0] < id {
+				docs, created = append(docs, over[created[0]]), created[1:]
+			}
 			doc, ok := over[id]
 			if !ok {
 				doc = coll[id]
 			}
 			docs = append(docs, doc)
+		}
+		for _, id := range created {
+			docs = append(docs, over[id])
 		}
 	}
 	rows := []Row{}

@@ -59,12 +59,22 @@ func checkEffect(e abi.Effect) error {
 	case len(e.Set) == 0:
 		return errors.New("set is empty")
 	}
-	for _, p := range slices.Sorted(maps.Keys(e.Set)) {
+	for _, p := range setPaths(e.Set) {
 		if n := strings.Count(p, ".") + 1; n > MaxEffectPathSegments {
 			return fmt.Errorf("set path %.64q…: %d segments (at most %d)", p, n, MaxEffectPathSegments)
 		}
 	}
 	return nil
+}
+
+// setPaths returns the paths of set, sorted.
+func setPaths(set map[string]any) []string {
+	if len(set) == 1 {
+		for p := range set {
+			return []string{p}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 // WithOverlay implements Overlayer with Apply.
@@ -111,15 +121,19 @@ func (d *Documents) Apply(effects []abi.Effect) (*Documents, error) {
 			return nil, fmt.Errorf("effect %d (%s %q): %w: %w", i, e.Collection, e.ID, ErrEffect, err)
 		}
 	}
-	ids := d.ids
+	// The source's sorted ids are shared; documents created are listed
+	// apart, so that gaining one costs its collection's size nothing.
+	created := d.created
 	if len(a.added) > 0 {
-		ids = maps.Clone(d.ids)
+		created = maps.Clone(d.created)
+		if created == nil {
+			created = map[string][]string{}
+		}
 		for coll, added := range a.added {
-			ids[coll] = append(slices.Clone(d.ids[coll]), added...)
-			slices.Sort(ids[coll])
+			created[coll] = slices.Sorted(slices.Values(append(slices.Clone(d.created[coll]), added...)))
 		}
 	}
-	return &Documents{colls: d.colls, over: a.over, ids: ids}, nil
+	return &Documents{colls: d.colls, over: a.over, ids: d.ids, created: created}, nil
 }
 
 type docKey struct{ coll, id string }
@@ -158,7 +172,7 @@ func (a *applier) apply(e abi.Effect) error {
 		}
 		a.added[e.Collection] = append(a.added[e.Collection], e.ID)
 	}
-	for _, p := range slices.Sorted(maps.Keys(e.Set)) {
+	for _, p := range setPaths(e.Set) {
 		val, err := copyJSON(e.Set[p], 0)
 		if err != nil {
 			return fmt.Errorf("set %s: %w", p, err)

@@ -10,12 +10,14 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-func same(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+func same(a, b any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
 
 // TestApplyCopiesOnlyWhatItTouches: an overlay holds only the documents its
 // effects name, shares the source's collections and, inside a touched
-// document, every container off the set paths; a collection's sorted ids
-// are rebuilt only when it gains a document.
+// document, every container off the set paths; the source's sorted ids are
+// shared even when a collection gains a document.
 func TestApplyCopiesOnlyWhatItTouches(t *testing.T) {
 	d := NewDocuments(map[string]map[string]any{
 		"orders": {
@@ -41,12 +43,13 @@ func TestApplyCopiesOnlyWhatItTouches(t *testing.T) {
 	assert.Equal(t, "pending", o1["status"])
 
 	// A second overlay over the first shares the documents the first
-	// changed and copies nothing of a collection it only adds to.
+	// changed and lists the documents it creates apart from the source's ids.
 	got2, err := got.Apply([]abi.Effect{{Collection: "users", ID: "u9", Set: map[string]any{"name": "m"}}})
 	require.NoError(t, err)
 	assert.True(t, same(n1, got2.over["orders"]["#1"]))
-	assert.True(t, same(d.ids["orders"], got2.ids["orders"]), "orders gained nothing")
-	assert.Equal(t, []string{"u1", "u9"}, got2.ids["users"])
+	assert.True(t, same(d.ids, got2.ids), "the source's sorted ids shared")
+	assert.Equal(t, map[string][]string{"users": {"u9"}}, got2.created)
+	assert.Nil(t, got.created)
 	assert.Equal(t, []string{"u1"}, d.ids["users"])
 	assert.NotContains(t, got.over, "users")
 }
