@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
