@@ -21,11 +21,11 @@ func TestDomainSourceKeys(t *testing.T) {
 	catalog, err := filepath.Abs("../testdata/domains/retail/domain.yaml")
 	require.NoError(t, err)
 	files := map[string]string{
-		"db.json":     `{"plans":[{"plan_id":"p1","fee":5},{"plan_id":"p2"}],"users":{"u1":{"plan":"p1"}}}`,
-		"plans.json":  `[{"plan_id":"p1","fee":5}]`,
-		"dup.json":    `[{"plan_id":"p1"},{"plan_id":"p1"}]`,
-		"users.json":  `{"u1":{"plan":"p1"}}`,
-		"retail.db":   "",
+		"db.json":    `{"plans":[{"plan_id":"p1","fee":5},{"plan_id":"p2"}],"users":{"u1":{"plan":"p1"}}}`,
+		"plans.json": `[{"plan_id":"p1","fee":5}]`,
+		"dup.json":   `[{"plan_id":"p1"},{"plan_id":"p1"}]`,
+		"users.json": `{"u1":{"plan":"p1"}}`,
+		"retail.db":  "",
 	}
 	for name, body := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
