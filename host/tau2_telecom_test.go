@@ -379,3 +379,13 @@ func TestTau2TelecomRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestTau2TelecomExamples keeps the telecom example subjects deciding as
+// docs/DOMAINS-TAU2.md says.
+func TestTau2TelecomExamples(t *testing.T) {
+	rig := telecomRig(t, telecomDocuments(t))
+	r := rig.check(t, "telecom", abi.SubjectToolCall, readFile(t, "testdata/domains/examples/telecom-payment-request-issued.json"))
+	assert.Equal(t, []string{"bill_is_overdue"}, r.failedIDs())
+	r = rig.check(t, "telecom", abi.SubjectProposal, readFile(t, "testdata/domains/examples/telecom-refuel-plan.json"))
+	assert.Equal(t, map[int]string{2: "refuel_within_limit"}, deniedIDs(r))
+}
