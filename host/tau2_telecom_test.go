@@ -329,6 +329,11 @@ func TestTau2TelecomRefusals(t *testing.T) {
 	paid := func(d *datasource.Documents) *datasource.Documents {
 		return withEffects(t, d, []abi.Effect{{Collection: "bills", ID: "B1234321", Set: map[string]any{"status": "Paid"}}})
 	}
+	// C1001 lists a bill the bills table does not have: its status is
+	// unknown, so it cannot count as paid.
+	unreadable := withEffects(t, base, []abi.Effect{{Collection: "customers", ID: "C1001", Set: map[string]any{"bill_ids.3": "B0000000"}}})
+	resumeL1003 := abi.ToolCall{ID: "r3", Tool: "resume_line", Parameters: json.RawMessage(`{"customer_id":"C1001","line_id":"L1003"}`)}
+	requestMissing := abi.ToolCall{ID: "pm", Tool: "send_payment_request", Parameters: json.RawMessage(`{"customer_id":"C1001","bill_id":"B0000000"}`)}
 	resume := abi.ToolCall{ID: "r", Tool: "resume_line", Parameters: json.RawMessage(`{"customer_id":"C1001","line_id":"L1002"}`)}
 	request := abi.ToolCall{ID: "p", Tool: "send_payment_request", Parameters: json.RawMessage(`{"customer_id":"C1001","bill_id":"B1234321"}`)}
 	refuel := abi.ToolCall{ID: "f", Tool: "refuel_data", Parameters: json.RawMessage(`{"customer_id":"C1001","line_id":"L1002","gb_amount":1}`)}
@@ -347,6 +352,9 @@ func TestTau2TelecomRefusals(t *testing.T) {
 		// 2025-01-31; paid or not, the suspension stays.
 		{"contract_ended_unpaid", suspended(true), []abi.ToolCall{resume}, []string{"overdue_bills_paid", "contract_not_ended"}},
 		{"contract_ended_paid", paid(suspended(true)), []abi.ToolCall{resume}, []string{"contract_not_ended"}},
+		// A bill of the account that cannot be read denies.
+		{"resume_with_unreadable_bill", unreadable, []abi.ToolCall{resumeL1003}, []string{"overdue_bills_paid"}},
+		{"request_unreadable_bill", unreadable, []abi.ToolCall{requestMissing}, []string{"bill_is_overdue", "no_bill_awaiting_payment"}},
 		{"contract_ended_request_then_resume", suspended(true), []abi.ToolCall{request, resume}, []string{"overdue_bills_paid", "contract_not_ended"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
