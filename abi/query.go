@@ -107,10 +107,11 @@ const MaxQueriesPerCall = 256
 
 // DomainEffect is a declared change a write makes to one document of the
 // domain's data (minor 4). Collection and ID name the document (ID an
-// operand, usually {kind: param}); Set maps a dotted path within the
+// operand, usually {kind: param}, resolving to a string or a number, which
+// is written shortest); Set (non-empty) maps a dotted path within the
 // document to the value it takes. A Set path may hold {NAME} placeholders,
 // each a call parameter or a ForEach name whose value is a string or a
-// number. When View or Capability is given the precondition rules for rows
+// number. With ForEach the effect resolves to one Effect per element. When View or Capability is given the precondition rules for rows
 // apply: the query is run with Bind and must answer exactly one row, which
 // {kind: field} operands in Set read (the state before the write).
 type DomainEffect struct {
@@ -141,9 +142,11 @@ type Require struct {
 	Match *Condition `json:"match"`
 }
 
-// Condition is a predicate over one row. A leaf names Field (a dotted path;
-// "*" maps over an array, "#" is an array's length) and exactly one
-// operator; a composite has exactly one of AllOf, AnyOf, Not.
+// Condition is a predicate over one row. A leaf has exactly one left-hand
+// side, Field (a dotted path; "*" maps over an array, "#" is an array's
+// length, "@" alone is the row itself) or Value (minor 4), and exactly one
+// operator; a composite has exactly one of AllOf, AnyOf, Not. Inside an
+// aggregate's Where the row is the element.
 type Condition struct {
 	Field     string   `json:"field,omitempty"`
 	Equals    *Operand `json:"equals,omitempty"`
@@ -199,14 +202,21 @@ const (
 )
 
 // MaxExpressionDepth caps the nesting of operands and conditions in a
-// catalog.
+// catalog, every operand and condition on a path counted (a deny_when leaf
+// comparing to a literal is 2). Catalogs deeper are refused at load; an
+// evaluator treats deeper as unknown.
 const MaxExpressionDepth = 16
 
-// Operand is a value in a bind or a condition: {kind: literal, value},
-// {kind: param, name} (name is a dotted path whose first segment is a call
-// parameter), or {kind: now, offset?} (the request's Context.Now plus a Go
-// duration such as "-24h"). In JSON a bare value — any value that is not an
-// object with a "kind" member — is a literal.
+// Operand is a value in a bind, a condition or an effect: {kind: literal,
+// value}, {kind: param, name} (name is a dotted path whose first segment is
+// a call parameter or a ForEach name), {kind: now, offset?} (the request's
+// Context.Now plus a Go duration such as "-24h"), and from minor 4 {kind:
+// field, name}, {kind: add|sub|mul|div|min|max, args}, {kind: count, over,
+// where?}, {kind: sum, over, of?, where?} and {kind: rows}. The host always
+// sends the object form. In JSON a bare value — any value that is neither
+// an object with a "kind" member nor a one-member shorthand object such as
+// {"param": "order_id"} — is a literal. Bind takes only literal, param and
+// arithmetic over those; now is not allowed in bind.
 type Operand struct {
 	Kind   string `json:"kind"`
 	Name   string `json:"name,omitempty"`
@@ -338,8 +348,9 @@ type QueryCapabilityAnswer struct {
 }
 
 // QueryRowsRequest runs exactly one of View and Capability (a query/get
-// capability backed by a view) with Params, which must bind every parameter
-// of the view and nothing else.
+// capability backed by a view: its own, or the one made from its entity for
+// a view-less capability that a precondition or effect reads) with Params,
+// which must bind every parameter of the view and nothing else.
 type QueryRowsRequest struct {
 	Domain     string         `json:"domain"`
 	View       string         `json:"view,omitempty"`
@@ -347,8 +358,9 @@ type QueryRowsRequest struct {
 	Params     map[string]any `json:"params"`
 	// Overlay (minor 4) are effects applied, in order, to a copy-on-write
 	// view of the data before the query runs; the source is never
-	// changed. A source that cannot apply them answers unavailable; more
-	// than MaxOverlayEffects answers bad_request.
+	// changed. A source that cannot apply them, or an effect that cannot
+	// be applied, answers unavailable; more than MaxOverlayEffects, or a
+	// set path deeper than 32 segments, answers bad_request.
 	Overlay []Effect `json:"overlay,omitempty"`
 }
 

@@ -21,6 +21,9 @@ type domainConfig struct {
 		Kind        string            `mapstructure:"kind"`
 		Path        string            `mapstructure:"path"`
 		Collections map[string]string `mapstructure:"collections"`
+		// Keys declares collections' key fields (collection → field), for
+		// collections given as arrays of documents (documents kind only).
+		Keys map[string]string `mapstructure:"keys"`
 	} `mapstructure:"source"`
 }
 
@@ -83,20 +86,27 @@ func openSource(ctx context.Context, field string, dc domainConfig, rel func(str
 	s := dc.Source
 	switch s.Kind {
 	case "", "documents":
+		var opts []datasource.DocumentsOption
+		if len(s.Keys) > 0 {
+			opts = append(opts, datasource.WithKeys(s.Keys))
+		}
 		switch {
 		case s.Path != "" && len(s.Collections) > 0:
 			return nil, fmt.Errorf("%s: give path or collections, not both", field)
 		case s.Path != "":
-			return wrapSrc(field + ".path")(datasource.OpenDocuments(rel(s.Path)))
+			return wrapSrc(field + ".path")(datasource.OpenDocuments(rel(s.Path), opts...))
 		case len(s.Collections) > 0:
 			files := map[string]string{}
 			for c, p := range s.Collections {
 				files[c] = rel(p)
 			}
-			return wrapSrc(field + ".collections")(datasource.OpenCollections(files))
+			return wrapSrc(field + ".collections")(datasource.OpenCollections(files, opts...))
 		}
 		return nil, fmt.Errorf("%s: path or collections is required", field)
 	case "sqlite":
+		if len(s.Keys) > 0 {
+			return nil, fmt.Errorf("%s.keys: sqlite takes no keys (a table's key is its own); keys are for documents", field)
+		}
 		if s.Path == "" || len(s.Collections) > 0 {
 			return nil, fmt.Errorf("%s: sqlite takes path (the database file) only", field)
 		}

@@ -90,7 +90,11 @@ func (queryCapability) call(ctx context.Context, rc *runContext, op string, requ
 				return nil, badRequest(op, fmt.Errorf("domain %s has no query or get capability %q backed by a view", req.Domain, req.Capability))
 			}
 		}
-		rows, err := d.Source.Rows(ctx, v, req.Params)
+		src, err := overlaid(ctx, op, d.Source, req.Overlay)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := src.Rows(ctx, v, req.Params)
 		if err != nil {
 			if errors.Is(err, datasource.ErrUnbound) {
 				return nil, badRequest(op, err)
@@ -100,6 +104,31 @@ func (queryCapability) call(ctx context.Context, rc *runContext, op string, requ
 		return abi.QueryRowsAnswer{Rows: rows}, nil
 	}
 	return nil, unknownOperation(op)
+}
+
+// overlaid returns src as it is after effects (a request's overlay), or
+// src itself when there are none. Too many effects or a malformed one is
+// the request's fault (bad_request); a source that cannot apply them, or
+// effects that do not apply to its data, answer unavailable.
+func overlaid(ctx context.Context, op string, src datasource.DataSource, effects []abi.Effect) (datasource.DataSource, error) {
+	if len(effects) == 0 {
+		return src, nil
+	}
+	if len(effects) > abi.MaxOverlayEffects {
+		return nil, badRequest(op, fmt.Errorf("overlay: %d effects (at most %d)", len(effects), abi.MaxOverlayEffects))
+	}
+	if err := datasource.CheckEffects(effects); err != nil {
+		return nil, badRequest(op, fmt.Errorf("overlay: %w", err))
+	}
+	o, ok := src.(datasource.Overlayer)
+	if !ok {
+		return nil, &abi.CallError{Code: abi.ErrCodeUnavailable, Message: op + ": data source cannot apply an overlay"}
+	}
+	out, err := o.WithOverlay(ctx, effects)
+	if err != nil {
+		return nil, &abi.CallError{Code: abi.ErrCodeUnavailable, Message: op + ": overlay: " + err.Error()}
+	}
+	return out, nil
 }
 
 func (h *Host) domain(op, name string) (Domain, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -117,4 +118,78 @@ capabilities:
 	assert.Equal(t, exitUsage, code)
 	code, _, _ = runCLI("domain", "validate")
 	assert.Equal(t, exitUsage, code)
+}
+
+// TestDomainValidateV2: each v2 form's faults, in text and in JSON, and a
+// headerless catalog named after its directory.
+func TestDomainValidateV2(t *testing.T) {
+	const head = "version: 2\nviews:\n  v: {params: [a], document: {collection: c, id: \"{a}\"}}\ncapabilities:\n" +
+		"  n: {kind: get, parameters: [a]}\n  w:\n    kind: action\n    parameters: [a, items, prices]\n"
+	pre := func(p string) string { return head + "    preconditions:\n      - " + p + "\n" }
+	cases := []struct{ name, doc, want string }{
+		{"for_each", pre(`{id: p, for_each: {zip: [items], as: [x]}, deny_when: {field: f, equals: 1}, message: m}`),
+			"capability w: precondition p: for_each.zip: zip pairs two or more arrays"},
+		{"for_each as", pre(`{id: p, for_each: {param: items, as: a}, deny_when: {field: f, equals: 1}, message: m}`),
+			`capability w: precondition p: for_each.as[0]: "a" is a parameter of w`},
+		{"field to field", pre(`{id: p, view: v, bind: {a: {field: x}}, deny_when: {field: f, gt: {field: g}}, message: m}`),
+			"capability w: precondition p: bind.a: field is not allowed in bind"},
+		{"arithmetic", pre(`{id: p, deny_when: {value: {sub: [1]}, gt: 0}, message: m}`),
+			"capability w: precondition p: deny_when.value.sub: sub takes exactly 2 operands, not 1"},
+		{"count where", pre(`{id: p, deny_when: {all_of: [{field: f, exists: true}, {value: {count: {over: {param: items}, where: {field: "", equals: 1}}}, gt: 0}]}, message: m}`),
+			"capability w: precondition p: deny_when.all_of[1].value.count.where.field: required"},
+		{"sum over", pre(`{id: p, deny_when: {value: {sum: {over: 3}}, gt: 0}, message: m}`),
+			`capability w: precondition p: deny_when.value.sum.over: sum is over an array: a param, field or rows operand, not "literal"`},
+		{"rows", pre(`{id: p, view: v, bind: {a: {rows: true}}, deny_when: {field: f, equals: 1}, message: m}`),
+			"capability w: precondition p: bind.a: rows is not allowed in bind"},
+		{"starts_with", pre(`{id: p, deny_when: {field: f, starts_with: [x]}, message: m}`),
+			"capability w: precondition p: deny_when.starts_with: a literal for starts_with must be a string, not a array"},
+		{"value leaf", pre(`{id: p, deny_when: {field: f, value: 1, equals: 1}, message: m}`),
+			"capability w: precondition p: deny_when: a leaf has exactly one left-hand side: field or value, not both"},
+		{"depth", pre(`{id: p, deny_when: ` + strings.Repeat("{not: ", 16) + "{field: f, equals: 1}" + strings.Repeat("}", 16) + `, message: m}`),
+			"nested deeper than 16 operands and conditions"},
+		{"view-less capability", pre(`{id: p, capability: n, bind: {a: {param: a}}, deny_when: {field: f, equals: 1}, message: m}`),
+			"capability w: precondition p: capability: n has no view to answer it: give n `view: NAME`"},
+		{"effects", head + "    effects:\n      - {collection: orders, id: {param: a}, set: {\"lines.{k}\": {field: x}}}\n",
+			`capability w: effects[0].set.lines.{k}: path "lines.{k}": {k} is neither a parameter of w`},
+		{"effect row", head + "    effects:\n      - {collection: orders, id: {param: a}, set: {total: {field: x}}}\n",
+			"capability w: effects[0].set.total: field reads the effect's row, and an effect without view or capability has none"},
+		{"item placeholder", strings.Replace(head, "id: \"{a}\"", "id: \"{item}\"", 1),
+			"view v: document.id: {item}: item placeholders need for_each"},
+		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1 or 2)"},
+	}
+	dir := t.TempDir()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".yaml")
+			require.NoError(t, os.WriteFile(path, []byte(c.doc), 0o644))
+			prefix := "domain " + strings.TrimSuffix(filepath.Base(path), ".yaml") + ": "
+
+			code, out, _ := runCLI("domain", "validate", path)
+			assert.Equal(t, 1, code, out)
+			assert.Contains(t, out, "INVALID  "+path)
+			assert.Contains(t, out, "  "+path+": "+prefix, "the domain is named after the file")
+			assert.Contains(t, out, c.want)
+
+			code, out, _ = runCLI("domain", "validate", "--output", "json", path)
+			assert.Equal(t, 1, code)
+			var res []struct {
+				File   string   `json:"file"`
+				Valid  bool     `json:"valid"`
+				Errors []string `json:"errors"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+			require.Len(t, res, 1)
+			assert.False(t, res[0].Valid)
+			assert.Equal(t, path, res[0].File)
+			assert.Contains(t, strings.Join(res[0].Errors, "\n"), c.want)
+		})
+	}
+
+	headerless := filepath.Join(repoRoot, "testdata/domains/rfc/headerless/domain.yaml")
+	code, out, _ := runCLI("domain", "validate", headerless)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "VALID    "+headerless+"  domain=headerless  capabilities=3  views=1  preconditions=2")
+	code, out, _ = runCLI("domain", "validate", "--output", "json", headerless)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"domain": "headerless"`)
 }

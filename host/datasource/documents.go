@@ -2,7 +2,6 @@ package datasource
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/internal/docpath"
-	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // DocumentView defines a view over a Documents source.
@@ -21,7 +19,8 @@ import (
 // object, in key order) and yields an array; a final "#" yields an array's
 // length. A segment may hold placeholders: "{name}" is the view parameter
 // name, "{doc.path}" a path in the current document, "{item.path}" a path in
-// the current element of a lookup's ForEach. A value that is exactly one
+// the current element of a lookup's ForEach and "{item}" alone that element
+// itself (a scalar such as an id in an array of ids). A value that is exactly one
 // placeholder keeps its JSON type (so 1 still differs from "1").
 type DocumentView struct {
 	// Collection is the collection the rows come from.
@@ -59,10 +58,26 @@ type Lookup struct {
 
 // Documents is an immutable, in-memory JSON-document source: collections of
 // documents keyed by id, as the tau2 db.json files are. Safe for concurrent
-// use.
+// use. Apply derives a Documents with effects applied that shares every
+// document they do not touch.
 type Documents struct {
 	colls map[string]map[string]any
-	ids   map[string][]string // sorted ids per collection
+	// over holds the documents an Apply replaced or added (collection → id
+	// → document), read before colls; nil for a source fresh from its data.
+	over map[string]map[string]any
+	ids  map[string][]string // sorted ids per collection of colls
+	// created are the sorted ids, per collection, of over's documents that
+	// colls does not have: a scan merges them into ids.
+	created map[string][]string
+}
+
+// doc returns document id of collection coll, the overlay's first.
+func (d *Documents) doc(coll, id string) (any, bool) {
+	if v, ok := d.over[coll][id]; ok {
+		return v, true
+	}
+	v, ok := d.colls[coll][id]
+	return v, ok
 }
 
 // NewDocuments returns a source over collections (name → id → document). It
@@ -73,46 +88,6 @@ func NewDocuments(collections map[string]map[string]any) *Documents {
 		d.ids[name] = slices.Sorted(maps.Keys(c))
 	}
 	return d
-}
-
-// MaxFileBytes caps each file OpenDocuments and OpenCollections read: the
-// documents are held in memory, decoded, at several times their size.
-// Larger data belongs in a database (sqlsource).
-const MaxFileBytes = 128 << 20
-
-// OpenDocuments reads a JSON file whose top level is an object of
-// collections, each an object of documents keyed by id (tau2's db.json).
-// The file must be a regular file of at most MaxFileBytes: a named pipe or
-// a device is refused without being read.
-func OpenDocuments(path string) (*Documents, error) {
-	b, err := safefile.ReadFile(path, MaxFileBytes)
-	if err != nil {
-		return nil, fmt.Errorf("datasource: %w", err)
-	}
-	var colls map[string]map[string]any
-	if err := json.Unmarshal(b, &colls); err != nil {
-		return nil, fmt.Errorf("datasource: %s: want an object of collections keyed by id: %w", path, err)
-	}
-	return NewDocuments(colls), nil
-}
-
-// OpenCollections reads one JSON file per collection (collection name →
-// file), each an object of documents keyed by id, under the rules of
-// OpenDocuments.
-func OpenCollections(files map[string]string) (*Documents, error) {
-	colls := map[string]map[string]any{}
-	for name, path := range files {
-		b, err := safefile.ReadFile(path, MaxFileBytes)
-		if err != nil {
-			return nil, fmt.Errorf("datasource: collection %s: %w", name, err)
-		}
-		var c map[string]any
-		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("datasource: collection %s: %s: want an object keyed by id: %w", name, path, err)
-		}
-		colls[name] = c
-	}
-	return NewDocuments(colls), nil
 }
 
 // Collections lists the collection names, sorted.
@@ -144,7 +119,6 @@ func (d *Documents) Rows(ctx context.Context, v *View, params map[string]any) ([
 		return nil, err
 	}
 	dv := v.Document
-	coll := d.colls[dv.Collection]
 	env := scope{params: params}
 	var docs []any
 	if dv.ID != "" {
@@ -152,12 +126,24 @@ func (d *Documents) Rows(ctx context.Context, v *View, params map[string]any) ([
 		if err != nil {
 			return nil, fmt.Errorf("view %s: id: %w", v.Name, err)
 		}
-		if doc, ok := coll[id]; ok {
+		if doc, ok := d.doc(dv.Collection, id); ok {
 			docs = append(docs, doc)
 		}
 	} else {
+		coll, over, created := d.colls[dv.Collection], d.over[dv.Collection], d.created[dv.Collection]
+		docs = make([]any, 0, len(coll)+len(created))
 		for _, id := range d.ids[dv.Collection] {
-			docs = append(docs, coll[id])
+			for len(created) > 0 && created[0] < id {
+				docs, created = append(docs, over[created[0]]), created[1:]
+			}
+			doc, ok := over[id]
+			if !ok {
+				doc = coll[id]
+			}
+			docs = append(docs, doc)
+		}
+		for _, id := range created {
+			docs = append(docs, over[id])
 		}
 	}
 	rows := []Row{}
@@ -219,7 +205,7 @@ func (d *Documents) lookup(env scope, l Lookup) (any, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		doc, ok := d.colls[l.Collection][id]
+		doc, ok := d.doc(l.Collection, id)
 		if !ok {
 			return nil, false, nil
 		}
@@ -240,6 +226,7 @@ func (d *Documents) lookup(env scope, l Lookup) (any, bool, error) {
 		return nil, false, fmt.Errorf("for_each %q is not an array", l.ForEach)
 	}
 	out := []any{}
+	env.inItem = true
 	for _, it := range items {
 		env.item = it
 		v, ok, err := one(env)
@@ -258,6 +245,9 @@ type scope struct {
 	params map[string]any
 	doc    any
 	item   any
+	// inItem is true inside a lookup's ForEach, where {item} alone is the
+	// element itself.
+	inItem bool
 }
 
 var errNoValue = errors.New("placeholder has no value")
@@ -312,6 +302,11 @@ func (s scope) placeholder(name string) (any, error) {
 		root, path = s.doc, name[4:]
 	case strings.HasPrefix(name, "item."):
 		root, path = s.item, name[5:]
+	case name == "item" && s.inItem:
+		if s.item == nil {
+			return nil, fmt.Errorf("{item}: %w", errNoValue)
+		}
+		return s.item, nil
 	default:
 		v, ok := s.params[name]
 		if !ok {

@@ -16,9 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -28,8 +30,10 @@ import (
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
-// Version is the catalog format version this package reads.
-const Version = 1
+// Version is the newest catalog format version this package reads. A
+// catalog without `version` is version 1; versions 1 and 2 are read, and the
+// v2 forms (DOMAIN.md) are accepted in either.
+const Version = 2
 
 // MaxCatalogBytes caps a catalog file.
 const MaxCatalogBytes = 4 << 20
@@ -39,14 +43,21 @@ type Catalog struct {
 	// Name is the domain's name, such as "retail".
 	Name        string
 	Description string
+	// Version is the catalog's format version, 1 or 2.
+	Version int
 	// LocalTimeOffset is the zone ("-05:00") of zone-less timestamps in
 	// the domain's data.
 	LocalTimeOffset string
 
-	views    map[string]*datasource.View
+	views map[string]*datasource.View
+	caps  map[string]*abi.DomainCapability
+	tools map[string]string // tool name → capability name
+	// synth are the view-less query/get capabilities that a precondition
+	// or effect reads: their views are made by Prepare (synth.go).
+	synth map[string]*synthView
+
+	mu       sync.RWMutex                // guards capViews, which Prepare completes
 	capViews map[string]*datasource.View // query/get capability → its view
-	caps     map[string]*abi.DomainCapability
-	tools    map[string]string // tool name → capability name
 }
 
 // Error is one fault of a catalog. Empty fields do not apply.
@@ -92,8 +103,8 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 // file is the YAML shape; members are decoded strictly, one capability and
 // one precondition at a time so that errors can name them.
 type file struct {
-	Domain          string                     `json:"domain"`
-	Version         int                        `json:"version"`
+	Domain          string                     `json:"domain,omitempty"`
+	Version         *int                       `json:"version,omitempty"`
 	Description     string                     `json:"description,omitempty"`
 	LocalTimeOffset string                     `json:"local_time_offset,omitempty"`
 	Views           map[string]json.RawMessage `json:"views,omitempty"`
@@ -119,24 +130,44 @@ type paramFile struct {
 }
 
 // Load reads and validates the catalog file at path (YAML or JSON), of at
-// most MaxCatalogBytes. A path that is not a regular file (a named pipe, a
-// device) is refused without being read: errors.Is(err,
-// host.ErrNotRegular), or host.ErrFileTooLarge past the cap.
+// most MaxCatalogBytes. A catalog without `domain` is named after the file:
+// its base name without extension, or the directory's name when that is
+// "domain" (retail/domain.yaml is "retail"). A path that is not a regular
+// file (a named pipe, a device) is refused without being read:
+// errors.Is(err, host.ErrNotRegular), or host.ErrFileTooLarge past the cap.
 func Load(path string) (*Catalog, error) {
 	b, err := safefile.ReadFile(path, MaxCatalogBytes)
 	if err != nil {
 		return nil, fmt.Errorf("domain: %w", err)
 	}
-	c, err := Parse(b)
+	c, err := ParseNamed(b, NameFromPath(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Parse validates a catalog given as YAML (JSON is YAML). The error joins an
-// *Error per fault.
-func Parse(b []byte) (*Catalog, error) {
+// NameFromPath is the domain name Load gives a catalog file without
+// `domain`: "retail" for retail/domain.yaml, "banking" for banking.yaml.
+func NameFromPath(path string) string {
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if name != "domain" {
+		return name
+	}
+	dir := filepath.Dir(path)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return filepath.Base(dir)
+}
+
+// Parse validates a catalog given as YAML (JSON is YAML), which must name
+// its domain (`domain`). The error joins an *Error per fault.
+func Parse(b []byte) (*Catalog, error) { return ParseNamed(b, "") }
+
+// ParseNamed is Parse for a catalog whose name, when it has no `domain`, is
+// name (Load passes NameFromPath). An empty name makes `domain` required.
+func ParseNamed(b []byte, name string) (*Catalog, error) {
 	if len(b) > MaxCatalogBytes {
 		return nil, &Error{Reason: fmt.Sprintf("%d bytes exceeds the cap of %d", len(b), MaxCatalogBytes)}
 	}
@@ -164,9 +195,10 @@ func Parse(b []byte) (*Catalog, error) {
 	}
 	v := &validator{c: &Catalog{
 		Name: f.Domain, Description: f.Description, LocalTimeOffset: f.LocalTimeOffset,
-		views: map[string]*datasource.View{}, capViews: map[string]*datasource.View{}, caps: map[string]*abi.DomainCapability{}, tools: map[string]string{},
+		views: map[string]*datasource.View{}, capViews: map[string]*datasource.View{}, caps: map[string]*abi.DomainCapability{},
+		tools: map[string]string{}, synth: map[string]*synthView{},
 	}}
-	v.file(&f)
+	v.file(&f, name)
 	if len(v.errs) > 0 {
 		return nil, errors.Join(v.errs...)
 	}
@@ -185,8 +217,9 @@ func strict(b []byte, into any) error {
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]*$`)
 
 type validator struct {
-	c    *Catalog
-	errs []error
+	c     *Catalog
+	files map[string]*capFile // capability → its decoded declaration
+	errs  []error
 }
 
 func (v *validator) add(e *Error) {
@@ -194,12 +227,26 @@ func (v *validator) add(e *Error) {
 	v.errs = append(v.errs, e)
 }
 
-func (v *validator) file(f *file) {
-	if !nameRE.MatchString(f.Domain) {
-		v.add(&Error{Field: "domain", Reason: fmt.Sprintf("%q is not a name", f.Domain)})
+func (v *validator) file(f *file, fileName string) {
+	switch {
+	case f.Domain != "":
+		if !nameRE.MatchString(f.Domain) {
+			v.add(&Error{Field: "domain", Reason: fmt.Sprintf("%q is not a name", f.Domain)})
+		}
+	case fileName == "":
+		v.add(&Error{Field: "domain", Reason: "required when the catalog is not read from a file"})
+	case !nameRE.MatchString(fileName):
+		v.add(&Error{Field: "domain", Reason: fmt.Sprintf("absent, and the file's name %q is not a name: give the catalog `domain: NAME`", fileName)})
+	default:
+		f.Domain = fileName
+		v.c.Name = fileName
 	}
-	if f.Version != Version {
-		v.add(&Error{Field: "version", Reason: fmt.Sprintf("%d is not a supported version (want %d)", f.Version, Version)})
+	v.c.Version = 1
+	if f.Version != nil {
+		v.c.Version = *f.Version
+		if *f.Version != 1 && *f.Version != 2 {
+			v.add(&Error{Field: "version", Reason: fmt.Sprintf("%d is not a supported version (want 1 or 2)", *f.Version)})
+		}
 	}
 	if f.LocalTimeOffset != "" {
 		if _, err := time.Parse("-07:00", f.LocalTimeOffset); err != nil {
@@ -214,6 +261,7 @@ func (v *validator) file(f *file) {
 	}
 	names := slices.Sorted(maps.Keys(f.Capabilities))
 	parsed := map[string]*capFile{}
+	v.files = parsed
 	for _, name := range names { // first pass: kinds and views, for references
 		var cf capFile
 		if err := strict(f.Capabilities[name], &cf); err != nil {
@@ -321,9 +369,9 @@ func (v *validator) view(name string, raw json.RawMessage) {
 				ph := m[1]
 				switch {
 				case strings.HasPrefix(ph, "doc.") && len(ph) > 4:
-				case strings.HasPrefix(ph, "item.") && len(ph) > 5:
+				case ph == "item" || strings.HasPrefix(ph, "item.") && len(ph) > 5:
 					if !item {
-						v.add(&Error{View: name, Field: field, Reason: fmt.Sprintf("{%s}: item. placeholders need for_each", ph)})
+						v.add(&Error{View: name, Field: field, Reason: fmt.Sprintf("{%s}: item placeholders need for_each", ph)})
 					}
 				case !slices.Contains(vw.Params, ph):
 					v.add(&Error{View: name, Field: field, Reason: fmt.Sprintf("{%s} is not a parameter (params: %v)", ph, vw.Params)})
@@ -374,180 +422,122 @@ func (v *validator) precondition(capName string, dc *abi.DomainCapability, i int
 	if p.Message == "" {
 		bad("message", "required")
 	}
-	var params []string
-	switch {
-	case p.View != "" && p.Capability != "":
-		bad("view", "give view or capability, not both")
-	case p.View != "":
-		vw, ok := v.c.views[p.View]
-		if !ok {
-			bad("view", "no view named %q", p.View)
-		} else {
-			params = vw.Params
-		}
-	case p.Capability != "":
-		qc, ok := v.c.caps[p.Capability]
-		switch {
-		case !ok:
-			bad("capability", "no capability named %q", p.Capability)
-		case qc.Kind != abi.KindQuery && qc.Kind != abi.KindGet:
-			bad("capability", "%s is a %s capability; rows come from query or get capabilities", p.Capability, qc.Kind)
-		default:
-			if vw, ok := v.c.capViews[p.Capability]; ok {
-				params = vw.Params
-			} else {
-				bad("capability", "%s has no view to answer it", p.Capability)
-			}
-		}
-	default:
-		if len(p.Bind) > 0 {
-			bad("bind", "a precondition over the call's own parameters (no view or capability) binds nothing")
-		}
+	s := &scope{dc: dc, bad: bad}
+	if p.ForEach != nil {
+		s.names = s.forEach("for_each", p.ForEach)
 	}
-	if p.View != "" || p.Capability != "" {
-		for _, name := range params {
-			if _, ok := p.Bind[name]; !ok {
-				bad("bind."+name, "the view's parameter %s is not bound", name)
-			}
-		}
-		for _, name := range slices.Sorted(maps.Keys(p.Bind)) {
-			if !slices.Contains(params, name) && params != nil {
-				bad("bind."+name, "not a parameter of the view (parameters: %v)", params)
-			}
-			o := p.Bind[name]
-			v.operand(dc, "bind."+name, &o, bad, false)
-		}
+	if !v.rowSource(s, p.View, p.Capability, p.Bind) && len(p.Bind) > 0 {
+		bad("bind", "a precondition over the call's own parameters (no view or capability) binds nothing")
 	}
 	switch {
 	case (p.DenyWhen == nil) == (p.Require == nil):
 		bad("deny_when", "give exactly one of deny_when and require")
 	case p.DenyWhen != nil:
-		v.condition(dc, "deny_when", p.DenyWhen, bad)
+		s.condition("deny_when", p.DenyWhen, inCondition, 1)
 	case p.Require.Match == nil:
 		bad("require.match", "required")
 	default:
-		v.condition(dc, "require.match", p.Require.Match, bad)
+		s.condition("require.match", p.Require.Match, inCondition, 1)
 	}
 	return &p
 }
 
-func (v *validator) operand(dc *abi.DomainCapability, field string, o *abi.Operand, bad func(string, string, ...any), allowNow bool) {
-	switch o.Kind {
-	case abi.OperandLiteral:
-		if o.Name != "" || o.Offset != "" {
-			bad(field, "a literal has only value")
-		}
-	case abi.OperandParam:
-		first, _, _ := strings.Cut(o.Name, ".")
-		switch {
-		case first == "":
-			bad(field, "a param operand needs name")
-		case dc.Parameters != nil && !slices.Contains(dc.Parameters, first):
-			bad(field, "%q is not a parameter of %s (parameters: %v)", first, dc.Name, dc.Parameters)
-		}
-		if o.Value != nil || o.Offset != "" {
-			bad(field, "a param operand has only name")
-		}
-	case abi.OperandNow:
-		if !allowNow {
-			bad(field, "now is not allowed here")
-		}
-		if o.Offset != "" {
-			if _, err := time.ParseDuration(o.Offset); err != nil {
-				bad(field+".offset", "%q is not a duration such as -24h", o.Offset)
-			}
-		}
-	default:
-		bad(field, "unknown operand kind %q (want literal, param or now)", o.Kind)
-	}
-}
-
-func (v *validator) condition(dc *abi.DomainCapability, field string, c *abi.Condition, bad func(string, string, ...any)) {
-	type op struct {
-		name string
-		o    *abi.Operand
-	}
-	ops := []op{{"equals", c.Equals}, {"not_equals", c.NotEquals}, {"in", c.In}, {"not_in", c.NotIn},
-		{"gt", c.Gt}, {"gte", c.Gte}, {"lt", c.Lt}, {"lte", c.Lte}, {"contains", c.Contains}}
-	var set []string
-	for _, o := range ops {
-		if o.o != nil {
-			set = append(set, o.name)
-		}
-	}
-	if c.Exists != nil {
-		set = append(set, "exists")
-	}
-	composites := 0
-	if c.AllOf != nil {
-		composites++
-	}
-	if c.AnyOf != nil {
-		composites++
-	}
-	if c.Not != nil {
-		composites++
-	}
+// rowSource validates the view or capability (at most one) that gives a
+// precondition or an effect its rows, and bind, which must bind exactly
+// the view's parameters. It reports whether a view or capability is given.
+func (v *validator) rowSource(s *scope, view, capability string, bind map[string]abi.Operand) bool {
+	var params []string
+	known := false // params are known: bind is checked against them
 	switch {
-	case composites > 1 || (composites == 1 && (c.Field != "" || len(set) > 0)):
-		bad(field, "a condition is a leaf {field, operator} or exactly one of all_of, any_of, not")
-		return
-	case composites == 1:
-		for i := range c.AllOf {
-			v.condition(dc, fmt.Sprintf("%s.all_of[%d]", field, i), &c.AllOf[i], bad)
+	case view != "" && capability != "":
+		s.bad("view", "give view or capability, not both")
+	case view != "":
+		if vw, ok := v.c.views[view]; ok {
+			params, known = vw.Params, true
+		} else {
+			s.bad("view", "no view named %q", view)
 		}
-		for i := range c.AnyOf {
-			v.condition(dc, fmt.Sprintf("%s.any_of[%d]", field, i), &c.AnyOf[i], bad)
-		}
-		if (c.AllOf != nil && len(c.AllOf) == 0) || (c.AnyOf != nil && len(c.AnyOf) == 0) {
-			bad(field, "all_of and any_of need at least one condition")
-		}
-		if c.Not != nil {
-			v.condition(dc, field+".not", c.Not, bad)
-		}
-		return
+	case capability != "":
+		params, known = v.capabilityParams(s, capability)
+	default:
+		return false
 	}
-	if c.Field == "" {
-		bad(field+".field", "required")
-	}
-	if len(set) != 1 {
-		bad(field, "want exactly one operator of equals, not_equals, in, not_in, exists, gt, gte, lt, lte, contains; have %v", set)
-		return
-	}
-	for _, o := range ops {
-		if o.o == nil {
-			continue
-		}
-		f := field + "." + o.name
-		v.operand(dc, f, o.o, bad, true)
-		if o.o.Kind == abi.OperandLiteral {
-			switch o.name {
-			case "in", "not_in":
-				if _, ok := o.o.Value.([]any); !ok {
-					bad(f, "a literal for %s must be an array", o.name)
-				}
-			case "gt", "gte", "lt", "lte":
-				switch x := o.o.Value.(type) {
-				case float64:
-				case string:
-					if _, err := time.Parse(time.RFC3339Nano, x); err != nil {
-						bad(f, "%q is neither a number nor an RFC 3339 time", x)
-					}
-				default:
-					bad(f, "ordering compares numbers or RFC 3339 times, not %T", o.o.Value)
-				}
+	if known {
+		for _, name := range params {
+			if _, ok := bind[name]; !ok {
+				s.bad("bind."+name, "the view's parameter %s is not bound", name)
 			}
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(bind)) {
+		if known && !slices.Contains(params, name) {
+			s.bad("bind."+name, "not a parameter of the view (parameters: %v)", params)
+		}
+		o := bind[name]
+		s.operand("bind."+name, &o, inBind, 1)
+	}
+	return true
 }
 
-// Prepare checks that src can evaluate every view of c (at load time).
+// capabilityParams resolves a query/get capability read by a precondition
+// or an effect: its view's parameters, or, for a view-less capability with
+// an entity, its own (the view is made at Prepare). ok is false when the
+// parameters are unknown (an error has been reported).
+func (v *validator) capabilityParams(s *scope, name string) (params []string, ok bool) {
+	qc, found := v.c.caps[name]
+	switch {
+	case !found:
+		s.bad("capability", "no capability named %q", name)
+	case qc.Kind != abi.KindQuery && qc.Kind != abi.KindGet:
+		s.bad("capability", "%s is a %s capability; rows come from query or get capabilities", name, qc.Kind)
+	default:
+		if vw, ok := v.c.capViews[name]; ok {
+			return vw.Params, true
+		}
+		cf := v.files[name]
+		switch {
+		case cf == nil || cf.View != "":
+			// Its view is faulty, and reported as such.
+		case cf.Entity == "":
+			s.bad("capability", "%s has no view to answer it: give %s `view: NAME` (a view whose params are %s's parameters), or an `entity` naming a collection of the data source", name, name, name)
+		default:
+			v.c.synth[name] = &synthView{capability: name, entity: cf.Entity, params: qc.Parameters}
+			return qc.Parameters, true
+		}
+	}
+	return nil, false
+}
+
+// Prepare checks, at load time, that src can evaluate every view of c,
+// and makes the views of the view-less query/get capabilities that
+// preconditions and effects read (DOMAIN.md, "View-less capabilities"):
+// each over the first collection of [entity, snake_case(entity),
+// snake_case(entity)+"s"] that src has, found through src's Collections
+// method when it has one (Collectioner), else by preparing each candidate
+// in turn. A catalog prepared against several sources must resolve each
+// such view to the same collection in all of them. Every fault is an
+// *Error; the error joins them.
 func (c *Catalog) Prepare(ctx context.Context, src datasource.DataSource) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.views)) {
 		if err := src.Prepare(ctx, c.views[name]); err != nil {
 			errs = append(errs, &Error{Domain: c.Name, View: name, Reason: err.Error()})
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.synth)) {
+		vw, err := c.synth[name].resolve(ctx, src)
+		if err != nil {
+			errs = append(errs, &Error{Domain: c.Name, Capability: name, Field: "entity", Reason: err.Error()})
+			continue
+		}
+		c.mu.Lock()
+		if prev, ok := c.capViews[name]; ok && prev.Document.Collection != vw.Document.Collection {
+			errs = append(errs, &Error{Domain: c.Name, Capability: name, Field: "entity", Reason: fmt.Sprintf(
+				"resolved to %q for another data source and to %q for this one: give the capability a view: NAME", prev.Document.Collection, vw.Document.Collection)})
+		} else if !ok {
+			c.capViews[name] = vw
+		}
+		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
@@ -568,11 +558,15 @@ func (c *Catalog) View(name string) (*datasource.View, bool) {
 	return v, ok
 }
 
-// CapabilityView returns the view backing a query or get capability.
+// CapabilityView returns the view backing a query or get capability: its
+// `view`, or, after Prepare, the view made for a view-less capability with
+// an entity that a precondition or effect reads.
 func (c *Catalog) CapabilityView(name string) (*datasource.View, bool) {
 	if _, ok := c.caps[name]; !ok {
 		return nil, false
 	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	v, ok := c.capViews[name]
 	return v, ok
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func TestShippedCatalogsAreValid(t *testing.T) {
-	for _, f := range []string{"retail", "airline", "rfc"} {
+	for _, f := range []string{"retail", "airline", "rfc", "github-bench", "rfc/headerless"} {
 		c, err := domain.Load(filepath.Join("..", "..", "testdata", "domains", f, "domain.yaml"))
 		require.NoError(t, err, f)
 		assert.NotEmpty(t, c.Capabilities())
@@ -73,7 +73,7 @@ func TestValidationErrors(t *testing.T) {
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, in: 3}, message: m}`), `deny_when.in: a literal for in must be an array`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, gt: tomorrow}, message: m}`), `deny_when.gt: "tomorrow" is neither a number nor an RFC 3339 time`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, gt: {kind: now, offset: soon}}, message: m}`), `deny_when.gt.offset: "soon" is not a duration`},
-		{pre(`{id: p1, view: v, bind: {a: {kind: now}}, deny_when: {field: f, equals: 1}, message: m}`), `bind.a: now is not allowed here`},
+		{pre(`{id: p1, view: v, bind: {a: {kind: now}}, deny_when: {field: f, equals: 1}, message: m}`), `bind.a: now is not allowed in bind`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {all_of: []}, message: m}`), `all_of and any_of need at least one condition`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, equals: 1, not: {field: g, equals: 2}}, message: m}`), `a condition is a leaf`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {any_of: [{field: g, equals: {kind: param, name: nope}}]}, message: m}`), `deny_when.any_of[0].equals: "nope" is not a parameter of w`},
@@ -87,26 +87,34 @@ func TestValidationErrors(t *testing.T) {
 		{base + "  w: {kind: get, view: q, parameters: [a]}\n", `capability w: view: view q takes [a b], the capability [a]`},
 		{base + "  w: {kind: action, tools: [r]}\n", `capability w: tools: tool name "r" also names capability r`},
 		{base + "  w: {kind: action, colour: red}\n", `capability w: json: unknown field "colour"`},
-		{strings.Replace(base, "version: 1", "version: 2", 1), `version: 2 is not a supported version`},
+		{strings.Replace(base, "version: 1", "version: 3", 1), `version: 3 is not a supported version`},
 		{strings.Replace(base, `id: "{a}"`, `id: "{zz}"`, 1), `view v: document.id: {zz} is not a parameter`},
-		{strings.Replace(base, `id: "{a}"`, `id: "{item.x}"`, 1), `{item.x}: item. placeholders need for_each`},
+		{strings.Replace(base, `id: "{a}"`, `id: "{item.x}"`, 1), `{item.x}: item placeholders need for_each`},
 		{"domain: d\nversion: 1\ncapabilities: {}\n", `capabilities: a domain needs at least one capability`},
 		{"domain: d\nversion: 1\nextra: 1\ncapabilities: {r: {kind: get}}\n", `unknown field "extra"`},
 		{"{{{", `not YAML`},
 		{"a: &x [1, 2]\nb: *x\n", `YAML aliases are not allowed`},
 	}
 	for _, c := range cases {
-		_, err := domain.Parse([]byte(c.doc))
 		if c.want == "" {
+			_, err := domain.Parse([]byte(c.doc))
 			assert.NoError(t, err, c.doc)
 			continue
 		}
-		require.Error(t, err, c.want)
-		assert.ErrorIs(t, err, domain.ErrInvalid)
-		assert.Contains(t, err.Error(), c.want)
-		var de *domain.Error
-		assert.True(t, errors.As(err, &de))
+		requireInvalid(t, c.doc, c.want)
 	}
+}
+
+// requireInvalid asserts that doc does not parse, with a *domain.Error
+// matching ErrInvalid whose text contains want.
+func requireInvalid(t *testing.T, doc, want string) {
+	t.Helper()
+	_, err := domain.Parse([]byte(doc))
+	require.Error(t, err, doc)
+	assert.ErrorIs(t, err, domain.ErrInvalid)
+	assert.Contains(t, err.Error(), want)
+	var de *domain.Error
+	assert.True(t, errors.As(err, &de))
 }
 
 func TestAllErrorsReported(t *testing.T) {
@@ -128,6 +136,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(b)
 	f.Add([]byte(base))
+	f.Add([]byte(withPre(`{id: p1, for_each: {zip: [items, prices], as: [it, pr]}, view: v, bind: {a: {param: it.id}}, deny_when: {value: {sum: {over: {rows: true}, of: n, where: {field: "@", starts_with: x}}}, gt: {add: [{field: total}, 1]}}, message: m}`)))
+	f.Add([]byte(withEffect(`{for_each: {param: items, as: it}, collection: c, id: {param: it}, view: v, bind: {a: {param: a}}, set: {"x.{it}": {field: y}}}`)))
+	f.Add([]byte(headerless))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := domain.Parse(b)
 		if err == nil && c == nil {

@@ -161,6 +161,42 @@ func (s *SQL) Rows(ctx context.Context, v *datasource.View, params map[string]an
 	return rows, nil
 }
 
+// Tables lists the database's tables and views by name, sorted, without
+// SQLite's own (sqlite_*). It reads SQLite's schema table; on another
+// database it is an error.
+func (s *SQL) Tables(ctx context.Context) ([]string, error) {
+	rs, err := s.db.QueryContext(ctx, `SELECT name FROM sqlite_schema
+		WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("datasource: sql: listing tables: %w", err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var name string
+		if err := rs.Scan(&name); err != nil {
+			return nil, fmt.Errorf("datasource: sql: listing tables: %w", err)
+		}
+		out = append(out, name)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("datasource: sql: listing tables: %w", err)
+	}
+	slices.Sort(out) // by Go's byte order, whatever the database's collation
+	return out, nil
+}
+
+// Collections lists the tables and views (Tables) for a catalog resolving a
+// capability's entity to a table. A database whose tables cannot be listed
+// has none: nothing then resolves, which the catalog reports.
+func (s *SQL) Collections() []string {
+	out, err := s.Tables(context.Background())
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
 // Close implements DataSource.
 func (s *SQL) Close() error {
 	s.mu.Lock()

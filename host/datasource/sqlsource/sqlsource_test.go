@@ -53,3 +53,34 @@ func TestSQLite(t *testing.T) {
 	_, err = s.Rows(ctx, w, map[string]any{})
 	assert.Error(t, err)
 }
+
+// TestCollections: the tables and views, sorted, SQLite's own
+// (sqlite_sequence, made by AUTOINCREMENT) left out; closed, the source
+// lists none.
+func TestCollections(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "t.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE users (user_id TEXT PRIMARY KEY);
+		CREATE TABLE order_payments (order_id TEXT, seq INTEGER);
+		CREATE TABLE "Orders" (n INTEGER PRIMARY KEY AUTOINCREMENT);
+		INSERT INTO "Orders" DEFAULT VALUES;
+		CREATE VIEW pending AS SELECT * FROM users;
+		CREATE INDEX users_idx ON users (user_id);`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s, err := sqlsource.OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	var lister interface{ Collections() []string } = s
+	assert.Equal(t, []string{"Orders", "order_payments", "pending", "users"}, lister.Collections())
+	tables, err := s.Tables(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, lister.Collections(), tables)
+
+	require.NoError(t, s.Close())
+	assert.Nil(t, s.Collections())
+	_, err = s.Tables(ctx)
+	assert.ErrorContains(t, err, "listing tables")
+}
