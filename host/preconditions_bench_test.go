@@ -16,7 +16,8 @@ import (
 )
 
 // BenchmarkPreconditionsRetailReturn checks one return against the
-// 1,000-order retail database: two preconditions (order_is_delivered and
+// 1,000-order retail database with the rules that have an SQL form
+// (retailSQLCatalog): two preconditions (order_is_delivered and
 // refund_to_original_or_gift_card), so two query.rows calls. native runs the
 // gate's Go code through the SDK's JSON path with the host's query
 // capability in-process; wasm runs it through the host, sandboxed, deadline
@@ -24,7 +25,7 @@ import (
 // SQLite.
 func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 	ctx := context.Background()
-	cat := loadCatalog(b, "testdata/domains/retail/domain.yaml")
+	cat := retailSQLCatalog(b)
 	dbPath := filepath.Join(b.TempDir(), "retail.db")
 	if err := tau2sql.BuildRetail(ctx, filepath.Join(repoRoot, "testdata/domains/retail/db.json"), dbPath); err != nil {
 		b.Fatal(err)
@@ -73,4 +74,50 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkPreconditionsForEach5 checks one return of five items against
+// the 1,000-order retail database with the full retail catalog: items_in_order
+// iterates over the five item_ids (five query.rows of order_lines, each
+// counting the item in the request and in the order), beside
+// order_is_delivered, payment_method_in_profile and
+// refund_to_original_or_gift_card: eight query.rows in all. native and wasm
+// as in BenchmarkPreconditionsRetailReturn.
+func BenchmarkPreconditionsForEach5(b *testing.B) {
+	ctx := context.Background()
+	domains := map[string]host.Domain{
+		"retail": {Catalog: loadCatalog(b, "testdata/domains/retail/domain.yaml"), Source: docs(retailCollections(b))},
+	}
+	// A delivered order of five lines, every line returned, refunded to the
+	// original method: admitted.
+	subj := toolCall(b, "return_delivered_order_items", map[string]any{
+		"order_id": "#W1483350", "item_ids": []string{"9570044148", "4983901480", "4326528037", "6697922351", "9320099340"},
+		"payment_method_id": "paypal_2319812"})
+	req := abi.Request{SubjectKind: abi.SubjectToolCall, Subject: subj, Config: json.RawMessage(`{"domain":"retail"}`),
+		Context: abi.Context{Now: time.Now().UTC().Format(time.RFC3339Nano)}}
+	b.Run("native", func(b *testing.B) {
+		nh := host.NewNativeQueryHost(domains)
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := gatetest.Evaluate(ctx, preconditions.Gate, req, nh)
+			if err != nil || resp.Verdict != abi.Accepted {
+				b.Fatal(err, resp)
+			}
+		}
+	})
+	b.Run("wasm", func(b *testing.B) {
+		h := newHost(b, host.Config{
+			Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(b)}},
+			Pipelines: pcPipelines("retail"),
+			Domains:   domains,
+			PoolSize:  1,
+		})
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := h.Check(ctx, "retail-exec", subj, host.RunOptions{})
+			if err != nil || d.Verdict != abi.Accepted {
+				b.Fatal(err, d.Stages[0].Reason, d.Stages[0].Evidence)
+			}
+		}
+	})
 }

@@ -120,6 +120,8 @@ type result struct {
 	Verdict  abi.Verdict
 	Reason   string
 	Findings []abi.Finding
+	// Evidence is the wasm run's (not compared with the native one's).
+	Evidence map[string]any
 }
 
 // failedIDs lists the precondition ids of the blocking findings, in order,
@@ -167,7 +169,7 @@ func (r *pcRig) check(t testing.TB, dom string, kind abi.SubjectKind, subject []
 	if w.Verdict == abi.Accepted {
 		assert.Equal(t, "preconditions_hold", w.Basis)
 	}
-	return result{Verdict: w.Verdict, Reason: w.Reason, Findings: w.Findings}
+	return result{Verdict: w.Verdict, Reason: w.Reason, Findings: w.Findings, Evidence: w.Evidence}
 }
 
 func toolCall(t testing.TB, tool string, params any) []byte {

@@ -218,10 +218,10 @@ capabilities: {w: {kind: action, preconditions: [{id: p1, view: nope, bind: {}, 
 	})
 }
 
-// TestPreconditionsSQLiteSameRules runs the retail rules on the same data
-// in SQLite (the views' sql definitions) and requires the same answers as
-// the JSON-document source for every expected tau2 write and a set of
-// rule-breaking ones.
+// TestPreconditionsSQLiteSameRules runs the retail rules that have an SQL
+// form (retailSQLCatalog) on the same data in SQLite and requires the same
+// answers as the JSON-document source for every expected tau2 write and a
+// set of rule-breaking ones.
 func TestPreconditionsSQLiteSameRules(t *testing.T) {
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "retail.db")
@@ -229,7 +229,7 @@ func TestPreconditionsSQLiteSameRules(t *testing.T) {
 	sqlSrc, err := sqlsource.OpenSQLite(ctx, dbPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { sqlSrc.Close() })
-	cat := loadCatalog(t, "testdata/domains/retail/domain.yaml")
+	cat := retailSQLCatalog(t)
 	rig := newPCRig(t, airlineNow, map[string]host.Domain{
 		"retail":     {Catalog: cat, Source: docs(retailCollections(t))},
 		"retail_sql": {Catalog: cat, Source: sqlSrc},
