@@ -3,8 +3,6 @@ package host_test
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,34 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
-	"github.com/gatehost/gatehost/plugins/preconditions"
 )
 
 // telecomNow is the clock of the tau2 telecom policy: "The current time is
 // 2025-02-25 12:08:00 EST." (tau2's own tools use the same date).
 var telecomNow = time.Date(2025, 2, 25, 12, 8, 0, 0, time.FixedZone("EST", -5*3600))
-
-// telecomKeys are the key fields of db.json's tables, as gatehost.yaml
-// declares them (domains.telecom.source.keys).
-var telecomKeys = map[string]string{
-	"plans": "plan_id", "devices": "device_id", "lines": "line_id", "customers": "customer_id", "bills": "bill_id",
-}
-
-func telecomDocuments(t testing.TB) *datasource.Documents {
-	t.Helper()
-	d, err := datasource.OpenDocuments(filepath.Join(repoRoot, "testdata/domains/telecom/db.json"), datasource.WithKeys(telecomKeys))
-	require.NoError(t, err)
-	return d
-}
-
-func telecomRig(t testing.TB, src datasource.DataSource) *pcRig {
-	t.Helper()
-	return newPCRig(t, telecomNow, map[string]host.Domain{
-		"telecom": {Catalog: loadCatalog(t, "testdata/domains/telecom/domain.yaml"), Source: src},
-	})
-}
 
 // telecomTask is the part of a tau2 telecom task the measurement reads.
 type telecomTask struct {
@@ -64,14 +40,25 @@ type telecomCall struct {
 	Arguments map[string]any `json:"arguments"`
 }
 
-// telecomTables is db.json as tables of records, for reading the values the
+// telecomTables is db.json as tables of records, with the key field of
+// each table as gatehost.yaml declares it, for reading the values the
 // initialization functions compute from.
-type telecomTables map[string][]map[string]any
+type telecomTables struct {
+	tables map[string][]map[string]any
+	keys   map[string]string
+}
+
+func readTelecomTables(t testing.TB) telecomTables {
+	t.Helper()
+	db := telecomTables{keys: gatehostDomains(t)["telecom"].Source.Keys}
+	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/telecom/db.json"), &db.tables))
+	return db
+}
 
 func (tt telecomTables) record(t testing.TB, table, id string) map[string]any {
 	t.Helper()
-	for _, r := range tt[table] {
-		if r[telecomKeys[table]] == id {
+	for _, r := range tt.tables[table] {
+		if r[tt.keys[table]] == id {
 			return r
 		}
 	}
@@ -150,43 +137,6 @@ func telecomCustomerEffects(a telecomCall, awaiting string) []abi.Effect {
 	return nil
 }
 
-// telecomDry checks calls as one proposal and returns, besides the result,
-// the effects the gate applied for each admitted call (from its evidence).
-func telecomDry(t testing.TB, rig *pcRig, calls []abi.ToolCall) (result, [][]abi.Effect) {
-	t.Helper()
-	r := rig.check(t, "telecom", abi.SubjectProposal, proposal(t, calls...))
-	d, err := rig.h.Check(t.Context(), "telecom-dry", proposal(t, calls...), host.RunOptions{})
-	require.NoError(t, err)
-	b, err := json.Marshal(d.Stages[0].Evidence["checked"])
-	require.NoError(t, err)
-	var checked []struct {
-		Effects []abi.Effect `json:"effects"`
-		Count   int          `json:"effects_count"`
-	}
-	require.NoError(t, json.Unmarshal(b, &checked))
-	require.Len(t, checked, len(calls))
-	out := make([][]abi.Effect, len(calls))
-	for i, c := range checked {
-		require.Len(t, c.Effects, c.Count, "call %d: effects listed", i)
-		out[i] = c.Effects
-	}
-	return r, out
-}
-
-// deniedIDs maps the index of each denied action of a proposal to its
-// failed precondition ids (failedIDs' form), comma-joined.
-func deniedIDs(r result) map[int]string {
-	out := map[int]string{}
-	for _, f := range r.Findings {
-		id, _ := f.Details["precondition"].(string)
-		if f.Code == preconditions.CodeUnevaluable {
-			id = "unevaluable:" + id
-		}
-		out[*f.ActionIndex] = strings.Trim(out[*f.ActionIndex]+","+id, ",")
-	}
-	return out
-}
-
 // withEffects is d after effs (d itself when there are none).
 func withEffects(t testing.TB, d *datasource.Documents, effs []abi.Effect) *datasource.Documents {
 	t.Helper()
@@ -219,10 +169,8 @@ var telecomDryExceptions = map[string]string{
 func TestTau2TelecomTasks(t *testing.T) {
 	var tasks []telecomTask
 	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/telecom/tasks_small.json"), &tasks))
-	var db telecomTables
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/telecom/db.json"), &db))
-	base := telecomDocuments(t)
-	cat := loadCatalog(t, "testdata/domains/telecom/domain.yaml")
+	db := readTelecomTables(t)
+	d := openTau2Domain(t, "telecom", telecomNow)
 
 	writes, execOK, dryOK, stretchOK, withWrites := 0, 0, 0, 0, 0
 	for _, task := range tasks {
@@ -232,21 +180,19 @@ func TestTau2TelecomTasks(t *testing.T) {
 				init = append(init, telecomInitEffects(t, db, a)...)
 			}
 		}
-		// The agent's writes, and after which of them each customer
+		// The agent's writes, and before which of them each customer
 		// action with an effect on the operator's records comes.
 		var calls []abi.ToolCall
 		var keys []string
-		customer := map[int][]abi.Effect{} // len(calls) at the time → effects
+		customer := map[int][]abi.Effect{} // index of the next agent write → effects
 		awaiting := ""
 		for _, a := range task.EvaluationCriteria.Actions {
 			if a.Requestor == "user" {
-				if e := telecomCustomerEffects(a, awaiting); e != nil {
-					customer[len(calls)] = append(customer[len(calls)], e...)
-				}
+				customer[len(calls)] = append(customer[len(calls)], telecomCustomerEffects(a, awaiting)...)
 				continue
 			}
 			require.Equal(t, "assistant", a.Requestor, "task %s action %s", task.ID, a.ActionID)
-			c, ok := cat.Capability(a.Name)
+			c, ok := d.cat.Capability(a.Name)
 			require.True(t, ok, "task %s: %s is not in the telecom catalog", task.ID, a.Name)
 			if !abi.IsWriteKind(c.Kind) {
 				continue
@@ -264,16 +210,16 @@ func TestTau2TelecomTasks(t *testing.T) {
 		}
 		withWrites++
 		writes += len(calls)
-		start := withEffects(t, base, init)
+		start := withEffects(t, d.base, init)
 
 		// Dry, one plan.
-		r, _ := telecomDry(t, telecomRig(t, start), calls)
-		denied := deniedIDs(r)
+		found := byAction(d.at(t, start, abi.SubjectProposal, proposal(t, calls...)))
 		for i, k := range keys {
-			if _, ok := denied[i]; !ok {
+			got := strings.Join(failedAs(found[i]), ",")
+			if got == "" {
 				dryOK++
 			}
-			assert.Equal(t, telecomDryExceptions[k], denied[i], "dry, one plan: %s", k)
+			assert.Equal(t, telecomDryExceptions[k], got, "dry, one plan: %s", k)
 		}
 
 		// Dry per stretch, then exec call by call, over the state each
@@ -281,20 +227,19 @@ func TestTau2TelecomTasks(t *testing.T) {
 		state := withEffects(t, start, customer[0])
 		for from := 0; from < len(calls); {
 			to := from + 1
-			for to < len(calls) && customer[to] == nil {
+			for to < len(calls) && len(customer[to]) == 0 {
 				to++
 			}
-			rig := telecomRig(t, state)
-			r, effs := telecomDry(t, rig, calls[from:to])
-			assert.Empty(t, r.Findings, "dry, stretch %v: %s", keys[from:to], r.failedIDs())
+			dry := d.at(t, state, abi.SubjectProposal, proposal(t, calls[from:to]...))
+			found := byAction(dry)
+			effs := dryEffects(t, dry)
 			for i := from; i < to; i++ {
-				if _, ok := deniedIDs(r)[i-from]; !ok {
+				if assert.Empty(t, failedAs(found[i-from]), "dry, stretch: %s", keys[i]) {
 					stretchOK++
 				}
 				b, err := json.Marshal(calls[i])
 				require.NoError(t, err)
-				x := telecomRig(t, state).check(t, "telecom", abi.SubjectToolCall, b)
-				if assert.Equal(t, abi.Accepted, x.Verdict, "exec %s: %s", keys[i], x.failedIDs()) {
+				if assert.Empty(t, failedAs(d.at(t, state, abi.SubjectToolCall, b).Findings), "exec: %s", keys[i]) {
 					execOK++
 				}
 				state = withEffects(t, state, effs[i-from])
@@ -317,21 +262,20 @@ func TestTau2TelecomTasks(t *testing.T) {
 // (transfer) rather than lift a suspension, and the payment the expected
 // plan waits for.
 func TestTau2TelecomRefusals(t *testing.T) {
-	var db telecomTables
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/telecom/db.json"), &db))
-	base := telecomDocuments(t)
+	db := readTelecomTables(t)
+	d := openTau2Domain(t, "telecom", telecomNow)
 	suspended := func(contractEnded bool) *datasource.Documents {
-		return withEffects(t, base, telecomInitEffects(t, db, telecomCall{
+		return withEffects(t, d.base, telecomInitEffects(t, db, telecomCall{
 			EnvType: "assistant", FuncName: "suspend_line_for_overdue_bill",
 			Arguments: map[string]any{"customer_id": "C1001", "line_id": "L1002", "new_bill_id": "B1234321", "contract_ended": contractEnded},
 		}))
 	}
-	paid := func(d *datasource.Documents) *datasource.Documents {
-		return withEffects(t, d, []abi.Effect{{Collection: "bills", ID: "B1234321", Set: map[string]any{"status": "Paid"}}})
+	paid := func(s *datasource.Documents) *datasource.Documents {
+		return withEffects(t, s, []abi.Effect{{Collection: "bills", ID: "B1234321", Set: map[string]any{"status": "Paid"}}})
 	}
 	// C1001 lists a bill the bills table does not have: its status is
 	// unknown, so it cannot count as paid.
-	unreadable := withEffects(t, base, []abi.Effect{{Collection: "customers", ID: "C1001", Set: map[string]any{"bill_ids.3": "B0000000"}}})
+	unreadable := withEffects(t, d.base, []abi.Effect{{Collection: "customers", ID: "C1001", Set: map[string]any{"bill_ids.3": "B0000000"}}})
 	resumeL1003 := abi.ToolCall{ID: "r3", Tool: "resume_line", Parameters: json.RawMessage(`{"customer_id":"C1001","line_id":"L1003"}`)}
 	requestMissing := abi.ToolCall{ID: "pm", Tool: "send_payment_request", Parameters: json.RawMessage(`{"customer_id":"C1001","bill_id":"B0000000"}`)}
 	resume := abi.ToolCall{ID: "r", Tool: "resume_line", Parameters: json.RawMessage(`{"customer_id":"C1001","line_id":"L1002"}`)}
@@ -341,13 +285,13 @@ func TestTau2TelecomRefusals(t *testing.T) {
 		name  string
 		state *datasource.Documents
 		calls []abi.ToolCall
-		want  []string // the last call's failed ids; none: admitted
+		want  []string // the last call's failed ids, in declaration order; none: admitted
 	}{
 		// [service_issue]overdue_bill_suspension: before the payment.
 		{"resume_before_payment", suspended(false), []abi.ToolCall{resume}, []string{"overdue_bills_paid"}},
 		{"refuel_suspended", suspended(false), []abi.ToolCall{refuel}, []string{"refuel_line_active"}},
 		{"request_twice", suspended(false), []abi.ToolCall{request, request}, []string{"bill_is_overdue", "no_bill_awaiting_payment"}},
-		{"resume_after_payment", paid(suspended(false)), []abi.ToolCall{resume}, nil},
+		{"resume_after_payment", paid(suspended(false)), []abi.ToolCall{resume}, []string{}},
 		// [service_issue]contract_end_suspension: the contract ended on
 		// 2025-01-31; paid or not, the suspension stays.
 		{"contract_ended_unpaid", suspended(true), []abi.ToolCall{resume}, []string{"overdue_bills_paid", "contract_not_ended"}},
@@ -358,31 +302,16 @@ func TestTau2TelecomRefusals(t *testing.T) {
 		{"contract_ended_request_then_resume", suspended(true), []abi.ToolCall{request, resume}, []string{"overdue_bills_paid", "contract_not_ended"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rig := telecomRig(t, tc.state)
 			last := len(tc.calls) - 1
-			r, _ := telecomDry(t, rig, tc.calls)
-			denied := deniedIDs(r)
+			found := byAction(d.at(t, tc.state, abi.SubjectProposal, proposal(t, tc.calls...)))
 			for i := range last {
-				assert.NotContains(t, denied, i, "earlier call %d", i)
+				assert.Empty(t, failedAs(found[i]), "earlier call %d", i)
 			}
-			got := []string{}
-			if denied[last] != "" {
-				got = strings.Split(denied[last], ",")
-			}
-			slices.Sort(got)
-			want := slices.Clone(tc.want)
-			if want == nil {
-				want = []string{}
-			}
-			slices.Sort(want)
-			assert.Equal(t, want, got, "dry")
+			assert.Equal(t, tc.want, failedAs(found[last]), "dry")
 			if last == 0 {
 				b, err := json.Marshal(tc.calls[0])
 				require.NoError(t, err)
-				x := rig.check(t, "telecom", abi.SubjectToolCall, b)
-				ids := x.failedIDs()
-				slices.Sort(ids)
-				assert.Equal(t, want, ids, "exec")
+				assert.Equal(t, tc.want, failedAs(d.at(t, tc.state, abi.SubjectToolCall, b).Findings), "exec")
 			}
 		})
 	}
@@ -391,9 +320,11 @@ func TestTau2TelecomRefusals(t *testing.T) {
 // TestTau2TelecomExamples keeps the telecom example subjects deciding as
 // docs/DOMAINS-TAU2.md says.
 func TestTau2TelecomExamples(t *testing.T) {
-	rig := telecomRig(t, telecomDocuments(t))
-	r := rig.check(t, "telecom", abi.SubjectToolCall, readFile(t, "testdata/domains/examples/telecom-payment-request-issued.json"))
-	assert.Equal(t, []string{"bill_is_overdue"}, r.failedIDs())
-	r = rig.check(t, "telecom", abi.SubjectProposal, readFile(t, "testdata/domains/examples/telecom-refuel-plan.json"))
-	assert.Equal(t, map[int]string{2: "refuel_within_limit"}, deniedIDs(r))
+	d := openTau2Domain(t, "telecom", telecomNow)
+	r := d.at(t, nil, abi.SubjectToolCall, readFile(t, "testdata/domains/examples/telecom-payment-request-issued.json"))
+	assert.Equal(t, []string{"bill_is_overdue"}, failedAs(r.Findings))
+	found := byAction(d.at(t, nil, abi.SubjectProposal, readFile(t, "testdata/domains/examples/telecom-refuel-plan.json")))
+	assert.Empty(t, failedAs(found[1]))
+	assert.Equal(t, []string{"refuel_within_limit"}, failedAs(found[2]))
+	assert.Len(t, found, 1)
 }
