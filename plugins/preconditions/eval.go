@@ -497,7 +497,11 @@ func (e *evaluator) bind(b map[string]abi.Operand) (map[string]any, string) {
 		if why != "" {
 			return nil, "bind " + name + ": " + why
 		}
-		bound[name] = export(v)
+		out, why := exportValue(v)
+		if why != "" {
+			return nil, "bind " + name + ": " + why
+		}
+		bound[name] = out
 	}
 	return bound, ""
 }
