@@ -308,3 +308,15 @@ func TestBindOutOfFloat64Range(t *testing.T) {
 	assert.Equal(t, preconditions.CodeUnevaluable, resp.Findings[0].Code)
 	assert.Empty(t, h.recorded(), "nothing is queried with an unrepresentable value")
 }
+
+// TestEffectIDOutOfFloat64Range: an id computed past the float64 range has
+// no text ("+Inf" is no document's id), so the call is denied.
+func TestEffectIDOutOfFloat64Range(t *testing.T) {
+	c := cancel()
+	c.Effects[0].ID = arith(abi.OperandMul, param("n"), param("n"))
+	h := &memHost{caps: map[string]abi.DomainCapability{"cancel": c}, docs: shopDocs(), views: shopViews()}
+	resp := evaluate(t, h, abi.SubjectProposal, plan(toolCall("cancel", map[string]any{"order_id": "o1", "n": 1e200})))
+	require.Len(t, resp.Findings, 1)
+	assert.Equal(t, preconditions.CodeUnevaluable, resp.Findings[0].Code)
+	assert.Contains(t, resp.Findings[0].Details["reason"], "id")
+}
