@@ -98,7 +98,11 @@ func (c *checker) resolveEffect(e *evaluator, eff *abi.DomainEffect) (abi.Effect
 		if _, dup := set[p]; dup {
 			return abi.Effect{}, fmt.Sprintf("set %s: another set path also resolves to %s", path, p)
 		}
-		set[p] = export(v)
+		out, why := exportValue(v)
+		if why != "" {
+			return abi.Effect{}, "set " + path + ": " + why
+		}
+		set[p] = out
 	}
 	return abi.Effect{Collection: eff.Collection, ID: id, Set: set}, ""
 }

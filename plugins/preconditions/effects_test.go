@@ -277,3 +277,46 @@ func TestEffectsOfUnparsableArguments(t *testing.T) {
 	assert.Equal(t, preconditions.CodeUnevaluable, resp.Findings[0].Code)
 	assert.Contains(t, resp.Findings[0].Details["reason"], "could not be parsed")
 }
+
+// TestComputedNumberOutOfFloat64Range: an effect value whose exact result
+// has no finite float64 (a balance driven past 1.8e308) cannot be sent or
+// applied, so the call is denied as unevaluable; the response stays
+// encodable JSON.
+func TestComputedNumberOutOfFloat64Range(t *testing.T) {
+	docs := shopDocs()
+	docs["accounts"]["acct1"] = map[string]any{"balance": 1.7e308}
+	h := &memHost{caps: map[string]abi.DomainCapability{"pay": pay()}, docs: docs, views: shopViews()}
+	call := toolCall("pay", map[string]any{"account_id": "acct1", "amount": -1.7e308})
+	resp := evaluate(t, h, abi.SubjectProposal, plan(call))
+	_, err := json.Marshal(resp)
+	require.NoError(t, err, "the response is JSON")
+	require.Len(t, resp.Findings, 1)
+	assert.Equal(t, preconditions.CodeUnevaluable, resp.Findings[0].Code)
+	assert.Contains(t, resp.Findings[0].Details["reason"], "float64")
+}
+
+// TestBindOutOfFloat64Range: a bound value past float64's range is unknown,
+// not +Inf on the wire.
+func TestBindOutOfFloat64Range(t *testing.T) {
+	c := pay()
+	c.Preconditions[0].Bind = map[string]abi.Operand{"id": arith(abi.OperandMul, param("amount"), param("amount"))}
+	h := &memHost{caps: map[string]abi.DomainCapability{"pay": c}, docs: shopDocs(), views: shopViews()}
+	resp := evaluate(t, h, abi.SubjectToolCall, toolCall("pay", map[string]any{"account_id": "acct1", "amount": 1e200}))
+	_, err := json.Marshal(resp)
+	require.NoError(t, err)
+	require.Len(t, resp.Findings, 1)
+	assert.Equal(t, preconditions.CodeUnevaluable, resp.Findings[0].Code)
+	assert.Empty(t, h.recorded(), "nothing is queried with an unrepresentable value")
+}
+
+// TestEffectIDOutOfFloat64Range: an id computed past the float64 range has
+// no text ("+Inf" is no document's id), so the call is denied.
+func TestEffectIDOutOfFloat64Range(t *testing.T) {
+	c := cancel()
+	c.Effects[0].ID = arith(abi.OperandMul, param("n"), param("n"))
+	h := &memHost{caps: map[string]abi.DomainCapability{"cancel": c}, docs: shopDocs(), views: shopViews()}
+	resp := evaluate(t, h, abi.SubjectProposal, plan(toolCall("cancel", map[string]any{"order_id": "o1", "n": 1e200})))
+	require.Len(t, resp.Findings, 1)
+	assert.Equal(t, preconditions.CodeUnevaluable, resp.Findings[0].Code)
+	assert.Contains(t, resp.Findings[0].Details["reason"], "id")
+}

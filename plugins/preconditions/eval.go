@@ -46,6 +46,33 @@ type evaluator struct {
 	params map[string]any
 	now    time.Time
 	local  *time.Location // zone of zone-less timestamps; nil: not comparable
+	// steps, when set, is the call's remaining evaluation budget, shared by
+	// every evaluator of the call.
+	steps *int
+}
+
+// maxSteps bounds the operands and conditions evaluated for one call.
+// Depth is bounded, but aggregates nest: a count over 1,000 rows inside a
+// where over 1,000 rows is a million element tests, and each further level
+// multiplies it by the rows again. Past the budget the expression is
+// unknown, so the call is denied in bounded time instead of running until
+// the stage's timeout or memory ends it. An aggregate over abi.MaxQueryRows
+// rows costs a few thousand steps, so a call has room for hundreds.
+const maxSteps = 1 << 20
+
+// tooMuchWork is the reason given past maxSteps.
+var tooMuchWork = fmt.Sprintf("evaluation needs more than %d steps for one call", maxSteps)
+
+// step spends one unit of the call's budget; false when it is spent.
+func (e *evaluator) step() bool {
+	if e.steps == nil {
+		return true
+	}
+	if *e.steps <= 0 {
+		return false
+	}
+	*e.steps--
+	return true
 }
 
 // tooDeep is the reason given for an expression nested deeper than
@@ -91,6 +118,9 @@ func (e *evaluator) lookup(o abi.Operand, sc scope) (v any, absent bool, why str
 func (e *evaluator) operand(o abi.Operand, sc scope, d int) (any, string) {
 	if d > abi.MaxExpressionDepth {
 		return nil, tooDeep
+	}
+	if !e.step() {
+		return nil, tooMuchWork
 	}
 	switch o.Kind {
 	case abi.OperandLiteral:
@@ -271,6 +301,9 @@ func operator(c *abi.Condition) (op string, rhs *abi.Operand, n int) {
 func (e *evaluator) cond(c *abi.Condition, sc scope, d int) (tri, string) {
 	if d > abi.MaxExpressionDepth {
 		return unknown, tooDeep
+	}
+	if !e.step() {
+		return unknown, tooMuchWork
 	}
 	composites := 0
 	for _, set := range []bool{c.AllOf != nil, c.AnyOf != nil, c.Not != nil} {
@@ -497,7 +530,11 @@ func (e *evaluator) bind(b map[string]abi.Operand) (map[string]any, string) {
 		if why != "" {
 			return nil, "bind " + name + ": " + why
 		}
-		bound[name] = export(v)
+		out, why := exportValue(v)
+		if why != "" {
+			return nil, "bind " + name + ": " + why
+		}
+		bound[name] = out
 	}
 	return bound, ""
 }

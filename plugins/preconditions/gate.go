@@ -200,6 +200,8 @@ type checker struct {
 	findings []abi.Finding
 	// queries counts the query.rows made for the call being checked.
 	queries int
+	// steps is what remains of the call's evaluation budget (maxSteps).
+	steps int
 	// overlay holds the resolved effects of the plan's admitted writes so
 	// far (dry mode only); every query.rows carries it.
 	overlay []abi.Effect
@@ -328,6 +330,7 @@ func (c *checker) check(cl call) map[string]any {
 	ev["preconditions"] = ids
 	params, perr := decodeParams(cl)
 	c.queries = 0
+	c.steps = maxSteps
 	before := len(c.findings)
 	for i := range dc.Preconditions {
 		p := &dc.Preconditions[i]

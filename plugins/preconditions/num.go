@@ -108,10 +108,22 @@ func export(v any) any {
 	return v
 }
 
+// exportValue is export for a value that is sent or applied (a bind, an
+// effect's value): a computed number whose nearest float64 is infinite has
+// no JSON form, so it is unknown rather than +Inf on the wire.
+func exportValue(v any) (any, string) {
+	if r, ok := v.(*big.Rat); ok {
+		if f, _ := r.Float64(); math.IsInf(f, 0) {
+			return nil, "the result is outside the float64 range"
+		}
+	}
+	return export(v), ""
+}
+
 // text is the text of a string or a number (a number in its shortest
 // form: int64 in decimal, any other number as its nearest float64 in
 // strconv's shortest 'g' form), as an effect's id and set-path
-// placeholders use it.
+// placeholders use it; a number past the float64 range has no text.
 func text(v any) (string, bool) {
 	if s, ok := v.(string); ok {
 		return s, true
@@ -127,5 +139,8 @@ func text(v any) (string, bool) {
 	}
 	f, _ := rat(v)
 	ff, _ := f.Float64()
+	if math.IsInf(ff, 0) {
+		return "", false
+	}
 	return strconv.FormatFloat(ff, 'g', -1, 64), true
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/plugins/preconditions"
 )
 
 // operandRow is the one row view "v" answers in TestOperandsAndOperators.
@@ -171,4 +172,46 @@ func TestComputedBindLeavesAsFloat(t *testing.T) {
 	q := h.recorded()
 	require.Len(t, q, 1)
 	assert.Equal(t, map[string]any{"total": 0.3, "third": 1.0 / 3, "at": "2024-05-15T19:00:00Z"}, q[0].Params)
+}
+
+// TestNestedAggregatesAreBounded: aggregates over the rows nested inside
+// each other's where multiply the work by the rows at every level; past
+// the call's evaluation budget the precondition is unevaluable, promptly,
+// while one quadratic level (an aggregate over every row, on every row)
+// still evaluates.
+func TestNestedAggregatesAreBounded(t *testing.T) {
+	rows := make([]map[string]any, abi.MaxQueryRows)
+	for i := range rows {
+		rows[i] = map[string]any{"n": float64(i)}
+	}
+	countWhere := func(where *abi.Condition) *abi.Condition {
+		return val(count(rowsOp(), where), "gt", lit(0))
+	}
+	leaf := on("n", "gte", lit(0))
+	// require.match stops at the first row that holds, so one count is a
+	// thousand element tests, two are a million and three a billion.
+	quadratic := countWhere(leaf)
+	cubic := countWhere(countWhere(countWhere(leaf)))
+	for _, tc := range []struct {
+		name  string
+		match *abi.Condition
+		code  string
+	}{
+		{"quadratic", quadratic, ""},
+		{"cubic", cubic, preconditions.CodeUnevaluable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := abi.DomainCapability{Domain: "d", Name: "w", Tools: []string{"w"}, Kind: abi.KindAction,
+				Preconditions: []abi.DomainPrecondition{{ID: "p", View: "all", Require: &abi.Require{Match: tc.match}, Message: "m"}}}
+			h := &memHost{caps: map[string]abi.DomainCapability{"w": c}, views: map[string]view{"all": fixed(rows...)}}
+			resp := evaluate(t, h, abi.SubjectToolCall, toolCall("w", nil))
+			if tc.code == "" {
+				assert.Empty(t, resp.Findings)
+				return
+			}
+			require.Len(t, resp.Findings, 1)
+			assert.Equal(t, tc.code, resp.Findings[0].Code)
+			assert.Contains(t, resp.Findings[0].Details["reason"], "steps")
+		})
+	}
 }

@@ -32,7 +32,7 @@ type outcome struct {
 
 // evaluatorFor is the evaluator of a capability's expressions over params.
 func (c *checker) evaluatorFor(dc *abi.DomainCapability, params map[string]any) *evaluator {
-	e := &evaluator{params: params, now: c.now}
+	e := &evaluator{params: params, now: c.now, steps: &c.steps}
 	if dc.LocalTimeOffset != "" {
 		if t, err := time.Parse("-07:00", dc.LocalTimeOffset); err == nil {
 			e.local = t.Location()
