@@ -46,12 +46,13 @@ type Config struct {
 	// (for embedders who audit elsewhere; the CLI always sets one). A path
 	// that exists must be a regular file (ErrNotRegular otherwise).
 	EventLogPath string
-	// EventLog is an already-open event log the host appends to instead
-	// of opening EventLogPath (set at most one of the two). The host never
+	// EventLog is an already-open event log (a file *eventlog.Log, or a
+	// store's, such as pgstore's) the host appends to instead of opening
+	// EventLogPath (set at most one of the two). The host never
 	// closes it: its owner does, after every host using it is closed. This
 	// lets hosts that replace one another (a server's reload) share the one
 	// writer the log's lock allows.
-	EventLog *eventlog.Log
+	EventLog eventlog.Appender
 	// Hooks receives decisions and quarantine changes, for metrics; nil
 	// means none.
 	Hooks *Hooks

@@ -37,8 +37,8 @@ type Host struct {
 	logger    *slog.Logger
 	catalog   *catalog.Store
 	sessions  session.Store
-	log       *eventlog.Log
-	ownLog    bool                      // the host opened log and closes it
+	log       eventlog.Appender
+	ownLog    *eventlog.Log             // the log the host opened, and closes
 	engines   map[uint32]*engine.Engine // by memory limit in pages
 	plugins   map[variant]*plugin
 	pipelines map[string]*pipeline
@@ -253,7 +253,7 @@ func (h *Host) openEventLog() error {
 	if err != nil {
 		return fmt.Errorf("host: event log: %w", err)
 	}
-	h.log, h.ownLog = l, true
+	h.log, h.ownLog = l, l
 	return nil
 }
 
@@ -337,8 +337,8 @@ func (h *Host) Close(ctx context.Context) error {
 		for _, e := range h.engines {
 			err = errors.Join(err, e.Close(ctx))
 		}
-		if h.log != nil && h.ownLog {
-			err = errors.Join(err, h.log.Close())
+		if h.ownLog != nil {
+			err = errors.Join(err, h.ownLog.Close())
 		}
 	})
 	return err

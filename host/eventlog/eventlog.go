@@ -390,3 +390,20 @@ func lockLog(f *os.File, timeout time.Duration) error {
 	defer cancel()
 	return filelock.LockContext(ctx, f)
 }
+
+// Appender is what a writer of decisions needs of an event log. *Log
+// implements it over a file; other stores (the PostgreSQL store of a
+// fleet) implement it with the same records, canonical encoding and chain.
+//
+// Append has Log.Append's contract: nil only once the records are durable,
+// an error meaning they may or may not be stored. It takes no context on
+// purpose: a decision is recorded even when its request was cancelled, so
+// an implementation bounds each append by a timeout of its own.
+type Appender interface {
+	Append(recs ...Record) ([]Record, error)
+	// Last returns the seq and hash of the last durable record of the
+	// chain this Appender writes (0 and GenesisPrev when empty).
+	Last() (seq uint64, hash string)
+}
+
+var _ Appender = (*Log)(nil)

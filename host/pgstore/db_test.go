@@ -1,0 +1,133 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/host/pgstore"
+	"github.com/gatehost/gatehost/internal/pgtest"
+)
+
+// openDB opens a store on a new database of the shared cluster.
+func openDB(t *testing.T, node string) (*pgstore.DB, string) {
+	t.Helper()
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node})
+	require.NoError(t, err)
+	t.Cleanup(db.Close)
+	return db, dsn
+}
+
+func TestOpenMigratesOnceAcrossConcurrentReplicas(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	dbs := make([]*pgstore.DB, 4)
+	for i := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dbs[i], errs[i] = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i)})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "replica %d", i)
+		defer dbs[i].Close()
+	}
+	v, err := dbs[0].SchemaVersion(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, v)
+	var applied int
+	require.NoError(t, dbs[0].Pool().QueryRow(ctx, "SELECT count(*) FROM gatehost_schema_migrations").Scan(&applied))
+	assert.Equal(t, v, applied, "each migration applied exactly once")
+	var nodes int
+	require.NoError(t, dbs[0].Pool().QueryRow(ctx, "SELECT count(*) FROM gatehost_nodes").Scan(&nodes))
+	assert.Equal(t, 4, nodes)
+
+	// Opening again changes nothing.
+	again, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "node-0"})
+	require.NoError(t, err)
+	defer again.Close()
+	v2, err := again.SchemaVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, v, v2)
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	db, dsn := openDB(t, "a")
+	ctx := context.Background()
+	_, err := db.Pool().Exec(ctx, "INSERT INTO gatehost_schema_migrations (version, name) VALUES (9999, 'future')")
+	require.NoError(t, err)
+	_, err = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "b"})
+	require.ErrorIs(t, err, pgstore.ErrSchema)
+	assert.Contains(t, err.Error(), "9999")
+}
+
+func TestOpenRefusals(t *testing.T) {
+	pgtest.Skip(t)
+	tests := []struct {
+		name string
+		opts pgstore.Options
+		want error
+	}{
+		{"bad node id", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: "a b"}, pgstore.ErrConfig},
+		{"empty node id", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x"}, pgstore.ErrConfig},
+		{"long node id", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: string(make([]byte, 65))}, pgstore.ErrConfig},
+		{"bad dsn", pgstore.Options{DSN: "postgres://user:s3cret@[::1", NodeID: "a"}, pgstore.ErrConfig},
+		{"negative timeout", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: "a", OpTimeout: -1}, pgstore.ErrConfig},
+		{"unreachable", pgstore.Options{DSN: "postgres://user:s3cret@127.0.0.1:1/x?connect_timeout=2", NodeID: "a", ConnectTimeout: 2 * time.Second}, pgstore.ErrUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pgstore.Open(context.Background(), tt.opts)
+			require.ErrorIs(t, err, tt.want)
+			assert.NotContains(t, err.Error(), "s3cret", "errors never echo the DSN's password")
+		})
+	}
+}
+
+func TestOpPassthroughAndHealth(t *testing.T) {
+	db, _ := openDB(t, "a")
+	ctx := context.Background()
+	mine := errors.New("refused by the caller")
+	err := db.Op(ctx, "t", func(context.Context) error { return pgstore.Passthrough(mine) })
+	require.ErrorIs(t, err, mine)
+	assert.NotErrorIs(t, err, pgstore.ErrUnavailable)
+	ok, _ := db.Healthy()
+	assert.True(t, ok)
+
+	err = db.Op(ctx, "t", func(ctx context.Context) error {
+		_, err := db.Pool().Exec(ctx, "SELECT pg_sleep(10)")
+		return err
+	})
+	require.ErrorIs(t, err, pgstore.ErrUnavailable, "an operation past OpTimeout is unavailable")
+	ok, last := db.Healthy()
+	assert.False(t, ok)
+	require.Error(t, last)
+	require.NoError(t, db.Ping(ctx))
+	ok, _ = db.Healthy()
+	assert.True(t, ok, "a probe that succeeds restores health")
+}
+
+func TestPingRefusesReadOnly(t *testing.T) {
+	db, dsn := openDB(t, "a")
+	ctx := context.Background()
+	_, err := db.Pool().Exec(ctx, "SELECT 1")
+	require.NoError(t, err)
+	ro, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn + "&options=-c%20default_transaction_read_only%3Don", NodeID: "ro"})
+	if err == nil {
+		defer ro.Close()
+		err = ro.Ping(ctx)
+	}
+	require.ErrorIs(t, err, pgstore.ErrUnavailable, "a read-only server cannot record decisions")
+	_ = db
+}

@@ -1,0 +1,14 @@
+package pgstore_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gatehost/gatehost/internal/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopShared()
+	os.Exit(code)
+}
