@@ -155,7 +155,7 @@ func TestDomainValidateV2(t *testing.T) {
 			"capability w: effects[0].set.total: field reads the effect's row, and an effect without view or capability has none"},
 		{"item placeholder", strings.Replace(head, "id: \"{a}\"", "id: \"{item}\"", 1),
 			"view v: document.id: {item}: item placeholders need for_each"},
-		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1 or 2)"},
+		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1, 2 or 3)"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
