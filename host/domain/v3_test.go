@@ -27,6 +27,7 @@ func TestV3Accepted(t *testing.T) {
 		{"effect for_each with let and when", withEffect(`{for_each: {param: items, as: it}, let: {s: {view: v, bind: {a: {param: it}}, value: {field: source}}}, when: {value: {param: s}, equals: gift_card}, collection: users, id: {param: a}, set: {"m.{it}": null}}`)},
 		{"index from the end in a param", withPre(`{id: p1, view: v, bind: {a: {param: items.-1.id}}, deny_when: {field: f, equals: 1}, message: m}`)},
 		{"index from the end in a field and of", deny(`{value: {sum: {over: {field: lines}, of: parts.-2}}, not_equals: {field: lines.-1.total}}`)},
+		{"let value 16 levels deep", withPre(`{id: p1, let: {x: {value: {add: [1, ` + nestAdd(14) + `]}}}, deny_when: {field: f, equals: 1}, message: m}`)},
 		{"version 3", strings.Replace(withPre(`{id: p1, deny_when: {field: f, equals: 1}, message: m}`), "version: 2", "version: 3", 1)},
 	}
 	for _, c := range cases {

@@ -65,6 +65,12 @@ func TestLet(t *testing.T) {
 		{"a let over the call's parameters, in the row of a view-less precondition",
 			abi.DomainPrecondition{ID: "p", Let: map[string]abi.Let{"twice": {Value: arith(abi.OperandMul, param("qty"), lit(2))}},
 				DenyWhen: on("twice", "gt", lit(0.6)), Message: "m"}, map[string]any{"qty": 0.3}, "pass", "", 0},
+		// The validator's bound (host/domain TestV3Accepted, TestV3Errors):
+		// a let's value is a root, level 1.
+		{"a let value 16 levels deep", abi.DomainPrecondition{ID: "p", Let: map[string]abi.Let{"x": {Value: nestAdd(15)}},
+			DenyWhen: on("x", "equals", lit(1)), Message: "m"}, map[string]any{}, "deny", "", 0},
+		{"a let value 17 levels deep", abi.DomainPrecondition{ID: "p", Let: map[string]abi.Let{"x": {Value: nestAdd(16)}},
+			DenyWhen: on("x", "equals", lit(1)), Message: "m"}, map[string]any{}, "unevaluable", "let x: expression nested deeper than 16 levels", 0},
 		{"a let in bind",
 			abi.DomainPrecondition{ID: "p", View: "account", Let: map[string]abi.Let{"acct": {View: "item", Bind: map[string]abi.Operand{"id": lit("i1")}, Value: lit("acct2")}},
 				Bind: map[string]abi.Operand{"id": param("acct")}, DenyWhen: on("balance", "lt", lit(30)), Message: "m"}, map[string]any{}, "deny", "", 2},
