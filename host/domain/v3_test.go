@@ -94,3 +94,70 @@ func TestV3Recorded(t *testing.T) {
 	require.Len(t, w.Effects, 1)
 	assert.Equal(t, &abi.Condition{Value: &abi.Operand{Kind: abi.OperandParam, Name: "qty"}, Gt: &abi.Operand{Kind: abi.OperandLiteral, Value: 0.0}}, w.Effects[0].When)
 }
+
+// TestDOMAINExamplesV3: the v3 examples of DOMAIN.md (let, an effect's
+// when, an index from the end), put in one catalog, load.
+func TestDOMAINExamplesV3(t *testing.T) {
+	doc := `
+version: 3
+views:
+  flight_route: {params: [flight_number], document: {collection: flights, id: "{flight_number}"}}
+  line_change: {params: [order_id, new_item_id], document: {collection: orders, id: "{order_id}"}}
+  order_payment_method: {params: [order_id, payment_method_id], document: {collection: orders, id: "{order_id}"}}
+  order_state: {params: [order_id], document: {collection: orders, id: "{order_id}"}}
+  order_original_method: {params: [order_id], document: {collection: orders, id: "{order_id}"}}
+capabilities:
+  book:
+    kind: create
+    parameters: [flights, destination]
+    preconditions:
+      - id: booking_ends_at_trip_end
+        view: flight_route
+        bind: {flight_number: {param: "flights.-1.flight_number"}}
+        require: {match: {field: destination, equals: {param: destination}}}
+        message: The itinerary's last flight must arrive at the destination.
+  modify_items:
+    kind: update
+    parameters: [order_id, item_ids, new_item_ids, payment_method_id]
+    preconditions:
+      - id: gift_card_covers_difference
+        let:
+          differences:
+            for_each: {zip: [item_ids, new_item_ids], as: [item, new_item]}
+            view: line_change
+            bind: {order_id: {param: order_id}, new_item_id: {param: new_item}}
+            value: {sub: [{field: new_price}, {field: old_price}]}
+        view: order_payment_method
+        bind: {order_id: {param: order_id}, payment_method_id: {param: payment_method_id}}
+        deny_when:
+          all_of:
+            - {field: method_source, equals: gift_card}
+            - {field: method_balance, lt: {sum: {over: {param: differences}}}}
+        message: A gift card paying the difference must cover the total difference.
+  modify_payment:
+    kind: update
+    parameters: [order_id, payment_method_id]
+    effects:
+      - collection: users
+        id: {field: user_id}
+        view: order_payment_method
+        bind: {order_id: {param: order_id}, payment_method_id: {param: payment_method_id}}
+        when: {field: method_source, equals: gift_card}
+        set: {"payment_methods.{payment_method_id}.balance": {sub: [{field: method_balance}, {field: paid_amount}]}}
+      - collection: users
+        id: {field: user_id}
+        let: {original: {view: order_state, bind: {order_id: {param: order_id}}, value: {field: original_payment_method_id}}}
+        view: order_original_method
+        bind: {order_id: {param: order_id}}
+        when: {field: original_method_source, equals: gift_card}
+        set: {"payment_methods.{original}.balance": {add: [{field: original_method_balance}, {field: paid_amount}]}}
+`
+	c, err := domain.ParseNamed([]byte(doc), "retail")
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.Version)
+	m, ok := c.Capability("modify_payment")
+	require.True(t, ok)
+	require.Len(t, m.Effects, 2)
+	assert.NotNil(t, m.Effects[1].When)
+	assert.Contains(t, m.Effects[1].Let, "original")
+}
