@@ -79,6 +79,29 @@ type DomainPrecondition struct {
 	// array parameter (or per position of several, paired), binding each
 	// element as a parameter named by ForEach.As.
 	ForEach *ForEach `json:"for_each,omitempty"`
+	// Let (minor 5) names values computed before Bind and the condition,
+	// each then usable as a param operand {kind: param, name: NAME}. With
+	// ForEach the lets are computed once per element, the element bound.
+	Let map[string]Let `json:"let,omitempty"`
+}
+
+// Let is a named value of a precondition or an effect (minor 5): Value,
+// evaluated over the call's parameters (and the enclosing for_each's
+// elements) and, when View or Capability is given, over the single row the
+// query answers with Bind (no row or several make it unknown). With ForEach
+// it is an array: one Value per element, each with its own query, the
+// element bound under ForEach.As, so that an aggregate over the param
+// (sum, count, min, max) combines rows looked up element by element. A let
+// reads the call's parameters and for_each names, not other lets. A value
+// that is unknown, for any element, makes the precondition unevaluable and
+// the effect unresolvable. Its queries count toward MaxQueriesPerCall and
+// its ForEach toward MaxForEachElements.
+type Let struct {
+	ForEach    *ForEach           `json:"for_each,omitempty"`
+	View       string             `json:"view,omitempty"`
+	Capability string             `json:"capability,omitempty"`
+	Bind       map[string]Operand `json:"bind,omitempty"`
+	Value      Operand            `json:"value"`
 }
 
 // ForEach iterates a precondition or an effect over the elements of array
@@ -114,6 +137,12 @@ const MaxQueriesPerCall = 256
 // number. With ForEach the effect resolves to one Effect per element. When View or Capability is given the precondition rules for rows
 // apply: the query is run with Bind and must answer exactly one row, which
 // {kind: field} operands in Set read (the state before the write).
+//
+// Let (minor 5) names values computed first (per element with ForEach),
+// usable as params in Bind, ID, Set and When and as {NAME} placeholders of
+// Set paths. When (minor 5) is a condition over the effect's row and
+// params: the effect (the element's, with ForEach) applies only when it
+// holds; false applies nothing, unknown makes the effect unresolvable.
 type DomainEffect struct {
 	Collection string             `json:"collection"`
 	ID         Operand            `json:"id"`
@@ -121,6 +150,8 @@ type DomainEffect struct {
 	Capability string             `json:"capability,omitempty"`
 	Bind       map[string]Operand `json:"bind,omitempty"`
 	ForEach    *ForEach           `json:"for_each,omitempty"`
+	Let        map[string]Let     `json:"let,omitempty"`
+	When       *Condition         `json:"when,omitempty"`
 	Set        map[string]Operand `json:"set"`
 }
 
@@ -144,7 +175,8 @@ type Require struct {
 
 // Condition is a predicate over one row. A leaf has exactly one left-hand
 // side, Field (a dotted path; "*" maps over an array, "#" is an array's
-// length, "@" alone is the row itself) or Value (minor 4), and exactly one
+// length, "@" alone is the row itself, and from minor 5 a segment -N is an
+// array's N-th element from its end: "flights.-1" is the last) or Value (minor 4), and exactly one
 // operator; a composite has exactly one of AllOf, AnyOf, Not. Inside an
 // aggregate's Where the row is the element.
 type Condition struct {

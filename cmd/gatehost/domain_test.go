@@ -155,7 +155,21 @@ func TestDomainValidateV2(t *testing.T) {
 			"capability w: effects[0].set.total: field reads the effect's row, and an effect without view or capability has none"},
 		{"item placeholder", strings.Replace(head, "id: \"{a}\"", "id: \"{item}\"", 1),
 			"view v: document.id: {item}: item placeholders need for_each"},
-		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1 or 2)"},
+		{"let name", pre(`{id: p, let: {a: {value: 1}}, deny_when: {field: f, equals: 1}, message: m}`),
+			`capability w: precondition p: let.a: "a" is a parameter of w; a let needs a name of its own`},
+		{"let row", pre(`{id: p, let: {x: {value: {field: y}}}, deny_when: {field: f, equals: 1}, message: m}`),
+			"capability w: precondition p: let.x.value: field reads the let's row, and a let without view or capability has none"},
+		{"let query", pre(`{id: p, let: {x: {for_each: {param: items, as: it}, view: v, value: {field: y}}}, deny_when: {field: f, equals: 1}, message: m}`),
+			"capability w: precondition p: let.x.bind.a: the view's parameter a is not bound"},
+		{"let depth", pre(`{id: p, let: {x: {value: ` + strings.Repeat("{add: [1, ", 16) + "1" + strings.Repeat("]}", 16) + `}}, deny_when: {field: f, equals: 1}, message: m}`),
+			"capability w: precondition p: let.x.value" + strings.Repeat(".add[1]", 16) + ": nested deeper than 16 operands and conditions"},
+		{"effect when", head + "    effects:\n      - {collection: c, id: {param: a}, when: {field: source, equals: gift_card}, set: {s: 1}}\n",
+			"capability w: effects[0].when.field: field reads the effect's row, and an effect without view or capability has none"},
+		{"index from the end", pre(`{id: p, view: v, bind: {a: {param: items.-0.id}}, deny_when: {field: f, equals: 1}, message: m}`),
+			`capability w: precondition p: bind.a: path "items.-0.id": -0 is not an index from the end`},
+		{"set from the end", head + "    effects:\n      - {collection: c, id: {param: a}, set: {\"lines.-1\": 1}}\n",
+			`capability w: effects[0].set.lines.-1: path "lines.-1": -1 does not name a place to set`},
+		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1, 2 or 3)"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {

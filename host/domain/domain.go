@@ -31,9 +31,9 @@ import (
 )
 
 // Version is the newest catalog format version this package reads. A
-// catalog without `version` is version 1; versions 1 and 2 are read, and the
-// v2 forms (DOMAIN.md) are accepted in either.
-const Version = 2
+// catalog without `version` is version 1; versions 1, 2 and 3 are read, and
+// the v2 and v3 forms (DOMAIN.md) are accepted in any of them.
+const Version = 3
 
 // MaxCatalogBytes caps a catalog file.
 const MaxCatalogBytes = 4 << 20
@@ -43,7 +43,7 @@ type Catalog struct {
 	// Name is the domain's name, such as "retail".
 	Name        string
 	Description string
-	// Version is the catalog's format version, 1 or 2.
+	// Version is the catalog's format version, 1, 2 or 3.
 	Version int
 	// LocalTimeOffset is the zone ("-05:00") of zone-less timestamps in
 	// the domain's data.
@@ -244,8 +244,8 @@ func (v *validator) file(f *file, fileName string) {
 	v.c.Version = 1
 	if f.Version != nil {
 		v.c.Version = *f.Version
-		if *f.Version != 1 && *f.Version != 2 {
-			v.add(&Error{Field: "version", Reason: fmt.Sprintf("%d is not a supported version (want 1 or 2)", *f.Version)})
+		if *f.Version < 1 || *f.Version > Version {
+			v.add(&Error{Field: "version", Reason: fmt.Sprintf("%d is not a supported version (want 1, 2 or 3)", *f.Version)})
 		}
 	}
 	if f.LocalTimeOffset != "" {
@@ -426,6 +426,7 @@ func (v *validator) precondition(capName string, dc *abi.DomainCapability, i int
 	if p.ForEach != nil {
 		s.names = s.forEach("for_each", p.ForEach)
 	}
+	s.names = append(s.names, v.lets(s, p.Let)...)
 	if !v.rowSource(s, p.View, p.Capability, p.Bind) && len(p.Bind) > 0 {
 		bad("bind", "a precondition over the call's own parameters (no view or capability) binds nothing")
 	}

@@ -38,6 +38,7 @@ func (v *validator) effect(capName string, dc *abi.DomainCapability, i int, raw 
 	if e.ForEach != nil {
 		s.names = s.forEach("for_each", e.ForEach)
 	}
+	s.names = append(s.names, v.lets(s, e.Let)...)
 	switch {
 	case e.Collection == "":
 		bad("collection", "required: the collection of the document the effect changes")
@@ -59,6 +60,9 @@ func (v *validator) effect(capName string, dc *abi.DomainCapability, i int, raw 
 				bad("id", "a literal id is a string or a number, not a %s", jsonType(e.ID.Value))
 			}
 		}
+	}
+	if e.When != nil {
+		s.condition("when", e.When, inEffectWhen(hasRow), 1)
 	}
 	if len(e.Set) == 0 {
 		bad("set", "required: at least one path → value")
@@ -82,7 +86,7 @@ func (s *scope) setPath(field, path string) {
 			s.bad(field, "path %q has an empty segment", path)
 			return
 		}
-		if seg == "*" || seg == "#" || seg == "@" {
+		if seg == "*" || seg == "#" || seg == "@" || fromEndRE.MatchString(seg) {
 			s.bad(field, "path %q: %s does not name a place to set", path, seg)
 			return
 		}
@@ -115,4 +119,50 @@ func (s *scope) setPath(field, path string) {
 			rest = rest[open+end+1:]
 		}
 	}
+}
+
+// lets validates the lets of a precondition or an effect (DOMAIN.md,
+// "let") whose scope is s (its parameters and for_each names) and returns
+// their names. A let's own scope is s's with its for_each names, not the
+// other lets: lets are computed independently, before anything else.
+func (v *validator) lets(s *scope, lets map[string]abi.Let) []string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(lets)) {
+		l := lets[name]
+		f := "let." + name
+		switch {
+		case !identRE.MatchString(name):
+			s.bad(f, "%q is not a name matching %s", name, identRE)
+			continue
+		case slices.Contains(s.dc.Parameters, name):
+			s.bad(f, "%q is a parameter of %s; a let needs a name of its own", name, s.dc.Name)
+			continue
+		case slices.Contains(s.names, name):
+			s.bad(f, "%q is also a for_each name", name)
+			continue
+		}
+		ls := &scope{dc: s.dc, names: slices.Clone(s.names), bad: func(field, format string, args ...any) {
+			s.bad(f+"."+field, format, args...)
+		}}
+		if l.ForEach != nil {
+			own := ls.forEach("for_each", l.ForEach)
+			for _, n := range own {
+				if slices.Contains(s.names, n) || n == name {
+					ls.bad("for_each.as", "%q is already a name here", n)
+				}
+			}
+			ls.names = append(ls.names, own...)
+		}
+		hasRow := v.rowSource(ls, l.View, l.Capability, l.Bind)
+		if !hasRow && len(l.Bind) > 0 {
+			ls.bad("bind", "a let without view or capability binds nothing")
+		}
+		if l.Value.Kind == "" {
+			ls.bad("value", "required: the let's value (an operand)")
+		} else {
+			ls.operand("value", &l.Value, inLet(hasRow), 1)
+		}
+		names = append(names, name)
+	}
+	return names
 }

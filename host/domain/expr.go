@@ -26,9 +26,11 @@ type scope struct {
 // place says which operand kinds an expression may use where it stands.
 type place struct {
 	now, field, rows, agg bool
-	// noRow: field is refused because the effect has no view or
-	// capability, rather than because of where it stands.
+	// noRow: field is refused because the effect (or let) has no view or
+	// capability, rather than because of where it stands; owner names it
+	// ("let"; empty is an effect).
 	noRow bool
+	owner string
 	// where names the place and what it takes, for messages: "in bind
 	// (bind takes …)".
 	where string
@@ -50,8 +52,35 @@ func inEffectSet(hasRow bool) place {
 	return place{now: true, field: hasRow, agg: true, noRow: !hasRow, where: "in an effect's set (rows is a precondition's rows)"}
 }
 
-// identRE is a for_each `as` name and a set path {NAME} placeholder.
+// inEffectWhen is the place of an effect's when; inLet that of a let's
+// value, whose row is its own query's.
+func inEffectWhen(hasRow bool) place {
+	return place{now: true, field: hasRow, agg: true, noRow: !hasRow, where: "in an effect's when (rows is a precondition's rows)"}
+}
+
+func inLet(hasRow bool) place {
+	return place{now: true, field: hasRow, agg: true, noRow: !hasRow, owner: "let", where: "in a let's value (rows is a precondition's rows)"}
+}
+
+// noRowReason says why a field cannot be read at pl.
+func (pl place) noRowReason() string {
+	owner, article := "effect", "an"
+	if pl.owner != "" {
+		owner, article = pl.owner, "a"
+	}
+	return fmt.Sprintf("field reads the %s's row, and %s %s without view or capability has none", owner, article, owner)
+}
+
+// identRE is a for_each `as` name, a let name and a set path {NAME}
+// placeholder.
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fromEndRE is a segment that reads as a negative number; indexFromEndRE
+// the ones that index an array from its end (-1 the last element).
+var (
+	fromEndRE      = regexp.MustCompile(`^-[0-9]+$`)
+	indexFromEndRE = regexp.MustCompile(`^-[1-9][0-9]*$`)
+)
 
 // checkPath reports what is wrong with a dotted path (DOMAIN.md, "Paths"):
 // empty segments, a "#" before the end, an "@" that is not the whole path.
@@ -71,6 +100,8 @@ func checkPath(p string) string {
 			return fmt.Sprintf("path %q: # (an array's length) must be the last segment", p)
 		case s == "@":
 			return fmt.Sprintf("path %q: @ (the current row or element) must be the whole path", p)
+		case fromEndRE.MatchString(s) && !indexFromEndRE.MatchString(s):
+			return fmt.Sprintf("path %q: %s is not an index from the end (-1 is an array's last element, -2 the one before)", p, s)
 		}
 	}
 	return ""
@@ -154,7 +185,7 @@ func (pl place) refused(kind string) (string, bool) {
 		ok = pl.now
 	case abi.OperandField:
 		if pl.noRow {
-			return "field reads the effect's row, and an effect without view or capability has none", true
+			return pl.noRowReason(), true
 		}
 		ok = pl.field
 	case abi.OperandRows:
@@ -331,6 +362,8 @@ func (s *scope) condition(field string, c *abi.Condition, pl place, depth int) {
 	case c.Field != "":
 		if why := checkPath(c.Field); why != "" {
 			s.bad(field+".field", "%s", why)
+		} else if pl.noRow {
+			s.bad(field+".field", "%s", pl.noRowReason())
 		}
 	default:
 		s.operand(field+".value", c.Value, pl, depth+1)

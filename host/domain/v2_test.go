@@ -143,7 +143,7 @@ func TestV2Errors(t *testing.T) {
 		{"view-less get extra bind", withPre(`{id: p1, capability: g, bind: {order_id: 1, x: 2}, deny_when: {field: f, equals: 1}, message: m}`), `bind.x: not a parameter of the view (parameters: [order_id])`},
 		// effects
 		{"effects on a get", baseV2 + "  w: {kind: get, effects: [{collection: c, id: x, set: {a: 1}}]}\n", `capability w: effects: only write kinds (action, create, update, delete) declare effects, not "get"`},
-		{"effect unknown member", withEffect(`{collection: c, id: x, set: {a: 1}, when: y}`), `capability w: effects[0]: json: unknown field "when"`},
+		{"effect unknown member", withEffect(`{collection: c, id: x, set: {a: 1}, unless: y}`), `capability w: effects[0]: json: unknown field "unless"`},
 		{"effect no collection", withEffect(`{id: x, set: {a: 1}}`), `capability w: effects[0].collection: required`},
 		{"effect bad collection", withEffect(`{collection: "a b", id: x, set: {a: 1}}`), `effects[0].collection: "a b" is not a name`},
 		{"effect no id", withEffect(`{collection: c, set: {a: 1}}`), `effects[0].id: required`},
@@ -169,7 +169,7 @@ func TestV2Errors(t *testing.T) {
 		{"effect set value fault", withEffect(`{collection: c, id: x, set: {a: {div: [1]}}}`), `effects[0].set.a.div: div takes exactly 2 operands`},
 		// views and header
 		{"item outside for_each", strings.Replace(baseV2, `id: "{a}"`, `id: "{item}"`, 1), `view v: document.id: {item}: item placeholders need for_each`},
-		{"version 3", strings.Replace(baseV2, "version: 2", "version: 3", 1), `version: 3 is not a supported version (want 1 or 2)`},
+		{"version 4", strings.Replace(baseV2, "version: 2", "version: 4", 1), `version: 4 is not a supported version (want 1, 2 or 3)`},
 		{"version 0", strings.Replace(baseV2, "version: 2", "version: 0", 1), `version: 0 is not a supported version`},
 		{"version text", strings.Replace(baseV2, "version: 2", "version: two", 1), `cannot unmarshal string`},
 		{"no domain", strings.Replace(baseV2, "domain: d\n", "", 1), `domain: required when the catalog is not read from a file`},

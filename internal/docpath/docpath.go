@@ -15,7 +15,8 @@ import (
 func Split(path string) []string { return strings.Split(path, ".") }
 
 // Get follows segs into v: object members by name, array elements by
-// decimal index, "*" to map the rest over every element (or object value,
+// decimal index (a negative one, -N, counts from the end: -1 is the last
+// element), "*" to map the rest over every element (or object value,
 // in key order) and "#" for an array's length. ok is false when the path has
 // no value.
 func Get(v any, segs []string) (any, bool) {
@@ -58,6 +59,9 @@ func Get(v any, segs []string) (any, bool) {
 			v = n
 		case []any:
 			idx, err := strconv.Atoi(seg)
+			if err == nil && idx < 0 {
+				idx += len(x)
+			}
 			if err != nil || idx < 0 || idx >= len(x) {
 				return nil, false
 			}

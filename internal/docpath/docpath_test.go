@@ -84,3 +84,21 @@ func TestEqualDecoded(t *testing.T) {
 		}
 	}
 }
+
+// TestGetIndexFromEnd: a negative segment indexes an array from its end;
+// past the start, or on an object without such a member, it has no value.
+func TestGetIndexFromEnd(t *testing.T) {
+	doc := map[string]any{"a": []any{"x", "y", "z"}, "o": map[string]any{"-1": "member"}}
+	for _, c := range []struct {
+		path string
+		want any
+		ok   bool
+	}{
+		{"a.-1", "z", true}, {"a.-3", "x", true}, {"a.-4", nil, false}, {"a.2", "z", true},
+		{"o.-1", "member", true}, {"o.-2", nil, false}, {"a.*", []any{"x", "y", "z"}, true},
+	} {
+		got, ok := docpath.Get(doc, docpath.Split(c.path))
+		assert.Equal(t, c.ok, ok, c.path)
+		assert.Equal(t, c.want, got, c.path)
+	}
+}

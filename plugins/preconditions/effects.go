@@ -37,12 +37,15 @@ func (c *checker) resolveEffects(dc *abi.DomainCapability, params map[string]any
 			}
 		}
 		for i, ps := range bound {
-			r, why := c.resolveEffect(c.evaluatorFor(dc, ps), eff)
+			r, applies, why := c.resolveEffect(c.evaluatorFor(dc, ps), eff)
 			if why != "" {
 				if eff.ForEach != nil {
 					why = fmt.Sprintf("element %d: %s", i, why)
 				}
 				return nil, &effectError{k, why}
+			}
+			if !applies {
+				continue
 			}
 			out = append(out, r)
 			if len(c.overlay)+len(out) > abi.MaxOverlayEffects {
@@ -54,29 +57,59 @@ func (c *checker) resolveEffects(dc *abi.DomainCapability, params map[string]any
 }
 
 // resolveEffect resolves one effect (one for_each element of it) over e's
-// parameters.
-func (c *checker) resolveEffect(e *evaluator, eff *abi.DomainEffect) (abi.Effect, string) {
+// parameters: its lets, its row, its when, then its id and set. applies is
+// false when the effect's when does not hold (nothing to apply).
+func (c *checker) resolveEffect(e *evaluator, eff *abi.DomainEffect) (_ abi.Effect, applies bool, _ string) {
 	if eff.Collection == "" {
-		return abi.Effect{}, "no collection"
+		return abi.Effect{}, false, "no collection"
 	}
 	if len(eff.Set) == 0 {
-		return abi.Effect{}, "no set"
+		return abi.Effect{}, false, "no set"
 	}
-	var sc scope
-	if eff.View != "" || eff.Capability != "" {
-		bound, why := e.bind(eff.Bind)
-		if why != "" {
-			return abi.Effect{}, why
-		}
-		rows, err := c.queryRows(eff.View, eff.Capability, bound)
-		if err != nil {
-			return abi.Effect{}, queryFailure(err)
-		}
-		if len(rows) != 1 {
-			return abi.Effect{}, fmt.Sprintf("the query answered %d rows, not exactly one", len(rows))
-		}
-		sc = scope{row: rows[0], hasRow: true}
+	e, why := c.withLets(e, eff.Let)
+	if why != "" {
+		return abi.Effect{}, false, why
 	}
+	sc, why := c.singleRow(e, eff.View, eff.Capability, eff.Bind)
+	if why != "" {
+		return abi.Effect{}, false, why
+	}
+	if eff.When != nil {
+		t, why := e.cond(eff.When, sc, 1)
+		switch t {
+		case unknown:
+			return abi.Effect{}, false, "when: " + why
+		case no:
+			return abi.Effect{}, false, ""
+		}
+	}
+	r, why := resolveChange(e, eff, sc)
+	return r, why == "", why
+}
+
+// singleRow runs the query of a let or an effect, when it has one, and
+// returns the scope of the single row it must answer; without view and
+// capability the scope has no row.
+func (c *checker) singleRow(e *evaluator, view, capability string, bind map[string]abi.Operand) (scope, string) {
+	if view == "" && capability == "" {
+		return scope{}, ""
+	}
+	bound, why := e.bind(bind)
+	if why != "" {
+		return scope{}, why
+	}
+	rows, err := c.queryRows(view, capability, bound)
+	if err != nil {
+		return scope{}, queryFailure(err)
+	}
+	if len(rows) != 1 {
+		return scope{}, fmt.Sprintf("the query answered %d rows, not exactly one", len(rows))
+	}
+	return scope{row: rows[0], hasRow: true}, ""
+}
+
+// resolveChange resolves an effect's id and set in scope sc.
+func resolveChange(e *evaluator, eff *abi.DomainEffect, sc scope) (abi.Effect, string) {
 	idv, why := e.operand(eff.ID, sc, 1)
 	if why != "" {
 		return abi.Effect{}, "id: " + why

@@ -584,7 +584,7 @@ func relevant(row map[string]any, fields map[string]bool) map[string]any {
 	out := map[string]any{}
 	for f := range fields {
 		if v, ok := row[f]; ok {
-			out[f] = v
+			out[f] = export(v) // a let in the row of a view-less precondition may be computed
 		}
 	}
 	return out

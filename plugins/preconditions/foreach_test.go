@@ -147,19 +147,9 @@ func TestForEachOnlyUnevaluable(t *testing.T) {
 // the precondition that needed it, and every later one, is unevaluable.
 // The budget is per call: the next call of a plan has its own.
 func TestQueryBudgetPerCall(t *testing.T) {
-	ids := make([]any, 64)
-	for i := range ids {
-		ids[i] = "i1"
-	}
-	var pre []abi.DomainPrecondition
-	for i := range 6 {
-		p := itemIsDelivered()
-		p.ID = fmt.Sprintf("p%d", i)
-		pre = append(pre, p)
-	}
-	h := &memHost{caps: map[string]abi.DomainCapability{"w": write(pre)},
+	h := &memHost{caps: map[string]abi.DomainCapability{"w": write(copies(itemIsDelivered(), 6))},
 		docs: itemsDocs(), views: map[string]view{"item": byID("items")}}
-	call := toolCall("w", map[string]any{"item_ids": ids})
+	call := toolCall("w", map[string]any{"item_ids": repeated("i1", 64)})
 	resp := evaluate(t, h, abi.SubjectProposal, plan(call, call))
 	assert.Len(t, h.recorded(), 2*abi.MaxQueriesPerCall)
 	var got []string

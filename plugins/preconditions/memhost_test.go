@@ -246,3 +246,22 @@ func write(pre []abi.DomainPrecondition, effects ...abi.DomainEffect) abi.Domain
 func denyWhen(id, v string, c *abi.Condition) abi.DomainPrecondition {
 	return abi.DomainPrecondition{ID: id, View: v, DenyWhen: c, Message: id + " says no"}
 }
+
+// repeated is n copies of v.
+func repeated(v any, n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// copies is n copies of p, with ids p0, p1, ….
+func copies(p abi.DomainPrecondition, n int) []abi.DomainPrecondition {
+	out := make([]abi.DomainPrecondition, n)
+	for i := range out {
+		out[i] = p
+		out[i].ID = fmt.Sprintf("p%d", i)
+	}
+	return out
+}

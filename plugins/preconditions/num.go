@@ -85,18 +85,32 @@ func compareNumbers(a, b any) (cmp int, ok bool) {
 
 // equal is JSON-typed equality (docpath.Equal's) with two numbers
 // compared exactly: 1 ≠ "1", and 17 + 4.1 equals 21.1. Numbers nested in
-// arrays or objects are JSON float64s, which docpath.Equal already compares
-// as their shortest decimals compare.
+// arrays are compared element by element with the same rule (a let's array
+// may hold computed numbers); numbers nested in objects are JSON float64s,
+// which docpath.Equal already compares as their shortest decimals compare.
 func equal(a, b any) bool {
 	if isNumber(a) || isNumber(b) {
 		c, ok := compareNumbers(a, b)
 		return ok && c == 0
+	}
+	if x, ok := a.([]any); ok {
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return docpath.Equal(a, b)
 }
 
 // export turns an evaluated value into a JSON value: a computed number
 // becomes the nearest float64, a time its RFC 3339 text.
+// An array (a let's) is exported element by element.
 func export(v any) any {
 	switch x := v.(type) {
 	case *big.Rat:
@@ -104,6 +118,12 @@ func export(v any) any {
 		return f
 	case time.Time:
 		return x.Format(time.RFC3339Nano)
+	case []any:
+		out := make([]any, len(x))
+		for i, el := range x {
+			out[i] = export(el)
+		}
+		return out
 	}
 	return v
 }
@@ -112,9 +132,16 @@ func export(v any) any {
 // effect's value): a computed number whose nearest float64 is infinite has
 // no JSON form, so it is unknown rather than +Inf on the wire.
 func exportValue(v any) (any, string) {
-	if r, ok := v.(*big.Rat); ok {
-		if f, _ := r.Float64(); math.IsInf(f, 0) {
+	switch x := v.(type) {
+	case *big.Rat:
+		if f, _ := x.Float64(); math.IsInf(f, 0) {
 			return nil, "the result is outside the float64 range"
+		}
+	case []any:
+		for _, el := range x {
+			if _, why := exportValue(el); why != "" {
+				return nil, why
+			}
 		}
 	}
 	return export(v), ""

@@ -161,8 +161,66 @@ func forEachParams(fe *abi.ForEach, params map[string]any) ([]map[string]any, st
 	return out, ""
 }
 
-// evalOnce evaluates p, without its for_each, over e's parameters.
+// withLets returns e with lets computed over e's parameters and bound as
+// parameters, in name order (a let reads no other let). why is non-empty
+// when a let is unknown.
+func (c *checker) withLets(e *evaluator, lets map[string]abi.Let) (*evaluator, string) {
+	if len(lets) == 0 {
+		return e, ""
+	}
+	ps := maps.Clone(e.params)
+	for _, name := range slices.Sorted(maps.Keys(lets)) {
+		l := lets[name]
+		v, why := c.letValue(e, &l)
+		if why != "" {
+			return nil, "let " + name + ": " + why
+		}
+		ps[name] = v
+	}
+	out := *e
+	out.params = ps
+	return &out, ""
+}
+
+// letValue computes one let: its value, or with for_each the array of its
+// values, one per element, each over the element's own query.
+func (c *checker) letValue(e *evaluator, l *abi.Let) (any, string) {
+	if l.ForEach == nil {
+		return c.letOnce(e, l)
+	}
+	bound, why := forEachParams(l.ForEach, e.params)
+	if why != "" {
+		return nil, why
+	}
+	out := make([]any, len(bound))
+	for i, ps := range bound {
+		el := *e
+		el.params = ps
+		v, why := c.letOnce(&el, l)
+		if why != "" {
+			return nil, fmt.Sprintf("element %d: %s", i, why)
+		}
+		out[i] = v
+	}
+	return out, ""
+}
+
+// letOnce is a let's value over e's parameters and its query's one row.
+func (c *checker) letOnce(e *evaluator, l *abi.Let) (any, string) {
+	sc, why := c.singleRow(e, l.View, l.Capability, l.Bind)
+	if why != "" {
+		return nil, why
+	}
+	return e.operand(l.Value, sc, 1)
+}
+
+// evalOnce evaluates p, without its for_each, over e's parameters and p's
+// lets.
 func (c *checker) evalOnce(e *evaluator, p *abi.DomainPrecondition) outcome {
+	e, why := c.withLets(e, p.Let)
+	if why != "" {
+		return outcome{unevaluable: why}
+	}
 	var rows []map[string]any
 	if p.View == "" && p.Capability == "" {
 		rows = []map[string]any{e.params} // a rule over the call's own parameters
