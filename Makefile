@@ -65,6 +65,7 @@ test: vet mcp-deps
 	./scripts/check-tree.sh
 	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
 	$(GO) test -race -timeout 30m ./...
+	cd deploy/kubernetes/validate && $(GO) test ./...
 	$(GO) test -tags gatehost_wazy ./internal/engine/... ./host -run 'TestHostilePlugins|TestRunawayLoopOvershoot|TestInspectAgreesWithCompile'
 	$(GO) test ./internal/engine/ -run 'TestInspectAgreesWithCompile'
 	$(MAKE) mcp-inspector
