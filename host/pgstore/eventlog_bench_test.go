@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/eventlog"
@@ -26,41 +30,32 @@ const benchConcurrency = 8
 // BenchmarkEventLogAppend measures one-record appends from 8 goroutines per
 // replica: the file log (the baseline, with and without fsync) and the
 // PostgreSQL log with 1 and 3 replicas (3 DB handles) in node mode (a
-// chain each) and global mode (one chain). The PostgreSQL server is a
-// cluster of the benchmark's own with fsync and full_page_writes on, so
-// that a commit is as durable as the file log's fsync. It reports the
+// chain each) and global mode (one chain). Set $GATEHOST_BENCH_DSN to a
+// durable server (fsync on) to compare like with like: the test clusters
+// run with fsync off. It reports the
 // latency percentiles of Append (p50-ms, p99-ms) and the throughput
 // (records/s).
 func BenchmarkEventLogAppend(b *testing.B) {
 	b.Run("file", func(b *testing.B) { benchFile(b, false) })
 	b.Run("file-nosync", func(b *testing.B) { benchFile(b, true) })
 
-	pgtest.Skip(b)
-	cluster := pgtest.Start(b)
-	admin, err := pgstore.Open(context.Background(), pgstore.Options{DSN: cluster.DSN("postgres"), NodeID: "bench", Logger: quiet})
-	require.NoError(b, err)
-	for _, q := range []string{"ALTER SYSTEM SET fsync = on", "ALTER SYSTEM SET full_page_writes = on", "SELECT pg_reload_conf()"} {
-		_, err := admin.Pool().Exec(context.Background(), q)
-		require.NoError(b, err)
+	// A fresh database per run, on the server $GATEHOST_BENCH_DSN names
+	// (one that may create databases), or else on a cluster of the
+	// benchmark's own, which runs with fsync off (see internal/pgtest).
+	var newDatabase func(b *testing.B) string
+	if dsn := os.Getenv(benchDSNEnv); dsn != "" {
+		newDatabase = func(b *testing.B) string { return benchDatabase(b, dsn) }
+	} else {
+		pgtest.Skip(b)
+		cluster := pgtest.Start(b)
+		newDatabase = func(b *testing.B) string { return cluster.NewDatabase(b) }
 	}
-	// The reload is asynchronous: wait (bounded) until a new session sees it.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var fsync string
-		require.NoError(b, admin.Pool().QueryRow(context.Background(), "SHOW fsync").Scan(&fsync))
-		if fsync == "on" {
-			break
-		}
-		require.True(b, time.Now().Before(deadline), "fsync still off")
-		time.Sleep(50 * time.Millisecond)
-	}
-	admin.Close()
-
 	for _, c := range []struct {
 		mode     string
 		replicas int
 	}{{"node", 1}, {"node", 3}, {"global", 3}} {
 		b.Run(fmt.Sprintf("pg-%s-replicas=%d", c.mode, c.replicas), func(b *testing.B) {
-			dsn := cluster.NewDatabase(b)
+			dsn := newDatabase(b)
 			var logs []eventlog.Appender
 			for i := range c.replicas {
 				db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i), MaxConns: 4, Logger: quiet})
@@ -78,6 +73,33 @@ func BenchmarkEventLogAppend(b *testing.B) {
 			runAppenders(b, logs)
 		})
 	}
+}
+
+// benchDSNEnv names a server to benchmark against instead of a test cluster.
+const benchDSNEnv = "GATEHOST_BENCH_DSN"
+
+// benchDatabase creates a database for b on the server of dsn and drops it
+// when b ends.
+func benchDatabase(b *testing.B, dsn string) string {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(b, err)
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("gatehost_bench_%d_%d", os.Getpid(), time.Now().UnixNano())
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	require.NoError(b, err)
+	b.Cleanup(func() {
+		c, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(ctx)
+		}
+	})
+	if u, err := url.Parse(dsn); err == nil && strings.HasPrefix(u.Scheme, "postgres") {
+		u.Path = "/" + name
+		return u.String()
+	}
+	return dsn + " dbname=" + name // key=value form: the last dbname wins
 }
 
 func benchFile(b *testing.B, noSync bool) {
