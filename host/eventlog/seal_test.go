@@ -230,3 +230,56 @@ func TestWriteHead(t *testing.T) {
 
 	require.Error(t, WriteHead(filepath.Join(dir, "missing", "x.jsonl"), head))
 }
+
+// FuzzVerifyLines: for any stream and head, VerifyLines agrees with
+// Verify on the same bytes as a file, and a stream it accepts re-seals to
+// itself: every accepted line is the line Seal makes for its record.
+func FuzzVerifyLines(f *testing.F) {
+	var recs []Record
+	for i := range 4 {
+		recs = append(recs, sample(i))
+	}
+	sealed, lines, err := Seal(0, GenesisPrev, time.Now(), recs)
+	require.NoError(f, err)
+	content := joinLines(lines)
+	f.Add(content, uint64(4), sealed[3].Hash, false)
+	f.Add(content, uint64(2), sealed[1].Hash, true)
+	f.Add(content[:len(content)-9], uint64(4), sealed[3].Hash, true)
+	f.Add([]byte(nil), uint64(0), GenesisPrev, false)
+	f.Add(bytes.ReplaceAll(content, []byte("accepted"), []byte("rejected")), uint64(4), sealed[3].Hash, false)
+
+	path := filepath.Join(f.TempDir(), "fuzz.jsonl")
+	f.Fuzz(func(t *testing.T, content []byte, seq uint64, hash string, noTorn bool) {
+		head := Head{Seq: seq, Hash: hash}
+		var got []Record
+		rep, err := VerifyLines(bytes.NewReader(content), head, VerifyOptions{NoTornTail: noTorn, Check: func(r *Record) error {
+			got = append(got, *r)
+			return nil
+		}})
+		require.Len(t, got, int(rep.Records))
+
+		require.NoError(t, os.WriteFile(path, content, 0o640))
+		if head == (Head{}) {
+			// No head, as the zero Head says.
+			if err := os.Remove(HeadPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+		} else {
+			require.NoError(t, os.WriteFile(HeadPath(path), AppendHead(nil, head), 0o640))
+		}
+		frep, ferr := Verify(path)
+		if !noTorn || !rep.TornTail {
+			require.Equal(t, err == nil, ferr == nil, "lines: %v, file: %v", err, ferr)
+			require.Equal(t, rep, frep)
+		}
+		if err != nil {
+			return
+		}
+		require.False(t, noTorn && rep.TornTail)
+		resealed, relines, serr := Seal(0, GenesisPrev, time.Time{}, got)
+		require.NoError(t, serr)
+		require.Equal(t, got, resealed)
+		want := joinLines(relines)
+		require.True(t, bytes.Equal(want, content[:len(want)]), "accepted lines are Seal's")
+	})
+}
