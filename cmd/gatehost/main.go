@@ -4,7 +4,8 @@
 //	gatehost check [--config F] [--pipeline NAME] [--output text|json] [--format F] SUBJECT|-
 //	gatehost serve [--config F] [--listen ADDR] [flags]
 //	gatehost mcp [--config F] [--pipeline NAME] [--listen ADDR] [-- UPSTREAM...]
-//	gatehost log verify [--config F] [--output text|json]
+//	gatehost log verify [--config F | --log FILE] [--chain NAME] [--anchor HASH] [--output text|json]
+//	gatehost log export [--config F] [--chain NAME] --out FILE [--output text|json]
 //	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
 //	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
 //	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
@@ -45,7 +46,8 @@ Usage:
   gatehost check [flags] SUBJECT|-   check a subject (a file, or - for stdin) with a pipeline
   gatehost serve [flags]             serve the HTTP decision API (POST /v1/pipelines/NAME/check)
   gatehost mcp [flags] [-- CMD...]   an MCP gateway: gate every tools/call to MCP servers
-  gatehost log verify [flags]        verify the event log's hash chain
+  gatehost log verify [flags]        verify the event log's hash chain (every chain of a PostgreSQL store)
+  gatehost log export [flags]        write a chain of a PostgreSQL store as a log file that log verify --log checks
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
   gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
@@ -90,14 +92,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "log":
 		if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
-			fmt.Fprintln(stdout, "Usage: gatehost log verify [flags]   (gatehost log verify --help lists them)")
+			fmt.Fprintln(stdout, "Usage: gatehost log verify|export [flags]   (gatehost log verify --help lists them)")
 			return 0
 		}
-		if len(args) < 2 || args[1] != "verify" {
-			fmt.Fprintln(stderr, "gatehost log: want 'gatehost log verify'")
-			return exitUsage
+		switch {
+		case len(args) >= 2 && args[1] == "verify":
+			return cmdLogVerify(ctx, args[2:], stdout, stderr)
+		case len(args) >= 2 && args[1] == "export":
+			return cmdLogExport(ctx, args[2:], stdout, stderr)
 		}
-		return cmdLogVerify(ctx, args[2:], stdout, stderr)
+		fmt.Fprintln(stderr, "gatehost log: want 'gatehost log verify' or 'gatehost log export'")
+		return exitUsage
 	case "session":
 		return cmdSession(ctx, args[1:], stdout, stderr)
 	case "catalog":

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
 		main() // exits
 	}
-	testwasm.Main(m, func() (err error) {
+	testwasm.Main(stopPostgres{m}, func() (err error) {
 		if repoRoot, err = testwasm.Root(); err != nil {
 			return err
 		}
@@ -40,6 +41,15 @@ func TestMain(m *testing.M) {
 		trapWasm, err = testwasm.WAT("testdata/hostile/trap.wat")
 		return err
 	})
+}
+
+// stopPostgres stops the shared PostgreSQL test cluster after the tests.
+type stopPostgres struct{ m *testing.M }
+
+func (s stopPostgres) Run() int {
+	code := s.m.Run()
+	pgtest.StopShared()
+	return code
 }
 
 // writeConfig writes a config file into a temp dir whose plugin and catalog

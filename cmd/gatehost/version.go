@@ -54,7 +54,7 @@ var commands = []string{"check", "serve", "mcp", "log", "session", "catalog", "m
 
 // subcommands are the second words of the commands that have them.
 var subcommands = map[string][]string{
-	"log":        {"verify"},
+	"log":        {"verify", "export"},
 	"session":    {"create", "activate", "revoke", "rebuild", "show"},
 	"catalog":    {"show", "diff"},
 	"domain":     {"validate"},

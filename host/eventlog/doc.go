@@ -87,6 +87,14 @@
 // Options.NoSync keeps the ordering but drops the fsyncs: records then survive
 // a process crash (they are in the page cache) but not a power loss.
 //
+// # Other stores
+//
+// Seal chains and encodes records exactly as Log.Append does, and
+// VerifyLines checks a stream of lines against a Head as Verify checks a
+// file, so a log kept elsewhere (the PostgreSQL store of a fleet, see
+// host/pgstore) holds byte-for-byte the lines a file log would: exported
+// as a file beside its head (WriteHead), it verifies with Verify.
+//
 // # What this detects
 //
 // Editing, deleting, inserting or reordering records, and truncating the log

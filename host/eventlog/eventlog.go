@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -131,10 +130,11 @@ func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Lo
 		return nil, withPath(err, path)
 	}
 	var headHash string
-	res, err := scan(f, func(r *Record) {
+	res, err := scan(f, func(r *Record) error {
 		if r.Seq == head.Seq {
 			headHash = r.Hash
 		}
+		return nil
 	})
 	if err == nil {
 		err = checkHead(res, head, haveHead, headHash)
@@ -231,33 +231,15 @@ func (l *Log) Append(recs ...Record) ([]Record, error) {
 	}
 
 	// Encode straight onto the queue, chaining from the queued tail; on a
-	// bad record, cut the queue back so nothing of this call is written.
-	now := time.Now()
-	seq, prev := l.seq, l.hash
-	out := make([]Record, len(recs))
-	mark := len(l.queue)
-	for i, r := range recs {
-		seq++
-		r.Seq, r.Prev, r.Hash = seq, prev, ""
-		if r.Time.IsZero() {
-			r.Time = now
-		}
-		r.Time = r.Time.UTC()
-		start := len(l.queue)
-		var err error
-		l.queue, r.Hash, err = appendLine(l.queue, &r)
-		if err == nil && len(l.queue)-start > MaxRecordBytes {
-			err = fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, len(l.queue)-start)
-		}
-		if err != nil {
-			l.queue = l.queue[:mark]
-			return nil, fmt.Errorf("eventlog: record %d of %d: %w", i+1, len(recs), err)
-		}
-		l.queue = append(l.queue, '\n')
-		prev = r.Hash
-		out[i] = r
+	// bad record seal leaves the queue as it was, so nothing of this call
+	// is written.
+	queue, out, err := seal(l.queue, l.seq, l.hash, time.Now(), recs, nil)
+	if err != nil {
+		return nil, err
 	}
-	l.seq, l.hash = seq, prev
+	l.queue = queue
+	seq := out[len(out)-1].Seq
+	l.seq, l.hash = seq, out[len(out)-1].Hash
 
 	for l.durableSeq < seq {
 		switch {
@@ -330,29 +312,46 @@ func (l *Log) syncDir() error {
 // a crash leaves either the old head or the new one, both valid because the
 // log was fsynced first.
 func (l *Log) writeHead(seq uint64, hash string) error {
-	tmp := l.headPath + ".tmp"
-	b := make([]byte, 0, 96)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, `,"hash":"`...)
-	b = append(b, hash...)
-	b = append(b, "\"}\n"...)
+	return writeHeadFile(l.headPath, Head{Seq: seq, Hash: hash}, l.sync, l.syncDir)
+}
+
+// WriteHead writes h as the head file of the log at logPath (HeadPath),
+// replacing any, atomically and durably: a temporary file, fsynced, renamed
+// over the old one, the directory fsynced. It is for a log written by other
+// means, such as one exported from another store, so that Verify and Open
+// check it against h. It does not check h.
+func WriteHead(logPath string, h Head) error {
+	dir, err := safefile.OpenDir(filepath.Dir(logPath))
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	defer dir.Close()
+	err = writeHeadFile(headPath(logPath), h, func(f interface{ Sync() error }) error { return f.Sync() },
+		func() error { return syncDir(dir) })
+	if err != nil {
+		return fmt.Errorf("eventlog: write head of %s: %w", logPath, err)
+	}
+	return nil
+}
+
+func writeHeadFile(path string, h Head, sync func(interface{ Sync() error }) error, syncDir func() error) error {
+	tmp := path + ".tmp"
 	f, err := safefile.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
+	_, err = f.Write(AppendHead(make([]byte, 0, 96), h))
 	if err == nil {
-		err = l.sync(f)
+		err = sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, l.headPath)
+		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = l.syncDir()
+		err = syncDir()
 	}
 	return err
 }

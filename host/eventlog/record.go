@@ -169,3 +169,73 @@ func appendString(dst []byte, s string) []byte {
 	}
 	return append(dst, '"')
 }
+
+// ErrBadTail is wrapped by Seal when the tail it chains from is not a
+// valid head: a hash other than 64 lowercase hex digits, or seq 0 with a
+// hash other than GenesisPrev.
+var ErrBadTail = errors.New("eventlog: invalid chain tail")
+
+// Seal completes recs as the records following the chain's tail (prevSeq,
+// prevHash) — seq prevSeq+1…, each prev the hash before it, a zero time set
+// to now, every time in UTC — and returns them with their lines: each the
+// canonical encoding (see the package doc), without the newline. It is how
+// Log.Append chains and encodes, for other stores of the same log: their
+// lines are byte-for-byte the lines a file log holds for the same records.
+// recs is not modified.
+//
+// Errors wrap ErrInvalidRecord or ErrRecordTooLarge (naming the record, by
+// its 1-based index in recs) or ErrBadTail; no records are returned then.
+func Seal(prevSeq uint64, prevHash string, now time.Time, recs []Record) (sealed []Record, lines [][]byte, err error) {
+	if !(Head{Seq: prevSeq, Hash: prevHash}).valid() {
+		return nil, nil, fmt.Errorf("%w: seq %d hash %q", ErrBadTail, prevSeq, prevHash)
+	}
+	if len(recs) == 0 {
+		return nil, nil, nil
+	}
+	ends := make([]int, 0, len(recs))
+	buf, sealed, err := seal(nil, prevSeq, prevHash, now, recs, &ends)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines = make([][]byte, len(ends))
+	start := 0
+	for i, end := range ends {
+		lines[i] = buf[start:end:end]
+		start = end + 1 // past the newline
+	}
+	return sealed, lines, nil
+}
+
+// seal appends to dst the lines of recs chained after (prevSeq, prevHash),
+// each followed by a newline, and returns the completed records; ends, if
+// non-nil, receives each line's end offset in the result (its newline's).
+// On error dst is returned as it was given.
+func seal(dst []byte, prevSeq uint64, prevHash string, now time.Time, recs []Record, ends *[]int) ([]byte, []Record, error) {
+	mark := len(dst)
+	seq, prev := prevSeq, prevHash
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		seq++
+		r.Seq, r.Prev, r.Hash = seq, prev, ""
+		if r.Time.IsZero() {
+			r.Time = now
+		}
+		r.Time = r.Time.UTC()
+		start := len(dst)
+		var err error
+		dst, r.Hash, err = appendLine(dst, &r)
+		if err == nil && len(dst)-start > MaxRecordBytes {
+			err = fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, len(dst)-start)
+		}
+		if err != nil {
+			return dst[:mark], nil, fmt.Errorf("eventlog: record %d of %d: %w", i+1, len(recs), err)
+		}
+		if ends != nil {
+			*ends = append(*ends, len(dst))
+		}
+		dst = append(dst, '\n')
+		prev = r.Hash
+		out[i] = r
+	}
+	return dst, out, nil
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/internal/safefile"
@@ -82,6 +83,13 @@ type VerifyOptions struct {
 	// Anchor, if set, is a record hash kept outside the log's reach (see the
 	// package doc); Verify fails unless a record on the chain has it.
 	Anchor string
+	// Check, if set, is called with each record that verified, in order;
+	// an error from it ends the verification and is returned as is. A
+	// store that keeps fields of a record beside its line checks them here.
+	Check func(*Record) error
+	// NoTornTail treats an incomplete final line as unparsable rather than
+	// as a torn write: for stores that commit whole lines atomically.
+	NoTornTail bool
 }
 
 // Verify checks the log at path and its head file without modifying either.
@@ -96,11 +104,11 @@ func Verify(path string, opts ...VerifyOptions) (Report, error) {
 	default:
 		return Report{}, errors.New("eventlog: Verify takes at most one VerifyOptions")
 	}
-	if o.Anchor != "" && !isHash(o.Anchor) {
-		return Report{}, fmt.Errorf("eventlog: anchor %q is not a lowercase hex SHA-256", o.Anchor)
+	if err := o.check(); err != nil {
+		return Report{}, err
 	}
 	// The head first: appends only ever move the log ahead of it.
-	head, haveHead, err := readHead(headPath(path))
+	head, _, err := readHead(headPath(path))
 	if err != nil {
 		return Report{}, withPath(err, path)
 	}
@@ -109,27 +117,61 @@ func Verify(path string, opts ...VerifyOptions) (Report, error) {
 		return Report{}, fmt.Errorf("eventlog: %w", err) // names the file
 	}
 	defer f.Close()
+	rep, err := VerifyLines(f, head, o)
+	return rep, withPath(err, path)
+}
 
+// VerifyLines checks a log read from r — lines as a log file holds them,
+// each the canonical encoding of a record followed by "\n" — against its
+// head checkpoint, as Verify checks a file: for another store's log, or
+// one exported from it. The zero Head means there is none (a log with
+// records then fails with ReasonHeadMissing); an invalid one fails with
+// ReasonBadHead. Read the head before the lines if the log is being
+// appended to. It returns a *ChainError if the chain is broken (or the
+// error of opts.Check, or of r, as is), with a Report of the part that
+// verified.
+func VerifyLines(r io.Reader, head Head, opts VerifyOptions) (Report, error) {
+	if err := opts.check(); err != nil {
+		return Report{}, err
+	}
+	haveHead := head != Head{}
+	if haveHead && !head.valid() {
+		return Report{}, head.badHead()
+	}
 	var headHash string
 	var anchorSeq uint64
-	res, err := scan(f, func(r *Record) {
-		if r.Seq == head.Seq {
-			headHash = r.Hash
+	res, err := scan(r, func(rec *Record) error {
+		if rec.Seq == head.Seq {
+			headHash = rec.Hash
 		}
-		if o.Anchor != "" && r.Hash == o.Anchor {
-			anchorSeq = r.Seq
+		if opts.Anchor != "" && rec.Hash == opts.Anchor {
+			anchorSeq = rec.Seq
 		}
+		if opts.Check != nil {
+			return opts.Check(rec)
+		}
+		return nil
 	})
 	rep := res.report()
 	rep.HeadSeq = head.Seq
 	rep.AnchorSeq = anchorSeq
+	if err == nil && res.torn && opts.NoTornTail {
+		err = &ChainError{Seq: res.records + 1, Line: int(res.records) + 1, Reason: ReasonUnparsable, Detail: "incomplete final line"}
+	}
 	if err == nil {
 		err = checkHead(res, head, haveHead, headHash)
 	}
-	if err == nil && o.Anchor != "" && anchorSeq == 0 {
-		err = &ChainError{Reason: ReasonAnchorNotFound, Detail: o.Anchor}
+	if err == nil && opts.Anchor != "" && anchorSeq == 0 {
+		err = &ChainError{Reason: ReasonAnchorNotFound, Detail: opts.Anchor}
 	}
-	return rep, withPath(err, path)
+	return rep, err
+}
+
+func (o VerifyOptions) check() error {
+	if o.Anchor != "" && !isHash(o.Anchor) {
+		return fmt.Errorf("eventlog: anchor %q is not a lowercase hex SHA-256", o.Anchor)
+	}
+	return nil
 }
 
 // withPath names the log in a *ChainError, and in other errors by wrapping.
@@ -163,8 +205,9 @@ func (s scanResult) report() Report {
 }
 
 // scan reads a log from its start, checking every complete line and calling
-// visit for each valid record. A torn final line ends the scan without error.
-func scan(r io.Reader, visit func(*Record)) (scanResult, error) {
+// visit for each valid record. A torn final line ends the scan without error;
+// an error from visit ends it with that error (a *ChainError given the line).
+func scan(r io.Reader, visit func(*Record) error) (scanResult, error) {
 	res := scanResult{lastHash: GenesisPrev}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
@@ -204,12 +247,18 @@ func scan(r io.Reader, visit func(*Record)) (scanResult, error) {
 			ce.Line = lineNo
 			return res, ce
 		}
+		if visit != nil {
+			if err := visit(&rec); err != nil {
+				var ce *ChainError
+				if errors.As(err, &ce) && ce.Line == 0 {
+					ce.Line = lineNo
+				}
+				return res, err
+			}
+		}
 		res.records++
 		res.lastHash = rec.Hash
 		res.goodEnd += int64(len(buf))
-		if visit != nil {
-			visit(&rec)
-		}
 	}
 }
 
@@ -263,11 +312,32 @@ func readLine(br *bufio.Reader, buf []byte) (line []byte, terminated bool, err e
 	}
 }
 
-// checkpoint is the content of the head file.
-type checkpoint struct {
+// Head is a head checkpoint: the seq and hash of a log's last record
+// (0 and GenesisPrev for an empty log). A file log keeps it in <path>.head
+// (see HeadPath) as {"seq":N,"hash":"…"} and a newline.
+type Head struct {
 	Seq  uint64 `json:"seq"`
 	Hash string `json:"hash"`
 }
+
+// valid reports whether h can be a log's head.
+func (h Head) valid() bool { return isHash(h.Hash) && (h.Seq > 0 || h.Hash == GenesisPrev) }
+
+func (h Head) badHead() *ChainError {
+	return &ChainError{Reason: ReasonBadHead, Detail: fmt.Sprintf("invalid checkpoint seq %d hash %q", h.Seq, h.Hash)}
+}
+
+// AppendHead appends h as a head file holds it, newline included.
+func AppendHead(dst []byte, h Head) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, h.Seq, 10)
+	dst = append(dst, `,"hash":"`...)
+	dst = append(dst, h.Hash...)
+	return append(dst, "\"}\n"...)
+}
+
+// HeadPath returns the path of the head file of the log at logPath.
+func HeadPath(logPath string) string { return headPath(logPath) }
 
 func headPath(logPath string) string { return logPath + ".head" }
 
@@ -276,31 +346,31 @@ const maxHeadBytes = 4 << 10
 
 // readHead reads the head file. A missing file is not an error (have is
 // false); a malformed one is a *ChainError, since it may be tampering.
-func readHead(path string) (cp checkpoint, have bool, err error) {
+func readHead(path string) (cp Head, have bool, err error) {
 	b, err := safefile.ReadFile(path, maxHeadBytes)
 	if errors.Is(err, os.ErrNotExist) {
-		return checkpoint{}, false, nil
+		return Head{}, false, nil
 	}
 	if err != nil {
-		return checkpoint{}, false, fmt.Errorf("read head: %w", err)
+		return Head{}, false, fmt.Errorf("read head: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cp); err != nil {
-		return checkpoint{}, false, &ChainError{Reason: ReasonBadHead, Detail: err.Error()}
+		return Head{}, false, &ChainError{Reason: ReasonBadHead, Detail: err.Error()}
 	}
 	if dec.More() {
-		return checkpoint{}, false, &ChainError{Reason: ReasonBadHead, Detail: "trailing data"}
+		return Head{}, false, &ChainError{Reason: ReasonBadHead, Detail: "trailing data"}
 	}
-	if !isHash(cp.Hash) || (cp.Seq == 0 && cp.Hash != GenesisPrev) {
-		return checkpoint{}, false, &ChainError{Reason: ReasonBadHead, Detail: fmt.Sprintf("invalid checkpoint seq %d hash %q", cp.Seq, cp.Hash)}
+	if !cp.valid() {
+		return Head{}, false, cp.badHead()
 	}
 	return cp, true, nil
 }
 
 // checkHead compares the scanned chain with the head; headHash is the hash of
 // the record at head.Seq, if the scan reached it.
-func checkHead(res scanResult, head checkpoint, have bool, headHash string) error {
+func checkHead(res scanResult, head Head, have bool, headHash string) error {
 	switch {
 	case !have:
 		if res.records > 0 {
