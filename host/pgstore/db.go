@@ -349,16 +349,28 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("%w: migrations table: %w", ErrSchema, err)
 		}
 	}
-	var have int
-	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM gatehost_schema_migrations").Scan(&have); err != nil {
+	// Each migration is applied unless its version is recorded: a gap
+	// (a version added below the highest applied) is filled, not skipped.
+	rows, err := conn.Query(ctx, "SELECT version FROM gatehost_schema_migrations")
+	if err != nil {
+		return fmt.Errorf("%w: read schema version: %w", ErrUnavailable, err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
 		return fmt.Errorf("%w: read schema version: %w", ErrUnavailable, err)
 	}
 	ms := migrationFiles()
-	if n := len(ms); n > 0 && have > ms[n-1].version {
-		return fmt.Errorf("%w: the database is at schema version %d, this gatehost knows up to %d: upgrade gatehost", ErrSchema, have, ms[n-1].version)
+	known := map[int]bool{}
+	for _, m := range ms {
+		known[m.version] = true
+	}
+	for _, v := range applied {
+		if !known[v] {
+			return fmt.Errorf("%w: the database has schema migration %d, which this gatehost does not know: upgrade gatehost", ErrSchema, v)
+		}
 	}
 	for _, m := range ms {
-		if m.version <= have {
+		if slices.Contains(applied, m.version) {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
