@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
 		main() // exits
 	}
-	testwasm.Main(m, func() (err error) {
+	testwasm.Main(stopPGAfter{m}, func() (err error) {
 		if repoRoot, err = testwasm.Root(); err != nil {
 			return err
 		}
@@ -40,6 +41,15 @@ func TestMain(m *testing.M) {
 		trapWasm, err = testwasm.WAT("testdata/hostile/trap.wat")
 		return err
 	})
+}
+
+// stopPGAfter runs the tests, then stops the PostgreSQL cluster
+// pgtest.Shared started, if any.
+type stopPGAfter struct{ m *testing.M }
+
+func (s stopPGAfter) Run() int {
+	defer pgtest.StopShared()
+	return s.m.Run()
 }
 
 // writeConfig writes a config file into a temp dir whose plugin and catalog
