@@ -139,16 +139,19 @@ var sessionStatus = map[string]int{
 }
 
 // writeSessionError answers a session operation's error with its code. A
-// store failure is 503 with Retry-After: the store did not answer, so
-// nothing is known to have changed. Anything else is an internal error.
+// store failure is 503 with Retry-After, its cause logged, not answered
+// (it may name the store's host or file). Anything else is an internal
+// error.
 func (s *Server) writeSessionError(w http.ResponseWriter, r *http.Request, op, id string, err error) {
 	var se *session.Error
 	if errors.As(err, &se) {
 		if status, ok := sessionStatus[se.Code]; ok {
+			msg := err.Error()
 			if status == http.StatusServiceUnavailable {
 				s.logger.Error("gatehost serve: session store failed", "op", op, "session", id,
 					"request_id", r.Header.Get(headerRequestID), "err", err)
 				w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
+				msg = "the session store failed (the server's log has the cause); retry. A change whose answer was lost may have been made: GET the session to see"
 			}
 			field := ""
 			switch {
@@ -157,7 +160,7 @@ func (s *Server) writeSessionError(w http.ResponseWriter, r *http.Request, op, i
 			case se.Tool != "":
 				field = "/tools"
 			}
-			writeError(w, r, status, se.Code, field, err.Error(), nil)
+			writeError(w, r, status, se.Code, field, msg, nil)
 			return
 		}
 	}

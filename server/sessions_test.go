@@ -234,7 +234,9 @@ func TestSessionRoutesErrors(t *testing.T) {
 	} {
 		a := ss.do(t, rt.method, rt.path, approver, rt.body)
 		require.Equal(t, 503, a.status, "%s %s: %s", rt.method, rt.path, a.body)
-		assert.Equal(t, "store_failure", a.apiErr(t).Error.Code)
+		e := a.apiErr(t)
+		assert.Equal(t, "store_failure", e.Error.Code)
+		assert.NotContains(t, e.Error.Message, dir, "the cause is logged, not answered")
 		assert.NotEmpty(t, a.header.Get("Retry-After"))
 	}
 	assert.Len(t, sessionRecords(t, ss.events), 1)
@@ -294,4 +296,32 @@ func TestSessionChangeNotRecorded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, set.Activated, "mcp.files:read")
 	assert.True(t, bytes.Contains(a.body, []byte(`"request_id"`)))
+}
+
+// FuzzDecodeTools: no body makes the decoder panic, and one it accepts
+// names 1 to maxSessionTools tools of 1 to maxToolNameBytes bytes; one it
+// refuses is answered 400.
+func FuzzDecodeTools(f *testing.F) {
+	for _, seed := range []string{tools("files_read"), `{"tools":[]}`, `{"tools":["a"],"x":1}`, `{"tools":["a"]}{}`, `null`, `{"tools":[1]}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/v1/sessions/s/activate", nil)
+		names, ok := decodeTools(rec, req, body)
+		if !ok {
+			if rec.Code != http.StatusBadRequest {
+				t.Fatalf("refused with %d", rec.Code)
+			}
+			return
+		}
+		if len(names) == 0 || len(names) > maxSessionTools {
+			t.Fatalf("accepted %d tools", len(names))
+		}
+		for _, n := range names {
+			if n == "" || len(n) > maxToolNameBytes {
+				t.Fatalf("accepted name %q", n)
+			}
+		}
+	})
 }
