@@ -65,6 +65,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/pipelines/{name}/check", s.handleCheck)
 	mux.HandleFunc("GET /v1/pipelines", s.handlePipelines)
 	mux.HandleFunc("POST "+approvalsRoute, s.handleMintApproval)
+	mux.HandleFunc(sessionGetPattern, s.handleSessionGet)
+	mux.HandleFunc(sessionActivatePattern, s.handleSessionActivate)
+	mux.HandleFunc(sessionRevokePattern, s.handleSessionRevoke)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle(metricsRoutePattern, s.metrics.handler())
@@ -163,13 +166,17 @@ func routeOf(r *http.Request) string {
 	case "POST " + approvalsRoute:
 		return approvalsRoute
 	}
+	if l := sessionRouteLabel(r.Pattern); l != "" {
+		return l
+	}
 	return "other"
 }
 
 // withAuth authenticates a request by its bearer token and tells the two
-// channels apart. /v1/approvals takes approver tokens only (403
-// approvals_disabled when none is configured): a person's confirmation must
-// come through a channel the agent's credential cannot use. Every other
+// channels apart. /v1/approvals and /v1/sessions take approver tokens only
+// (403 approvals_disabled when none is configured): a person's
+// confirmation, and a change to what a session may call, must come
+// through a channel the agent's credential cannot use. Every other
 // route but the health probes takes agent tokens only, when any are
 // configured; the matched credential goes into the request's context for
 // its session binding.
@@ -181,10 +188,10 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		}
 		agents, approvers := s.tokens.Load(), s.approvers.Load()
 		mine, other, otherName := agents, approvers, "an approver token"
-		if isApprovalRoute(r.URL.Path) {
+		if isApprovalRoute(r.URL.Path) || isSessionRoute(r.URL.Path) {
 			if approvers.empty() {
 				writeError(w, r, http.StatusForbidden, errApprovalsOff, "",
-					"no approver token is configured (--approver-token-file or $"+ApproverTokenEnv+"); confirmations cannot be issued over HTTP", nil)
+					"no approver token is configured (--approver-token-file or $"+ApproverTokenEnv+"); confirmations cannot be issued, nor session grants changed, over HTTP", nil)
 				return
 			}
 			mine, other, otherName = approvers, agents, "an agent token"

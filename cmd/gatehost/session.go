@@ -3,15 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/server"
 )
 
 const sessionUsage = `Usage: gatehost session SUBCOMMAND [flags] [TOOL...]
@@ -28,7 +29,9 @@ pinned, or when it was pinned before policy digests were recorded; the exec
 gate then denies the tool until it is activated again.
 
 TOOL is a catalog id, wire name or alias, matched exactly. Sessions live in
-the file named by sessions.path in the config.
+the file named by sessions.path in the config or, with store.kind postgres,
+in the PostgreSQL store that the replicas of a fleet share (store.dsn or
+$GATEHOST_STORE_DSN).
 `
 
 func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -66,10 +69,28 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if cfg.SessionPath == "" {
+	st := cfg.Host.Sessions
+	switch {
+	case cfg.Store.Postgres():
+		logger, err := newLogger(stderr, "warn", fs.output == "json")
+		if err != nil {
+			return fail(stderr, err)
+		}
+		db, err := cfg.Store.Open(ctx, logger)
+		if errors.Is(err, pgstore.ErrConfig) {
+			return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
+		}
+		if err != nil {
+			// Unreachable, or a schema this build does not know: not how
+			// the command was called.
+			fmt.Fprintf(stderr, "gatehost: config %s: %v\n", cfg.File, err)
+			return 1
+		}
+		defer db.Close()
+		st = db.Sessions()
+	case cfg.SessionPath == "":
 		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.File))
 	}
-	st := cfg.Host.Sessions
 	snap := cfg.Host.Catalog.Snapshot()
 
 	var set *session.Set
@@ -126,44 +147,11 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return 0
 }
 
-// toolView is one pin or grant with its status against the current catalog:
-// ok (a call would pass checks 3 and 4), removed or drifted, with what
-// drifted (session.Pin.Drift).
-type toolView struct {
-	Tool              string   `json:"tool"`
-	Basis             string   `json:"basis"` // core or exact
-	CatalogGeneration *uint64  `json:"catalog_generation,omitempty"`
-	SchemaDigest      string   `json:"schema_digest"`
-	PolicyDigest      string   `json:"policy_digest"` // "" for a pin made before policy digests
-	Provenance        string   `json:"provenance"`
-	Status            string   `json:"status"`
-	Drift             []string `json:"drift,omitempty"`
-}
+// setView is a session's pins and grants with their status against the
+// current catalog, in the shape GET /v1/sessions/{id} answers.
+type setView = server.SessionView
 
-type setView struct {
-	Session string     `json:"session"`
-	Version uint64     `json:"version"`
-	Catalog uint64     `json:"catalog_generation"`
-	Tools   []toolView `json:"tools"`
-}
-
-func sessionView(s *session.Set, snap *catalog.Snapshot) setView {
-	v := setView{Session: s.ID, Version: s.Version, Catalog: snap.Generation(), Tools: []toolView{}}
-	view := func(id, basis string, gen *uint64, p session.Pin) toolView {
-		status, drift := p.Status(snap, id)
-		return toolView{Tool: id, Basis: basis, CatalogGeneration: gen, SchemaDigest: p.SchemaDigest,
-			PolicyDigest: p.PolicyDigest, Provenance: p.Provenance, Status: status, Drift: drift}
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.Core)) {
-		v.Tools = append(v.Tools, view(id, "core", nil, s.Core[id]))
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.Activated)) {
-		a := s.Activated[id]
-		gen := a.Grant.CatalogGeneration
-		v.Tools = append(v.Tools, view(id, "exact", &gen, a.Pin()))
-	}
-	return v
-}
+func sessionView(s *session.Set, snap *catalog.Snapshot) setView { return server.ViewSession(s, snap) }
 
 // statusText is a status with what drifted, for tables: "drifted:
 // policy_digest", "removed", "ok". A pin made before policy digests says

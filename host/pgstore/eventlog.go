@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gatehost/gatehost/host/eventlog"
 )
@@ -83,13 +82,6 @@ func (db *DB) EventLog(ctx context.Context, chain string) (*Log, error) {
 	l := &Log{db: db, chain: chain, last: head}
 	l.cond.L = &l.mu
 	return l, nil
-}
-
-// querier is what lockHead needs: a pool or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // lockHead reads the head of chain — under a row lock FOR UPDATE when
