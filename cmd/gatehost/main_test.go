@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
 		main() // exits
 	}
-	testwasm.Main(m, func() (err error) {
+	testwasm.Main(stopsPostgres{m}, func() (err error) {
 		if repoRoot, err = testwasm.Root(); err != nil {
 			return err
 		}
