@@ -13,6 +13,10 @@ type Decision struct {
 	// CatalogGeneration is the generation of the catalog snapshot every
 	// stage of the run saw.
 	CatalogGeneration uint64 `json:"catalog_generation"`
+	// CatalogDigest names that snapshot by its content
+	// (catalog.Snapshot.Digest): unlike the generation, the same on every
+	// replica that holds the same catalog.
+	CatalogDigest string `json:"catalog_digest"`
 	// Stages are all stages of the pipeline, in order.
 	Stages []StageResult `json:"stages"`
 	// Findings are every stage's findings, in stage order, then the

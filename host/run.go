@@ -203,6 +203,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, input []byte, opt
 		Pipeline:          p.name,
 		RequestID:         opts.RequestID,
 		CatalogGeneration: rn.snap.Generation(),
+		CatalogDigest:     rn.snap.Digest(),
 		Stages:            make([]StageResult, 0, len(p.stages)),
 		Findings:          []Finding{},
 	}
@@ -528,11 +529,12 @@ func (h *Host) record(rn *run, d *Decision) error {
 	}
 	data, err := json.Marshal(struct {
 		CatalogGeneration uint64    `json:"catalog_generation"`
+		CatalogDigest     string    `json:"catalog_digest"`
 		SubjectSHA256     string    `json:"subject_sha256"`
 		Session           string    `json:"session,omitempty"`
 		Findings          []Finding `json:"findings"`
 		FindingsTotal     int       `json:"findings_total,omitempty"`
-	}{d.CatalogGeneration, digest(rn.subject), rn.opts.Session, findings, total})
+	}{d.CatalogGeneration, d.CatalogDigest, digest(rn.subject), rn.opts.Session, findings, total})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@
 //	gatehost log verify [--config F | --log FILE] [--chain NAME] [--anchor HASH] [--output text|json]
 //	gatehost log export [--config F] [--chain NAME] --out FILE [--output text|json]
 //	gatehost session create|activate|revoke|rebuild|show [--config F] --session ID [TOOL...]
-//	gatehost catalog show|diff [--config F] [--output text|json] [PATH]
+//	gatehost catalog show|diff|publish [--config F] [--output text|json] [PATH]
 //	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
 //	gatehost domain validate [--output text|json] FILE…
 //	gatehost plugin inspect|check|pin|new [flags] …
@@ -49,7 +49,7 @@ Usage:
   gatehost log verify [flags]        verify the event log's hash chain (every chain of a PostgreSQL store)
   gatehost log export [flags]        write a chain of a PostgreSQL store as a log file that log verify --log checks
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
-  gatehost catalog show|diff [flags] list the catalog, or diff it against another catalog file
+  gatehost catalog SUB [flags]       show the catalog, diff it against another file, or publish it to the store
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
   gatehost plugin SUB [flags]        inspect, check (conformance kit), pin or scaffold (new) a gate module

@@ -5,8 +5,11 @@
 // A Store publishes immutable Snapshots. Every successful Store.Update
 // publishes a new snapshot whose generation is exactly one more than the
 // previous one; a pipeline run pins one snapshot so every gate sees the same
-// catalog while it changes. Load and Parse import the tool formats agents
-// already use (MCP, OpenAI, Anthropic) and a native format.
+// catalog while it changes. A generation is one store's counter; a
+// snapshot's Digest names its content, the same in every process that
+// holds the same tools. Load and Parse import the tool formats agents
+// already use (MCP, OpenAI, Anthropic) and a native format, which
+// Snapshot.MarshalNative writes with every field of every record.
 //
 // Errors are *Error values that wrap one of the Err* sentinels, so callers
 // can branch with errors.Is and read the file, position and tool with

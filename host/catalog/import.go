@@ -126,11 +126,15 @@ func Load(path string, opts ImportOptions) ([]Tool, error) {
 //     input_schema?} ("type", if present, must be "custom"). Effect
 //     non_idempotent.
 //   - native: {"tools":[{id?, name, aliases?, description?, input_schema?,
-//     schema_digest?, provenance?, source?, effect?}]}, the fields of Tool
-//     with abi.Tool's JSON names, no other key allowed. A missing id is
-//     MakeID of the namespace and name, and missing provenance and source
-//     come from opts.Server as for the other formats; a given
-//     schema_digest must match the schema.
+//     schema_digest?, provenance?, source?, effect?, hints?,
+//     policy_digest?}]}, the fields of Tool with abi.Tool's JSON names, no
+//     other key allowed. A missing id is MakeID of the namespace and name,
+//     and missing provenance and source come from opts.Server as for the
+//     other formats; a given schema_digest must match the schema, and a
+//     given policy_digest the normalised record (PolicyDigestOf). hints is
+//     Hints' JSON form {"read_only", "destructive", "idempotent",
+//     "open_world"}: booleans, a missing one taking the MCP default, no
+//     other key. Snapshot.MarshalNative writes this format.
 //
 // An object with "tools" whose entries fit both mcp and native (say, only
 // names) is read as mcp; both readings give the same tools.
@@ -273,10 +277,15 @@ func (im *importer) parse(data []byte, file string) ([]Tool, error) {
 		if err != nil {
 			return fail(index, entryName(e), err)
 		}
+		claimed := t.PolicyDigest // replaced by the one the store computes
 		if err := im.add(t, file, index); err != nil {
 			return nil, err
 		}
-		tools = append(tools, im.b.tools[t.ID])
+		kept := im.b.tools[t.ID]
+		if claimed != "" && claimed != kept.PolicyDigest {
+			return fail(index, entryName(e), wrap(ErrInvalidTool, "policy_digest %q does not match the record's policy digest %s", cut(claimed), kept.PolicyDigest))
+		}
+		tools = append(tools, kept)
 	}
 	return tools, nil
 }
@@ -365,9 +374,9 @@ func (im *importer) choose(sh shape, entries []entry) (string, int, error) {
 
 // Keys that mark an entry as belonging to another format.
 var (
-	notMCP       = []string{"input_schema", "parameters", "function", "id", "aliases", "schema_digest", "provenance", "source", "effect"}
+	notMCP       = []string{"input_schema", "parameters", "function", "id", "aliases", "schema_digest", "provenance", "source", "effect", "hints", "policy_digest"}
 	notAnthropic = []string{"function", "parameters", "inputSchema", "annotations"}
-	nativeKeys   = []string{"id", "name", "aliases", "description", "input_schema", "schema_digest", "provenance", "source", "effect"}
+	nativeKeys   = []string{"id", "name", "aliases", "description", "input_schema", "schema_digest", "provenance", "source", "effect", "hints", "policy_digest"}
 )
 
 // misfit returns the first entry that does not fit format f, and why.
@@ -546,8 +555,46 @@ func nativeFields(e entry, t *Tool) error {
 		}
 	}
 	effect, err := stringField(e, "effect")
+	if err != nil {
+		return err
+	}
 	t.Effect = Effect(effect)
+	if t.Hints, err = nativeHints(e); err != nil {
+		return err
+	}
+	t.PolicyDigest, err = stringField(e, "policy_digest")
 	return err
+}
+
+// hintKeys are Hints' JSON names.
+var hintKeys = []string{"read_only", "destructive", "idempotent", "open_world"}
+
+// nativeHints reads a native record's hints, in Hints' JSON form; absent
+// or null is nil (the record has none). As with MCP annotations, a missing
+// or null hint takes the MCP default, its most dangerous reading, and a
+// hint of another type refuses the tool; so does an unknown key, since
+// the format has no other.
+func nativeHints(e entry) (*Hints, error) {
+	obj, err := objectField(e, "hints")
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(hintKeys, k) {
+			return nil, wrap(ErrInvalidTool, "\"hints\" has key %q", cut(k))
+		}
+	}
+	h := DefaultHints()
+	for i, dst := range [...]*bool{&h.ReadOnly, &h.Destructive, &h.Idempotent, &h.OpenWorld} {
+		v, present, err := boolField(obj, "hints.", hintKeys[i])
+		if err != nil {
+			return nil, err
+		}
+		if present {
+			*dst = v
+		}
+	}
+	return &h, nil
 }
 
 // stringField returns e[key] as a string; absent or null is "".

@@ -21,14 +21,30 @@ var defaultSchema = json.RawMessage(`{"type":"object"}`)
 // Snapshot is an immutable catalog at one generation. It is safe for
 // concurrent use, and nothing a caller does to values it returns changes it.
 type Snapshot struct {
-	gen   uint64
-	tools []Tool         // sorted by ID
-	index map[string]int // id, wire name or alias -> position in tools
+	gen    uint64
+	digest string         // snapshotDigest(tools); "" is the empty catalog's
+	tools  []Tool         // sorted by ID
+	index  map[string]int // id, wire name or alias -> position in tools
 }
 
 // Generation returns the snapshot's generation: 0 for the snapshot NewStore
-// publishes, one more for each successful Update since.
+// publishes, one more for each successful Update since. A generation is
+// local to one Store: two processes count their own.
 func (s *Snapshot) Generation() uint64 { return s.gen }
+
+// Digest names the snapshot by its content: 64 lowercase hex digits, the
+// SHA-256 of the canonical JSON of every record (id, wire name, aliases,
+// description, schema digest, provenance, source, effect, hints, policy
+// digest), sorted by id. Two stores holding the same tools, whatever
+// order they were added in and whatever their generations, have the same
+// digest; any change to any record changes it. It is computed once, when
+// the snapshot is published.
+func (s *Snapshot) Digest() string {
+	if s.digest == "" {
+		return emptyDigest
+	}
+	return s.digest
+}
 
 // Len returns the number of tools.
 func (s *Snapshot) Len() int { return len(s.tools) }
@@ -101,8 +117,12 @@ func NewStore(tools ...Tool) (*Store, error) {
 			return nil, err
 		}
 	}
+	snap, err := b.build(0)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{}
-	s.cur.Store(b.build(0))
+	s.cur.Store(snap)
 	return s, nil
 }
 
@@ -154,7 +174,10 @@ func (s *Store) Update(fn func(b *Builder) error) (*Snapshot, error) {
 	if err := fn(b); err != nil {
 		return nil, err
 	}
-	next := b.build(cur.gen + 1)
+	next, err := b.build(cur.gen + 1)
+	if err != nil {
+		return nil, err
+	}
 	s.cur.Store(next)
 	return next, nil
 }
@@ -250,9 +273,10 @@ func (b *Builder) Replace(t Tool) error {
 	return nil
 }
 
-// build freezes the builder into a snapshot. The snapshot shares the tools'
-// slices with the builder, which never changes a Tool in place.
-func (b *Builder) build(gen uint64) *Snapshot {
+// build freezes the builder into a snapshot and names it (Digest). The
+// snapshot shares the tools' slices with the builder, which never changes a
+// Tool in place.
+func (b *Builder) build(gen uint64) (*Snapshot, error) {
 	s := &Snapshot{gen: gen, tools: make([]Tool, 0, len(b.tools)), index: make(map[string]int, len(b.names))}
 	for _, t := range b.tools {
 		s.tools = append(s.tools, t)
@@ -263,7 +287,11 @@ func (b *Builder) build(gen uint64) *Snapshot {
 			s.index[k] = i
 		}
 	}
-	return s
+	var err error
+	if s.digest, err = snapshotDigest(s.tools); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // keys returns every string that resolves to t. A tool's id may equal its
@@ -354,6 +382,11 @@ func normalize(t Tool) (Tool, error) {
 	}
 	if !utf8.ValidString(t.Source) {
 		return bad(ErrInvalidTool, "source is not valid UTF-8")
+	}
+	// Encoding would replace bad bytes: two descriptions would share a
+	// snapshot digest, and a shipped catalog would differ from its source.
+	if !utf8.ValidString(t.Description) {
+		return bad(ErrInvalidTool, "description is not valid UTF-8")
 	}
 	// Last, over the normalised fields.
 	if t.PolicyDigest, err = PolicyDigestOf(t); err != nil {

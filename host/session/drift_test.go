@@ -161,6 +161,7 @@ func TestLegacySessionFile(t *testing.T) {
 	a := set.Lookup("old", "mcp.files:read")
 	require.NotNil(t, a.Activation)
 	assert.Empty(t, a.Activation.Grant.PolicyDigest)
+	assert.Empty(t, set.Activated["mcp.files:read"].Grant.CatalogDigest, "written before snapshots were named")
 	assert.Equal(t, abi.SessionPin{SchemaDigest: core.SchemaDigest, Provenance: "builtin_runtime"}, *set.Lookup("old", "builtin:read_file").Core)
 	status, drift := set.Activated["mcp.files:read"].Pin().Status(snap, "mcp.files:read")
 	assert.Equal(t, session.DropDrifted, status)

@@ -3,7 +3,8 @@
 // grants made since.
 //
 // A grant covers exactly (session, tool, schema digest, policy digest) and
-// records the catalog generation it was made at; with it the session pins
+// records the catalog snapshot it was made on (generation and digest);
+// with it the session pins
 // the tool's provenance. The policy digest (catalog.PolicyDigestOf) covers
 // everything that decides policy about the tool: schema, hints and effect,
 // provenance and source. The exec gate lets a call run only when the tool's
@@ -86,13 +87,20 @@ func (p Pin) Drift(t catalog.Tool) []string {
 }
 
 // Grant is an exact activation grant. It covers one (Session, Tool,
-// SchemaDigest, PolicyDigest); CatalogGeneration records when it was made
-// or last carried forward by Rebuild. PolicyDigest is empty in a grant
-// written before policy digests were recorded (see Pin).
+// SchemaDigest, PolicyDigest); CatalogGeneration and CatalogDigest record
+// the catalog snapshot it was made on or last carried forward to by
+// Rebuild. The generation is the granting process's own counter; the
+// digest (catalog.Snapshot.Digest) names the snapshot's content, the same
+// on every replica. Neither decides validity: a grant holds exactly while
+// the tool's schema digest, policy digest and provenance do (Pin.Drift),
+// so a grant made on one replica holds on another. PolicyDigest is empty
+// in a grant written before policy digests were recorded (see Pin), and
+// CatalogDigest in one written before snapshots were named.
 type Grant struct {
 	Session           string `json:"session"`
 	Tool              string `json:"tool"`
 	CatalogGeneration uint64 `json:"catalog_generation"`
+	CatalogDigest     string `json:"catalog_digest,omitempty"`
 	SchemaDigest      string `json:"schema_digest"`
 	PolicyDigest      string `json:"policy_digest,omitempty"`
 }
@@ -328,7 +336,7 @@ func activateMany(s *Set, snap *catalog.Snapshot, names []string) error {
 	}
 	for _, t := range tools {
 		s.Activated[t.ID] = Activation{
-			Grant: Grant{Session: s.ID, Tool: t.ID, CatalogGeneration: snap.Generation(),
+			Grant: Grant{Session: s.ID, Tool: t.ID, CatalogGeneration: snap.Generation(), CatalogDigest: snap.Digest(),
 				SchemaDigest: t.SchemaDigest, PolicyDigest: t.PolicyDigest},
 			Provenance: t.Provenance,
 		}
@@ -400,7 +408,8 @@ type Report struct {
 
 // rebuild re-pins s against snap: a pin or grant whose tool is present and
 // has not drifted (Pin.Drift) is carried forward (a grant then records
-// snap's generation); any other is dropped as removed or drifted. A pin
+// snap's generation and digest); any other is dropped as removed or
+// drifted. A pin
 // without a policy digest is dropped, never upgraded: nothing says the
 // tool's hints, effect and source are still the ones granted.
 func rebuild(s *Set, snap *catalog.Snapshot) (Report, error) {
@@ -421,7 +430,7 @@ func rebuild(s *Set, snap *catalog.Snapshot) (Report, error) {
 			r.Dropped = append(r.Dropped, Dropped{Tool: id, Reason: why, Drift: drift})
 			continue
 		}
-		a.Grant.CatalogGeneration = snap.Generation()
+		a.Grant.CatalogGeneration, a.Grant.CatalogDigest = snap.Generation(), snap.Digest()
 		next.Activated[id] = a
 		r.Kept = append(r.Kept, id)
 	}

@@ -61,7 +61,7 @@ func TestOperations(t *testing.T) {
 			assert.Equal(t, uint64(1), set.Version)
 			g := set.Activated["mcp.files:write"].Grant
 			w, _ := snap.Get("mcp.files:write")
-			assert.Equal(t, session.Grant{Session: "s1", Tool: "mcp.files:write", CatalogGeneration: 0, SchemaDigest: w.SchemaDigest, PolicyDigest: w.PolicyDigest}, g)
+			assert.Equal(t, session.Grant{Session: "s1", Tool: "mcp.files:write", CatalogGeneration: 0, CatalogDigest: snap.Digest(), SchemaDigest: w.SchemaDigest, PolicyDigest: w.PolicyDigest}, g)
 			assert.Len(t, g.PolicyDigest, 64)
 			assert.Equal(t, "mcp_config{files}", set.Activated["mcp.files:write"].Provenance)
 			assert.Contains(t, set.Activated, "ext.srv:echo_tool")
