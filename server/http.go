@@ -448,6 +448,12 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"status":"not_ready"}`+"\n")
 		return
 	}
+	if !s.storeReady() {
+		// Decisions would be inconclusive: send traffic elsewhere.
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"status":"not_ready","reason":"store_unavailable"}`+"\n")
+		return
+	}
 	_, _ = io.WriteString(w, `{"status":"ready"}`+"\n")
 }
 

@@ -32,6 +32,7 @@ type metrics struct {
 	configGeneration prometheus.Gauge
 	lastReload       prometheus.Gauge
 	requests         *prometheus.CounterVec
+	store            storeMetrics // registered only with a PostgreSQL store
 }
 
 // latencyBuckets span 50µs to 10s: a warm gate call is about 0.1–2 ms, a

@@ -102,8 +102,13 @@ type Server struct {
 	// evlog is the one writer of the event log, shared by every runtime:
 	// the log's lock admits one writer per file, and a reload must not
 	// close it between two decisions. The server closes it last.
-	evlog    *eventlog.Log
-	logPath  string
+	evlog   eventlog.Appender
+	logPath string
+	// backends hold the event log and, with store.kind: postgres, the
+	// shared store (docs/FLEET.md); store is the store: section they
+	// were opened with.
+	backends *config.Backends
+	store    config.Store
 	sessions session.Store
 	sessPath string
 
@@ -240,10 +245,16 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 		// Kept across reloads, so a reload loses no session.
 		s.sessions = session.NewMemStore()
 	}
-	s.evlog, err = eventlog.Open(l.LogPath, eventlog.Options{Logger: logger, OnCommit: s.metrics.onCommit})
+	s.metrics.store = newStoreMetrics()
+	s.backends, err = l.OpenBackends(context.Background(), logger, config.BackendOptions{OnCommit: s.metrics.onCommit, OnOp: s.metrics.onStoreOp})
 	if err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("config %s: event_log.path: %w", path, err)
+		return nil, err
+	}
+	s.evlog, s.store = s.backends.EventLog, l.Store
+	if s.backends.DB != nil {
+		s.sessions = s.backends.Sessions
+		s.metrics.registerStore(s)
 	}
 	s.first = l
 	return s, nil
@@ -335,6 +346,13 @@ func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 	s.started.Store(true)
 	go s.startOnce.Do(func() { s.buildFirst(ctx) })
 	built := s.built
+	published := make(chan struct{}, 1)
+	s.watchStore(ctx, func() {
+		select {
+		case published <- struct{}{}:
+		default: // a reload is already due
+		}
+	})
 	var watch <-chan time.Time
 	if s.opts.WatchInterval > 0 {
 		t := time.NewTicker(s.opts.WatchInterval)
@@ -357,6 +375,8 @@ loop:
 			built = nil // a nil channel: never again
 		case <-hup:
 			_ = s.reload(ctx, "SIGHUP")
+		case <-published:
+			_ = s.reload(ctx, "catalog published")
 		case <-watch:
 			s.reloadIfChanged(ctx)
 		}
@@ -441,7 +461,7 @@ func (s *Server) close() error {
 	s.retiring.Wait()
 	s.cancelRuns()
 	seq, _ := s.evlog.Last()
-	err = errors.Join(err, s.evlog.Close())
+	err = errors.Join(err, s.backends.Close())
 	s.logger.Info("gatehost serve: stopped; event log closed", "last_seq", seq)
 	return err
 }
@@ -462,16 +482,25 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	if l.SessionPath != s.sessPath {
 		return nil, fmt.Errorf("config %s: sessions.path: changed from %q to %q; a reload keeps the session store (restart to move it)", l.File, s.sessPath, l.SessionPath)
 	}
-	next := l.Host.Catalog.Snapshot()
+	if err := s.checkStore(l); err != nil {
+		return nil, err
+	}
+	tools, digest, err := s.backends.CatalogTools(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if l.Store.Catalog == config.CatalogPublished {
+		s.logger.Info("gatehost serve: catalog from the store", "digest", digest, "tools", len(tools))
+	}
 	var gen uint64
 	if prev != nil {
 		old := prev.h.Catalog().Snapshot()
 		gen = old.Generation()
-		if !reflect.DeepEqual(old.List(), next.List()) {
+		if !reflect.DeepEqual(old.List(), tools) {
 			gen++
 		}
 	}
-	store, err := catalog.NewStoreAt(gen, next.List()...)
+	store, err := catalog.NewStoreAt(gen, tools...)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: catalog: %w", l.File, err)
 	}

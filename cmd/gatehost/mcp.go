@@ -13,7 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/server"
 )
@@ -58,12 +59,23 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	opts.Pipeline = cmp.Or(pipelineFlag(*pipeline), opts.Pipeline)
 	// One writer of the log: the host records decisions, the gateway
 	// approvals.
-	evlog, err := eventlog.Open(cfg.LogPath, eventlog.Options{Logger: logger})
+	// With a PostgreSQL store, sessions and the log are the fleet's.
+	backends, err := cfg.OpenBackends(ctx, logger, config.BackendOptions{})
 	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: event_log.path: %w", cfg.File, err))
+		return fail(stderr, err)
 	}
-	defer evlog.Close()
-	cfg.Host.EventLogPath, cfg.Host.EventLog, cfg.Host.Logger = "", evlog, logger
+	defer backends.Close()
+	cfg.Host.EventLogPath, cfg.Host.EventLog, cfg.Host.Logger = "", backends.EventLog, logger
+	if backends.DB != nil {
+		cfg.Host.Sessions = backends.Sessions
+		tools, _, err := backends.CatalogTools(ctx, cfg)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		if cfg.Host.Catalog, err = catalog.NewStore(tools...); err != nil {
+			return fail(stderr, fmt.Errorf("config %s: catalog: %w", cfg.File, err))
+		}
+	}
 	opts.Logger = logger
 	if opts.Pipeline != "" {
 		onlyPipeline(&cfg.Host, opts.Pipeline)

@@ -147,3 +147,32 @@ func WAT(src string) ([]byte, error) {
 	built[key] = b
 	return b, nil
 }
+
+// Binary builds the Go command pkg (relative to the repository root, such
+// as "cmd/gatehost") for this machine, without the race detector, and
+// returns the executable's path: for tests that run it as separate
+// processes.
+func Binary(pkg string) (string, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	key := "bin:" + pkg
+	if p, ok := built[key]; ok {
+		return string(p), nil
+	}
+	root, err := Root()
+	if err != nil {
+		return "", err
+	}
+	out, err := outDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(out, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./"+pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("testwasm: go build %s: %w\n%s", pkg, err, b)
+	}
+	built[key] = []byte(path)
+	return path, nil
+}
