@@ -738,7 +738,7 @@ func TestServeConfirmationNotRecorded(t *testing.T) {
 	ts, _, dir := startApprovalServe(t, nil)
 	ap := ts.approve(t, "exec", "dev", callA)
 	before := len(records(t, filepath.Join(dir, "events.jsonl")))
-	require.NoError(t, ts.s.evlog.Close())
+	require.NoError(t, ts.s.evlog.(*eventlog.Log).Close())
 
 	for _, confirmation := range []string{ap.ID, "made-up"} {
 		a := ts.checkCall(t, agentDev, "exec", "dev", confirmation, callA, "not-recorded")

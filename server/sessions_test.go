@@ -286,7 +286,7 @@ func TestSessionChangeNotRecorded(t *testing.T) {
 	dir := t.TempDir()
 	sessions := filepath.Join(dir, "sessions.json")
 	ss := startSessionServe(t, dir, sessions, bothTokens)
-	require.NoError(t, ss.s.evlog.Close())
+	require.NoError(t, ss.s.evlog.(*eventlog.Log).Close())
 	a := ss.do(t, "POST", "/v1/sessions/dev/activate", approver, tools("files_read"))
 	require.Equal(t, 500, a.status, string(a.body))
 	e := a.apiErr(t)

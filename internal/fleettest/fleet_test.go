@@ -368,7 +368,7 @@ pipelines:
 	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "verifier"})
 	require.NoError(t, err)
 	defer db.Close()
-	reports, err := db.VerifyChains(ctx, pgstore.VerifyOptions{})
+	reports, err := db.VerifyChains(ctx, pgstore.VerifyChainsOptions{})
 	require.NoError(t, err)
 	require.Len(t, reports, replicas, "one chain per replica")
 	for _, r := range reports {
