@@ -47,6 +47,13 @@ func newFixture(t *testing.T) *fixture {
 // decision record, in one append. Every third run is inconclusive.
 func (f *fixture) run(t testing.TB, to eventlog.Appender) []eventlog.Record {
 	t.Helper()
+	recs, err := to.Append(f.runRecords()...)
+	require.NoError(t, err)
+	return recs
+}
+
+// runRecords are the records of the next run, before they are appended.
+func (f *fixture) runRecords() []eventlog.Record {
 	f.runs++
 	id := fmt.Sprintf("run-%04d", f.runs)
 	verdict, reason := "rejected", ""
@@ -55,13 +62,11 @@ func (f *fixture) run(t testing.TB, to eventlog.Appender) []eventlog.Record {
 	}
 	stage := fmt.Sprintf(`{"name":"static","plugin":"static-verify","mode":"enforce","verdict":%q,"reason":%q,"findings":[]}`, verdict, reason)
 	decision := fmt.Sprintf(`{"catalog_generation":1,"subject_sha256":"%064x","session":"sess-%d","findings":[{"code":"no_network","severity":"high","message":"<curl> & co","evidence":{"url":"https://secret.example"},"stage":"static"}]}`, f.runs, f.runs)
-	recs, err := to.Append(
-		eventlog.Record{Kind: eventlog.KindStage, RunID: id, Pipeline: "plan", Stage: "static", Plugin: "static-verify",
+	return []eventlog.Record{
+		{Kind: eventlog.KindStage, RunID: id, Pipeline: "plan", Stage: "static", Plugin: "static-verify",
 			Verdict: verdict, Reason: reason, Data: json.RawMessage(stage)},
-		eventlog.Record{Kind: eventlog.KindDecision, RunID: id, Pipeline: "plan", Verdict: verdict, RequestID: "req-" + id,
-			Data: json.RawMessage(decision)})
-	require.NoError(t, err)
-	return recs
+		{Kind: eventlog.KindDecision, RunID: id, Pipeline: "plan", Verdict: verdict, RequestID: "req-" + id,
+			Data: json.RawMessage(decision)}}
 }
 
 // options are an Exporter's options over the fixture, quick to flush.
