@@ -103,6 +103,7 @@ type Server struct {
 	// the log's lock admits one writer per file, and a reload must not
 	// close it between two decisions. The server closes it last.
 	evlog    *eventlog.Log
+	dlog     *decisionLogs // exporters teed to evlog (decisionlog.go)
 	logPath  string
 	sessions session.Store
 	sessPath string
@@ -244,6 +245,9 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("config %s: event_log.path: %w", path, err)
+	}
+	if err := s.openDecisionLog(l); err != nil {
+		return nil, err
 	}
 	s.first = l
 	return s, nil
@@ -440,6 +444,7 @@ func (s *Server) close() error {
 	}
 	s.retiring.Wait()
 	s.cancelRuns()
+	err = errors.Join(err, s.closeDecisionLog())
 	seq, _ := s.evlog.Last()
 	err = errors.Join(err, s.evlog.Close())
 	s.logger.Info("gatehost serve: stopped; event log closed", "last_seq", seq)
@@ -476,7 +481,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 		return nil, fmt.Errorf("config %s: catalog: %w", l.File, err)
 	}
 	cfg := l.Host
-	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.evlog
+	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.eventLog(l)
 	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
 	cfg.Confirmer = approvalConfirmer{s}
 	h, err := host.New(ctx, cfg)
