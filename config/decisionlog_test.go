@@ -79,3 +79,10 @@ func TestDecisionLogSectionErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "decision_log: needs event_log.path")
 }
+
+func TestDecisionLogUnknownTopLevelKey(t *testing.T) {
+	_, err := Load(write(t, "gatehost.yaml", "event_log: {path: events.jsonl}\ndecision_logs: {http: {url: 'http://x'}}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), ": unknown key decision_logs")
+	assert.NotContains(t, err.Error(), "fileConfig")
+}

@@ -525,3 +525,17 @@ func TestStatusErrorClasses(t *testing.T) {
 	d := e.backoff(0, &StatusError{Code: 429, RetryAfter: time.Hour})
 	assert.Equal(t, time.Second, d, "Retry-After is capped at MaxBackoff")
 }
+
+// Tail mode: records appended without Tee are read from the log.
+func TestExportTailsTheLog(t *testing.T) {
+	f := newFixture(t)
+	rc, srv := newReceiver(t)
+	o := f.options(httpSink(t, srv.URL))
+	o.PollInterval = 10 * time.Millisecond
+	newExporter(t, o)
+	for range 3 {
+		f.run(t, f.log)
+	}
+	waitAll(t, rc, f)
+	assert.Len(t, rc.got(), 3)
+}
