@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -26,6 +27,9 @@ func decodeError(file string, err error) error {
 			continue
 		}
 		key, reason := dotted(de.Name()), oneline.Of(de.Unwrap().Error())
+		if key == reflect.TypeFor[fileConfig]().String() {
+			key = "" // mapstructure ≥ 2.5 names the root by its type
+		}
 		if keys, ok := strings.CutPrefix(reason, "has invalid keys: "); ok {
 			for _, k := range strings.Split(keys, ", ") {
 				if key != "" {

@@ -103,6 +103,7 @@ type Server struct {
 	// the log's lock admits one writer per file, and a reload must not
 	// close it between two decisions. The server closes it last.
 	evlog   eventlog.Appender
+	dlog    *decisionLogs // exporters teed to evlog (decisionlog.go)
 	logPath string
 	// backends hold the event log and, with store.kind: postgres, the
 	// shared store (docs/FLEET.md); store is the store: section they
@@ -255,6 +256,9 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	if s.backends.DB != nil {
 		s.sessions = s.backends.Sessions
 		s.metrics.registerStore(s)
+	}
+	if err := s.openDecisionLog(l); err != nil {
+		return nil, err
 	}
 	s.first = l
 	return s, nil
@@ -460,6 +464,7 @@ func (s *Server) close() error {
 	}
 	s.retiring.Wait()
 	s.cancelRuns()
+	err = errors.Join(err, s.closeDecisionLog())
 	seq, _ := s.evlog.Last()
 	err = errors.Join(err, s.backends.Close())
 	s.logger.Info("gatehost serve: stopped; event log closed", "last_seq", seq)
@@ -505,7 +510,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 		return nil, fmt.Errorf("config %s: catalog: %w", l.File, err)
 	}
 	cfg := l.Host
-	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.evlog
+	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.eventLog(l)
 	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
 	cfg.Confirmer = approvalConfirmer{s}
 	h, err := host.New(ctx, cfg)
