@@ -62,7 +62,8 @@ type fileConfig struct {
 	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
-	MCP MCP `mapstructure:"mcp"`
+	MCP     MCP           `mapstructure:"mcp"`
+	Tracing tracingConfig `mapstructure:"tracing"`
 }
 
 // compileLimits bounds a module's shape before compilation (host.CompileLimits).
@@ -231,6 +232,8 @@ type Loaded struct {
 	// PostgreSQL store is opened by its user (Store.Open), once for all
 	// reloads.
 	Store Store
+	// Tracing is the tracing: section (server.NewTracerProvider).
+	Tracing Tracing
 }
 
 // Close closes what Load opened: each domain's data source. It is safe to
@@ -313,6 +316,9 @@ func Load(path string) (*Loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st}
+	if l.Tracing, err = resolveTracing(fc.Tracing); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	cfg := host.Config{
 		EventLogPath:      l.LogPath,
 		CacheDir:          fc.CacheDir,
