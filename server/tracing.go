@@ -132,6 +132,23 @@ func endpointURL(t config.Tracing) (*url.URL, bool) {
 	return u, true
 }
 
+// StartTracing builds the tracer of l's tracing: section into
+// l.Host.TracerProvider, for a command that runs a host of its own
+// (gatehost mcp, gatehost check). Call stop once the host is closed: it
+// flushes the spans within tracing.timeout, logging those it lost.
+func StartTracing(ctx context.Context, l *config.Loaded, version string, logger *slog.Logger) (stop func(), err error) {
+	tr, err := NewTracer(ctx, l.Tracing, version, logger)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", l.File, err)
+	}
+	l.Host.TracerProvider = tr.Provider()
+	return func() {
+		if err := tr.Shutdown(context.WithoutCancel(ctx)); err != nil && logger != nil {
+			logger.Warn("tracing: spans dropped at exit", "err", err)
+		}
+	}, nil
+}
+
 // Provider is the provider to give host.Config.TracerProvider: nil (no
 // tracing) for a nil Tracer.
 func (t *Tracer) Provider() trace.TracerProvider {
