@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -12,6 +13,11 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/oneline"
 )
+
+// rootName is how mapstructure (v2.5 on) names the document's root in a
+// decoding error, where it used to say nothing: keys are named from the
+// root, so it is dropped.
+var rootName = reflect.TypeFor[fileConfig]().String()
 
 // decodeError turns a config decoding error into one line naming each
 // offending key as a dotted path, such as "unknown key
@@ -25,7 +31,7 @@ func decodeError(file string, err error) error {
 			fromFile = append(fromFile, oneline.Of(e.Error()))
 			continue
 		}
-		key, reason := dotted(de.Name()), oneline.Of(de.Unwrap().Error())
+		key, reason := dotted(strings.TrimPrefix(de.Name(), rootName)), oneline.Of(de.Unwrap().Error())
 		if keys, ok := strings.CutPrefix(reason, "has invalid keys: "); ok {
 			for _, k := range strings.Split(keys, ", ") {
 				if key != "" {

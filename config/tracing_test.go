@@ -36,6 +36,7 @@ func TestTracingSection(t *testing.T) {
 			want: Tracing{Exporter: TracingOTLPHTTP, Endpoint: "http://c:4318/otlp/v1/traces", Insecure: true, SampleRatio: 1,
 				ServiceName: DefaultTracingServiceName, Timeout: DefaultTracingTimeout}},
 		{name: "unknown exporter", body: base + "tracing: {exporter: jaeger}\n", wantErr: `tracing.exporter: "jaeger": want none, otlp-http or otlp-grpc`},
+		{name: "unknown top-level key", body: base + "colour: red\n", wantErr: "config F: unknown key colour"},
 		{name: "unknown key", body: base + "tracing: {exporter: otlp-http, url: x}\n", wantErr: "unknown key tracing.url"},
 		{name: "endpoint without port", body: base + "tracing: {exporter: otlp-http, endpoint: collector}\n", wantErr: "tracing.endpoint"},
 		{name: "endpoint URL with credentials", body: base + "tracing: {exporter: otlp-http, endpoint: 'https://u:p@c:4318'}\n", wantErr: "tracing.endpoint"},
@@ -52,10 +53,11 @@ func TestTracingSection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := Load(write(t, "gatehost.yaml", tt.body))
+			p := write(t, "gatehost.yaml", tt.body)
+			l, err := Load(p)
 			if tt.wantErr != "" {
 				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.Contains(t, strings.ReplaceAll(err.Error(), "config "+p+":", "config F:"), tt.wantErr)
 				assert.NotContains(t, err.Error(), "s3cret", "a header value is a secret")
 				return
 			}
