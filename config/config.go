@@ -232,7 +232,7 @@ type Loaded struct {
 	// PostgreSQL store is opened by its user (Store.Open), once for all
 	// reloads.
 	Store Store
-	// Tracing is the tracing: section (server.NewTracerProvider).
+	// Tracing is the tracing: section (server.NewTracer).
 	Tracing Tracing
 }
 

@@ -43,7 +43,7 @@ type tracingConfig struct {
 }
 
 // Tracing is the resolved tracing: section (README "Tracing"): where the
-// spans of decisions go. server.NewTracerProvider builds the provider it
+// spans of decisions go. server.NewTracer builds the provider it
 // describes.
 type Tracing struct {
 	// Exporter is TracingNone (the default: no spans at all),
