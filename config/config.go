@@ -64,6 +64,7 @@ type fileConfig struct {
 	} `mapstructure:"policy"`
 	MCP         MCP               `mapstructure:"mcp"`
 	DecisionLog decisionLogConfig `mapstructure:"decision_log"`
+	Tracing     tracingConfig     `mapstructure:"tracing"`
 }
 
 // compileLimits bounds a module's shape before compilation (host.CompileLimits).
@@ -234,6 +235,8 @@ type Loaded struct {
 	Store Store
 	// DecisionLog is the decision_log: section, read by gatehost serve.
 	DecisionLog DecisionLog
+	// Tracing is the tracing: section (server.NewTracer).
+	Tracing Tracing
 }
 
 // Close closes what Load opened: each domain's data source. It is safe to
@@ -317,6 +320,9 @@ func Load(path string) (*Loaded, error) {
 	}
 	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st}
 	if l.DecisionLog, err = resolveDecisionLog(fc.DecisionLog, l.LogPath, rel); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if l.Tracing, err = resolveTracing(fc.Tracing); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg := host.Config{

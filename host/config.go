@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
@@ -56,6 +58,9 @@ type Config struct {
 	// Hooks receives decisions and quarantine changes, for metrics; nil
 	// means none.
 	Hooks *Hooks
+	// TracerProvider makes the spans of every Check (README "Tracing":
+	// SpanDecision, SpanStage); nil means no tracing, at no cost.
+	TracerProvider trace.TracerProvider
 	// CacheDir is the compilation cache: "" means
 	// os.UserCacheDir()/gatehost/wazero, CacheOff disables it. Its entries
 	// are authenticated with a key kept in it (README "Compilation

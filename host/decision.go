@@ -1,6 +1,10 @@
 package host
 
-import "github.com/gatehost/gatehost/abi"
+import (
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gatehost/gatehost/abi"
+)
 
 // Decision is the outcome of one pipeline run.
 type Decision struct {
@@ -22,6 +26,8 @@ type Decision struct {
 	// Findings are every stage's findings, in stage order, then the
 	// host's own (Stage HostStage), such as CodeUndecodableArguments.
 	Findings []Finding `json:"findings"`
+
+	span trace.SpanContext // the decision's span; see SpanContext
 }
 
 // StageResult is what one stage answered.

@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
@@ -47,6 +49,8 @@ type Host struct {
 	// runSlots admits MaxConcurrentRuns runs; queued counts runs waiting.
 	runSlots chan struct{}
 	queued   atomic.Int64
+	// tracer makes the spans of runs; nil when tracing is off.
+	tracer trace.Tracer
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -98,6 +102,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		pipelines:   map[string]*pipeline{},
 		quarantines: map[string]*quarantine{},
 		runSlots:    make(chan struct{}, ncfg.MaxConcurrentRuns),
+		tracer:      newTracer(ncfg.TracerProvider),
 	}
 	h.cfg.partialGrants = hostkit.PartialGrants(ctx)
 	if h.catalog == nil {

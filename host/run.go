@@ -164,7 +164,18 @@ type run struct {
 // input is a subject of another kind) or a confirmation token the
 // Confirmer could not resolve (ErrConfirmation); and with the inconclusive
 // Decision for a failed event log append (ErrEventLog).
+//
+// With Config.TracerProvider set, the run is a span (SpanDecision) in the
+// trace of ctx's span, with a child span per stage.
 func (h *Host) Check(ctx context.Context, pipelineName string, input []byte, opts RunOptions) (*Decision, error) {
+	if h.tracer != nil {
+		return h.tracedCheck(ctx, pipelineName, input, opts)
+	}
+	return h.check(ctx, pipelineName, input, opts)
+}
+
+// check is Check, untraced.
+func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opts RunOptions) (*Decision, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -218,7 +229,7 @@ func (h *Host) Check(ctx context.Context, pipelineName string, input []byte, opt
 			d.Stages = append(d.Stages, StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Skipped: true, Findings: []abi.Finding{}})
 			continue
 		}
-		r := h.runStage(ctx, rn, s)
+		r := h.tracedStage(ctx, rn, s)
 		d.Stages = append(d.Stages, r)
 		for _, f := range r.Findings {
 			d.Findings = append(d.Findings, Finding{Finding: f, Stage: r.Name, Advisory: r.Mode == Advisory})

@@ -165,6 +165,7 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 // callTool decides on a tools/call and forwards it only when accepted.
 func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 	p := req.GetParams().(*mcp.CallToolParamsRaw)
+	ctx = d.continueTrace(ctx, req, p.Meta)
 	r, routed := (*d.g.routes.Load())[p.Name]
 	var up *upconn
 	if routed {
@@ -208,7 +209,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// (a file catalog's tool): there is nowhere to send it.
 		return errorResult(dec.RunID, "gatehost: no upstream of this gateway serves %q; nothing was sent", p.Name), nil
 	}
-	return d.forwardCall(ctx, up, r.name, p, dec.RunID)
+	return d.tracedForward(ctx, up, r.name, p, dec)
 }
 
 // forwardCall sends an accepted call upstream under the call timeout and

@@ -71,7 +71,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle(metricsRoutePattern, s.metrics.handler())
-	return s.withRequestID(s.withAccessLog(s.withAuth(mux)))
+	return s.withRequestID(s.withAccessLog(s.withAuth(s.withTraceContext(mux))))
 }
 
 type ctxKey int
@@ -374,6 +374,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	if sw, ok := w.(*statusWriter); ok {
 		sw.verdict, sw.runID = d.Verdict, d.RunID
 	}
+	setTraceResponse(w, d)
 	switch {
 	case err != nil: // ErrEventLog: unaudited, so forced inconclusive
 		writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the decision could not be recorded; it is inconclusive", d)

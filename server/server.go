@@ -126,6 +126,8 @@ type Server struct {
 	approvers atomic.Pointer[tokenSet]
 	// approvals live in this process's memory, across reloads.
 	approvals *approvalStore
+	// tracer exports the hosts' spans (tracing: at start); nil is off.
+	tracer *Tracer
 
 	ready    atomic.Bool
 	stopping atomic.Bool
@@ -259,6 +261,9 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	}
 	if err := s.openDecisionLog(l); err != nil {
 		return nil, err
+	}
+	if err := s.startTracing(l); err != nil {
+		return nil, errors.Join(err, s.closeDecisionLog(), s.backends.Close(), l.Close())
 	}
 	s.first = l
 	return s, nil
@@ -465,6 +470,7 @@ func (s *Server) close() error {
 	s.retiring.Wait()
 	s.cancelRuns()
 	err = errors.Join(err, s.closeDecisionLog())
+	s.stopTracing()
 	seq, _ := s.evlog.Last()
 	err = errors.Join(err, s.backends.Close())
 	s.logger.Info("gatehost serve: stopped; event log closed", "last_seq", seq)
@@ -513,6 +519,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.eventLog(l)
 	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
 	cfg.Confirmer = approvalConfirmer{s}
+	cfg.TracerProvider = s.tracerProvider(l)
 	h, err := host.New(ctx, cfg)
 	if err != nil {
 		return nil, l.HostError(err)

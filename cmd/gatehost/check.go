@@ -18,6 +18,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/oneline"
+	"github.com/gatehost/gatehost/server"
 )
 
 const (
@@ -54,6 +55,11 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	*pipelineName = pipelineFlag(*pipelineName)
 	onlyPipeline(&cfg.Host, *pipelineName)
 	defer cfg.Close()
+	stopTracing, err := server.StartTracing(ctx, cfg, buildVersion(), logger)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer stopTracing() // after the host is closed
 	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
 		return fail(stderr, cfg.HostError(err))

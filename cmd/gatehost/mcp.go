@@ -49,6 +49,11 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return fail(stderr, err)
 	}
 	defer cfg.Close()
+	stopTracing, err := server.StartTracing(ctx, cfg, buildVersion(), logger)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer stopTracing() // after the gateway's host is closed
 	opts, err := gatewayOptions(cfg.MCP)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
