@@ -62,7 +62,8 @@ type fileConfig struct {
 	Policy            struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
-	MCP MCP `mapstructure:"mcp"`
+	MCP  MCP        `mapstructure:"mcp"`
+	Auth authConfig `mapstructure:"auth"`
 }
 
 // compileLimits bounds a module's shape before compilation (host.CompileLimits).
@@ -231,6 +232,8 @@ type Loaded struct {
 	// PostgreSQL store is opened by its user (Store.Open), once for all
 	// reloads.
 	Store Store
+	// Auth is the auth: section, read by gatehost serve and mcp --listen.
+	Auth Auth
 }
 
 // Close closes what Load opened: each domain's data source. It is safe to
@@ -312,7 +315,11 @@ func Load(path string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st}
+	auth, err := resolveAuth(fc.Auth, rel)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st, Auth: auth}
 	cfg := host.Config{
 		EventLogPath:      l.LogPath,
 		CacheDir:          fc.CacheDir,

@@ -134,7 +134,9 @@ func TestOIDCIdentityRefuses(t *testing.T) {
 			k.Alg = jose.RS384
 			return identitytest.Sign(t, k, good())
 		}},
-		{"claims too large", func(t *testing.T) string { return identitytest.Sign(t, rsaKey, with("role", strings.Repeat("r", 5000))) }},
+		{"claims too large", func(t *testing.T) string {
+			return identitytest.Sign(t, rsaKey, with("role", strings.Repeat("r", 5000)))
+		}},
 		{"garbage with two dots", func(*testing.T) string { return "a.b.c" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
