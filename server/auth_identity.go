@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -49,17 +50,15 @@ func newIdentities(ctx context.Context, file string, a config.Auth) (*identities
 	return ids, nil
 }
 
-// authenticator is the chain of the configured sources in auth.order, the
-// static tokens being the agent tokens current at each request (a reload
-// swaps them).
-func (s *Server) authenticator() identity.Authenticator {
-	ids := s.ids
+// chain is the configured sources in auth.order, the static tokens being
+// those tokens returns at each request (a reload swaps them).
+func (ids *identities) chain(tokens func() *tokenSet) identity.Authenticator {
 	var chain []identity.Authenticator
 	for _, src := range ids.cfg.Order {
 		switch src {
 		case config.AuthTokens:
 			chain = append(chain, identity.NewTokens(ids.cfg.TokensName, func(tok string) (string, bool) {
-				if c := s.tokens.Load().lookup(tok); c != nil {
+				if c := tokens().lookup(tok); c != nil {
 					return c.name, true
 				}
 				return "", false
@@ -71,6 +70,60 @@ func (s *Server) authenticator() identity.Authenticator {
 		}
 	}
 	return identity.Chain(chain...)
+}
+
+// authenticator is the chain over the agent tokens current at each
+// request.
+func (s *Server) authenticator() identity.Authenticator { return s.ids.chain(s.tokens.Load) }
+
+// Identity is the auth: section's sources and the agent tokens, for
+// another HTTP front end of the host, such as the MCP gateway, to
+// authenticate its callers the way the decision API does.
+type Identity struct {
+	ids  *identities
+	toks *Tokens
+}
+
+// NewIdentity builds the sources of the config file's auth: section over
+// toks (the agent tokens; nil for none). The OIDC issuer's discovery
+// document and key set are fetched now. Errors name the config key.
+func NewIdentity(ctx context.Context, file string, a config.Auth, toks *Tokens) (*Identity, error) {
+	ids, err := newIdentities(ctx, file, a)
+	if err != nil {
+		return nil, err
+	}
+	if toks == nil {
+		toks = &Tokens{}
+	}
+	return &Identity{ids: ids, toks: toks}, nil
+}
+
+// Empty reports whether no source is configured: then Require lets every
+// request through, and the caller must keep the listener on loopback.
+func (i *Identity) Empty() bool { return i.toks.Empty() && !i.ids.configured() }
+
+// MTLS reports whether client certificates are configured: the listener
+// then needs TLS (TLSConfig).
+func (i *Identity) MTLS() bool { return i.ids.mtls != nil }
+
+// TLSConfig returns base with client certificates asked for and verified
+// when auth.mtls is configured; base itself otherwise.
+func (i *Identity) TLSConfig(base *tls.Config) *tls.Config {
+	if i.ids.mtls == nil {
+		return base
+	}
+	return i.ids.mtls.TLSConfig(base)
+}
+
+// Require answers 401 with a Bearer challenge (RFC 6750 §3) to a request
+// no source authenticates, and passes the others to next with the
+// principal in their context (identity.FromContext). With no source
+// configured it returns next.
+func (i *Identity) Require(next http.Handler) http.Handler {
+	if i.Empty() {
+		return next
+	}
+	return identity.Require(i.ids.chain(func() *tokenSet { return i.toks.set }), realm, next)
 }
 
 // authenticateAgent authenticates a request of an agent route through the

@@ -79,7 +79,9 @@ func TestServeOIDCIdentity(t *testing.T) {
 		name  string
 		token func(t *testing.T) string
 	}{
-		{"expired", func(t *testing.T) string { return identitytest.Sign(t, rsaKey, with("exp", now.Add(-time.Hour).Unix())) }},
+		{"expired", func(t *testing.T) string {
+			return identitytest.Sign(t, rsaKey, with("exp", now.Add(-time.Hour).Unix()))
+		}},
 		{"wrong audience", func(t *testing.T) string { return identitytest.Sign(t, rsaKey, with("aud", "billing")) }},
 		{"wrong issuer", func(t *testing.T) string { return identitytest.Sign(t, rsaKey, with("iss", "https://evil.example")) }},
 		{"alg none", func(t *testing.T) string { return identitytest.Unsigned(t, good()) }},
