@@ -117,6 +117,46 @@ type Context struct {
 	// Confirmation is a person's confirmation of the tool call being
 	// checked, attached by the host; absent when there is none.
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	// Principal is who asked for the check, as the host's front end
+	// authenticated the caller; absent when the caller is anonymous (no
+	// authentication configured, or a library caller that set none).
+	// Added in minor 6.
+	Principal *Principal `json:"principal,omitempty"`
+}
+
+// Principal methods: how a caller was authenticated.
+const (
+	// MethodOIDC: an OpenID Connect / JWT bearer token, verified against
+	// the issuer's published keys.
+	MethodOIDC = "oidc"
+	// MethodMTLS: a TLS client certificate, verified against the
+	// operator's CA bundle.
+	MethodMTLS = "mtls"
+	// MethodToken: one of the operator's static bearer tokens.
+	MethodToken = "token"
+)
+
+// MaxPrincipalBytes caps a Principal's JSON encoding: the host refuses a
+// larger one, and authenticators refuse a credential whose principal would
+// exceed it.
+const MaxPrincipalBytes = 4096
+
+// Principal is an authenticated caller (SPEC §5.3).
+type Principal struct {
+	// Issuer names who vouches for the caller: the token issuer's URL
+	// (oidc), the certificate's issuer DN (mtls) or the token source's
+	// configured name (token).
+	Issuer string `json:"issuer,omitempty"`
+	// Subject is the caller within Issuer: the token's sub claim (oidc),
+	// the certificate's subject DN (mtls) or the token line's name
+	// (token). Never empty.
+	Subject string `json:"subject"`
+	// Method is MethodOIDC, MethodMTLS or MethodToken.
+	Method string `json:"method"`
+	// Claims are the operator's configured subset of the caller's claims
+	// (oidc), or the certificate's SANs (mtls: "uris", "dns_names",
+	// "emails", each an array of strings); absent when none.
+	Claims map[string]any `json:"claims,omitempty"`
 }
 
 // Response is what gate_evaluate returns.

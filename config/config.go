@@ -65,6 +65,7 @@ type fileConfig struct {
 	MCP         MCP               `mapstructure:"mcp"`
 	DecisionLog decisionLogConfig `mapstructure:"decision_log"`
 	Tracing     tracingConfig     `mapstructure:"tracing"`
+	Auth        authConfig        `mapstructure:"auth"`
 }
 
 // compileLimits bounds a module's shape before compilation (host.CompileLimits).
@@ -237,6 +238,8 @@ type Loaded struct {
 	DecisionLog DecisionLog
 	// Tracing is the tracing: section (server.NewTracer).
 	Tracing Tracing
+	// Auth is the auth: section, read by gatehost serve and mcp --listen.
+	Auth Auth
 }
 
 // Close closes what Load opened: each domain's data source. It is safe to
@@ -318,7 +321,11 @@ func Load(path string) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st}
+	auth, err := resolveAuth(fc.Auth, rel)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st, Auth: auth}
 	if l.DecisionLog, err = resolveDecisionLog(fc.DecisionLog, l.LogPath, rel); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}

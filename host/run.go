@@ -121,6 +121,14 @@ type RunOptions struct {
 	// Request.Context.Now.
 	Now time.Time
 
+	// Principal is who asked for the check, as the caller's front end
+	// authenticated it (package identity); nil is anonymous. Gates see it
+	// as Request.Context.Principal and the decision record carries it as
+	// "principal". Its Subject must be non-empty, its Method one of
+	// abi.MethodOIDC, MethodMTLS, MethodToken, and its JSON at most
+	// abi.MaxPrincipalBytes; otherwise Check refuses it with ErrBadOptions.
+	Principal *abi.Principal
+
 	// RunID, when set, is the run's id instead of a fresh one: 32
 	// lowercase hex digits. With Now it makes a run's requests
 	// byte-identical to an earlier run's, for replaying a check exactly
@@ -258,8 +266,8 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 // OptionError is a RunOptions field that is invalid or does not apply to
 // the pipeline. It wraps ErrBadOptions.
 type OptionError struct {
-	// Field is the RunOptions field: "Format", "ConfirmationToken" or
-	// "RunID".
+	// Field is the RunOptions field: "Format", "ConfirmationToken",
+	// "Principal" or "RunID".
 	Field  string
 	Reason string
 }
@@ -283,8 +291,33 @@ func checkOptions(p *pipeline, opts RunOptions) error {
 	if strings.TrimSpace(opts.ConfirmationToken) != "" && p.cfg.Subject != abi.SubjectToolCall {
 		return &OptionError{Field: "ConfirmationToken", Reason: fmt.Sprintf("pipeline %s checks %s; confirmations apply to tool calls only", p.name, kindNoun(p.cfg.Subject, true))}
 	}
+	if err := checkPrincipal(opts.Principal); err != nil {
+		return err
+	}
 	if opts.RunID != "" && !runIDRE.MatchString(opts.RunID) {
 		return &OptionError{Field: "RunID", Reason: fmt.Sprintf("%q: want 32 lowercase hex digits", clip(opts.RunID, 64))}
+	}
+	return nil
+}
+
+// checkPrincipal refuses a principal gates could not rely on: no subject,
+// an unknown method, or an encoding over abi.MaxPrincipalBytes.
+func checkPrincipal(p *abi.Principal) error {
+	if p == nil {
+		return nil
+	}
+	switch {
+	case p.Subject == "":
+		return &OptionError{Field: "Principal", Reason: "no subject"}
+	case p.Method != abi.MethodOIDC && p.Method != abi.MethodMTLS && p.Method != abi.MethodToken:
+		return &OptionError{Field: "Principal", Reason: fmt.Sprintf("method %q is not oidc, mtls or token", clip(p.Method, 32))}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return &OptionError{Field: "Principal", Reason: "does not encode as JSON: " + err.Error()}
+	}
+	if len(b) > abi.MaxPrincipalBytes {
+		return &OptionError{Field: "Principal", Reason: fmt.Sprintf("%d bytes of JSON; at most %d", len(b), abi.MaxPrincipalBytes)}
 	}
 	return nil
 }
@@ -353,6 +386,7 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 			Now:               rn.now.Format(time.RFC3339Nano),
 			Capabilities:      s.cfg.Capabilities,
 			Confirmation:      rn.confirmation,
+			Principal:         rn.opts.Principal,
 		},
 	})
 	if err != nil {
@@ -545,7 +579,10 @@ func (h *Host) record(rn *run, d *Decision) error {
 		Session           string    `json:"session,omitempty"`
 		Findings          []Finding `json:"findings"`
 		FindingsTotal     int       `json:"findings_total,omitempty"`
-	}{d.CatalogGeneration, d.CatalogDigest, digest(rn.subject), rn.opts.Session, findings, total})
+		// Principal is who asked: an audit names the caller, not only
+		// the session.
+		Principal *abi.Principal `json:"principal,omitempty"`
+	}{d.CatalogGeneration, d.CatalogDigest, digest(rn.subject), rn.opts.Session, findings, total, rn.opts.Principal})
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,9 @@ type Gateway struct {
 	approvals *approvals
 	impl      *mcp.Implementation
 	sessions  sync.Map // *downstream, for Close
+	// principals maps a request's principal reference to its principal
+	// while the request runs (principal.go).
+	principals sync.Map
 	// closing tracks upstream sessions being closed in the background, so
 	// that Close returns only when their processes are gone; once the
 	// gateway is closed, closes run in the caller (see background).
@@ -190,14 +193,14 @@ func (g *Gateway) Host() *host.Host { return g.h }
 // Options.SessionIdleTimeout is closed with its upstreams.
 func (g *Gateway) Handler() http.Handler {
 	probe := g.newServer(nil)
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	return g.withPrincipals(mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		// The SDK asks for a server on every request (to check the
 		// protocol version); only a request without a session starts one.
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			return g.newSession().server
 		}
 		return probe
-	}, &mcp.StreamableHTTPOptions{Logger: sdkLogger(g.opts.Logger), SessionTimeout: g.opts.SessionIdleTimeout})
+	}, &mcp.StreamableHTTPOptions{Logger: sdkLogger(g.opts.Logger), SessionTimeout: g.opts.SessionIdleTimeout}))
 }
 
 // ServeTransport serves one downstream session over t (for example
@@ -267,6 +270,9 @@ type call struct {
 	// token, when set, is the id of a person's approval of this very call,
 	// resolved by the gateway's Confirmer against the run's snapshot.
 	token string
+	// principal is the authenticated caller of the HTTP request that
+	// delivered the call; nil is anonymous (stdio, or no auth).
+	principal *abi.Principal
 }
 
 // decide runs the pipeline on one tools/call. It is the gateway's only way
@@ -275,7 +281,7 @@ type call struct {
 // recorded (host.ErrConfirmation).
 func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, error) {
 	return g.h.Check(ctx, g.opts.Pipeline, c.params, host.RunOptions{
-		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token})
+		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token, Principal: c.principal})
 }
 
 func randomHex(n int) string {

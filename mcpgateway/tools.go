@@ -182,7 +182,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	if err != nil {
 		return errorResult("", "gatehost: the call was not checked: %v; nothing was sent", err), nil
 	}
-	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments, params: params}
+	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments, params: params, principal: d.g.principalOf(req)}
 	dec, err := d.g.decide(ctx, c)
 	if dec == nil {
 		// The call could not be checked (not a valid tool call): nothing

@@ -32,6 +32,8 @@ func TestHandleDecodesAsEncodingJSON(t *testing.T) {
 		{"case-variant and repeated proposal members", head + `"subject":{"Actions":[{"TOOL":"a","id":"x"}],"actions":[{"tool":"b"}]}}`, "", ""},
 		{"nulls", head + `"run_id":null,"config":null,"subject":{"actions":[{"parameters":null,"idempotent":null}],"context":null}}`, "", ""},
 		{"invalid UTF-8 and lone surrogates", head + "\"stage\":\"\xff\\ud800\",\"subject\":{\"actions\":[{\"id\":\"\\udc00\xfe\"}]}}", "", ""},
+		{"principal (minor 6)", head + `"abi_minor":6,"subject":{"actions":[]},"context":{"principal":{"issuer":"i","subject":"alice","method":"oidc","claims":{"role":"reviewer","n":1}}}}`, "", ""},
+		{"principal of the wrong kind", head + `"subject":{"actions":[]},"context":{"principal":"alice"}}`, sdk.ReasonBadRequest, "context.principal"},
 		{"major as a string", `{"abi_version":"1"}`, sdk.ReasonBadRequest, "abi_version"},
 		{"major with a fraction", `{"abi_version":1.0}`, sdk.ReasonBadRequest, "abi_version"},
 		{"negative generation", head + `"subject":{},"context":{"catalog_generation":-1}}`, sdk.ReasonBadRequest, "context.catalog_generation"},
@@ -72,4 +74,15 @@ func TestHandleDecodesAsEncodingJSON(t *testing.T) {
 			assert.Equal(t, wantP, prop)
 		})
 	}
+}
+
+// TestRequestPrincipal: Principal says whether the run has one.
+func TestRequestPrincipal(t *testing.T) {
+	var r sdk.Request
+	_, ok := r.Principal()
+	assert.False(t, ok, "absent: anonymous")
+	r.Context.Principal = &abi.Principal{Subject: "alice", Method: abi.MethodOIDC}
+	p, ok := r.Principal()
+	require.True(t, ok)
+	assert.Equal(t, "alice", p.Subject)
 }

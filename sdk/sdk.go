@@ -56,6 +56,13 @@ type Request struct {
 	Host Host
 }
 
+// Principal returns the authenticated caller of the run (abi/SPEC.md §5.3,
+// minor 6); false when the caller is anonymous, or the host is older than
+// minor 6. A gate must treat false as an unauthenticated caller.
+func (r Request) Principal() (*abi.Principal, bool) {
+	return r.Context.Principal, r.Context.Principal != nil
+}
+
 // Proposal decodes the subject of a proposal request.
 func (r Request) Proposal() (abi.Proposal, error) {
 	if r.SubjectKind != abi.SubjectProposal {

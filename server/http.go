@@ -17,6 +17,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/oneline"
 )
 
@@ -195,11 +196,18 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 				return
 			}
 			mine, other, otherName = approvers, agents, "an agent token"
-		} else if agents.empty() {
+		} else if agents.empty() && !s.ids.configured() {
 			next.ServeHTTP(w, r)
 			return
 		}
 		tok, ok := bearerToken(r)
+		if mine == agents && (!ok || other.lookup(tok) == nil) {
+			// Agent routes: every configured source (tokens, OIDC, mTLS).
+			if r = s.authenticateAgent(w, r); r != nil {
+				next.ServeHTTP(w, r)
+			}
+			return
+		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gatehost"`)
 			writeError(w, r, http.StatusUnauthorized, errUnauthorized, "Authorization", "a bearer token is required", nil)
@@ -358,6 +366,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	// (approvalConfirmer); a value the caller made up confirms nothing.
 	opts := host.RunOptions{Format: sr.format, Session: sr.session, RequestID: r.Header.Get(headerRequestID),
 		ConfirmationToken: strings.TrimSpace(r.Header.Get(headerConfirmation))}
+	opts.Principal, _ = identity.FromContext(r.Context())
 	d, err := sr.rt.h.Check(r.Context(), name, sr.body, opts)
 	switch {
 	case errors.Is(err, host.ErrConfirmation):

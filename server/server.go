@@ -124,6 +124,8 @@ type Server struct {
 	// POST /v1/approvals; no token is in both.
 	tokens    atomic.Pointer[tokenSet]
 	approvers atomic.Pointer[tokenSet]
+	// ids are the auth: section's sources (OIDC, mTLS), fixed at New.
+	ids *identities
 	// approvals live in this process's memory, across reloads.
 	approvals *approvalStore
 	// tracer exports the hosts' spans (tracing: at start); nil is off.
@@ -242,6 +244,14 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.ids, err = newIdentities(context.Background(), path, l.Auth); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	if l.Auth.MTLS != nil && o.TLSCert == "" {
+		_ = l.Close()
+		return nil, fmt.Errorf("%w: config %s: auth.mtls needs --tls-cert and --tls-key: client certificates come with TLS", ErrUsage, path)
+	}
 	s.logPath, s.sessPath = l.LogPath, l.SessionPath
 	s.sessions = l.Host.Sessions
 	if s.sessions == nil {
@@ -277,7 +287,7 @@ func (s *Server) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", s.opts.Listen, err)
 	}
-	if s.tokens.Load().empty() && !s.opts.InsecureListenAny {
+	if s.tokens.Load().empty() && !s.ids.configured() && !s.opts.InsecureListenAny {
 		if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
 			ln.Close()
 			return nil, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
@@ -338,6 +348,9 @@ func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 			var pair tls.Certificate
 			if pair, err = loadKeyPair(s.opts.TLSCert, s.opts.TLSKey); err == nil {
 				srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+				if s.ids.mtls != nil {
+					srv.TLSConfig = s.ids.mtls.TLSConfig(srv.TLSConfig)
+				}
 				err = srv.ServeTLS(ln, "", "")
 			}
 		} else {
@@ -350,7 +363,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 		scheme = "https"
 	}
 	s.logger.Info("gatehost serve: listening", "url", scheme+"://"+ln.Addr().String(),
-		"auth", !s.tokens.Load().empty(), "approvals", !s.approvers.Load().empty(), "config", s.opts.ConfigPath)
+		"auth", !s.tokens.Load().empty() || s.ids.configured(), "approvals", !s.approvers.Load().empty(), "config", s.opts.ConfigPath)
 
 	s.started.Store(true)
 	go s.startOnce.Do(func() { s.buildFirst(ctx) })
@@ -599,6 +612,10 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 	l, err := s.opts.Load(s.opts.ConfigPath)
 	if err != nil {
 		return nil, credentials{}, err
+	}
+	if !reflect.DeepEqual(l.Auth, s.ids.cfg) {
+		_ = l.Close()
+		return nil, credentials{}, fmt.Errorf("config %s: auth: changed; a reload keeps the running identity sources (restart to change them)", l.File)
 	}
 	rt, err := s.build(ctx, l, prev)
 	if err != nil {

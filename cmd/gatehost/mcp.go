@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,8 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	upstreamName := fs.String("upstream-name", "upstream", "name of the upstream given after --")
 	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+server.TokenEnv+"); none means no auth, loopback only")
 	insecure := fs.Bool("insecure-listen-any", false, "allow --listen on a non-loopback address without bearer tokens")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM) for --listen; with --tls-key, serve HTTPS (auth.mtls needs it)")
+	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
 	if code, done := fs.parse(args, func(int) bool { return true }); done {
 		return code
 	}
@@ -111,27 +114,42 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fail(stderr, err)
 	}
+	ids, err := server.NewIdentity(ctx, cfg.File, cfg.Auth, toks)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") || (ids.MTLS() && *tlsCert == "") {
+		return fail(stderr, fmt.Errorf("%w: --tls-cert and --tls-key go together, and auth.mtls needs them", errUsage))
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fail(stderr, fmt.Errorf("--listen %s: %w", *listen, err))
 	}
-	if a, ok := ln.Addr().(*net.TCPAddr); toks.Empty() && !*insecure && (!ok || !a.IP.IsLoopback()) {
+	if a, ok := ln.Addr().(*net.TCPAddr); ids.Empty() && !*insecure && (!ok || !a.IP.IsLoopback()) {
 		ln.Close()
 		return fail(stderr, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
 			errUsage, *listen, server.TokenEnv))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", toks.Require(g.Handler()))
+	mux.Handle("/mcp", ids.Require(g.Handler()))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme, srv.TLSConfig = "https", ids.TLSConfig(&tls.Config{MinVersion: tls.VersionTLS12})
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	logger.Info("gatehost mcp: serving Streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "pipeline", opts.Pipeline)
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	logger.Info("gatehost mcp: serving Streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "pipeline", opts.Pipeline)
+	serve := func() error { return srv.Serve(ln) }
+	if *tlsCert != "" {
+		serve = func() error { return srv.ServeTLS(ln, *tlsCert, *tlsKey) }
+	}
+	if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "gatehost mcp:", err)
 		return 1
 	}

@@ -99,12 +99,19 @@ func init() {
 		{"tool", func(d *decoder, c *abi.Confirmation) error { return setString(d, &c.Tool) }},
 		{"token", func(d *decoder, c *abi.Confirmation) error { return setString(d, &c.Token) }},
 	})
+	principal := structOf([]field[abi.Principal]{
+		{"issuer", func(d *decoder, p *abi.Principal) error { return setString(d, &p.Issuer) }},
+		{"subject", func(d *decoder, p *abi.Principal) error { return setString(d, &p.Subject) }},
+		{"method", func(d *decoder, p *abi.Principal) error { return setString(d, &p.Method) }},
+		{"claims", func(d *decoder, p *abi.Principal) error { return setMap(d, &p.Claims) }},
+	})
 	context := structOf([]field[abi.Context]{
 		{"catalog_generation", func(d *decoder, c *abi.Context) error { return setUint(d, &c.CatalogGeneration) }},
 		{"session", func(d *decoder, c *abi.Context) error { return setString(d, &c.Session) }},
 		{"now", func(d *decoder, c *abi.Context) error { return setString(d, &c.Now) }},
 		{"capabilities", func(d *decoder, c *abi.Context) error { return setSlice(d, &c.Capabilities, setString[string]) }},
 		{"confirmation", func(d *decoder, c *abi.Context) error { return setPtr(d, &c.Confirmation, confirmation) }},
+		{"principal", func(d *decoder, c *abi.Context) error { return setPtr(d, &c.Principal, principal) }},
 	})
 	decodeRequest = structOf([]field[abi.Request]{
 		{"abi_version", func(d *decoder, r *abi.Request) error { return setInt(d, &r.ABIVersion) }},

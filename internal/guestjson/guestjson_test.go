@@ -61,6 +61,13 @@ var shapes = []string{
 	`{"context":{"a":1},"context":{"b":2}}`, `{"context":{"a":1},"context":null}`, `{"context":{"a":1,"a":2}}`,
 	`{"context":{"catalog_generation":1},"context":{"session":"s"}}`, `{"context":{"confirmation":{"tool":"t"}},"context":{"confirmation":{"token":"k"}}}`,
 	`{"context":{"confirmation":{"tool":"t"},"confirmation":null}}`, `{"context":null}`,
+	// principal (minor 6): every member, merges, nulls, case folds, kinds that do not fit
+	`{"context":{"principal":{"issuer":"https://idp","subject":"alice","method":"oidc","claims":{"role":"reviewer","groups":["a","b"],"n":1.5}}}}`,
+	`{"context":{"principal":{"subject":"a"}},"context":{"principal":{"method":"mtls","claims":{"uris":["spiffe://x"]}}}}`,
+	`{"context":{"principal":{"claims":{"a":1}},"principal":{"claims":{"b":2}}}}`, `{"context":{"principal":{"claims":null}}}`,
+	`{"context":{"principal":null}}`, `{"context":{"PRINCIPAL":{"Subject":"s","METHOD":"token"}}}`,
+	`{"context":{"principal":[]}}`, `{"context":{"principal":"alice"}}`, `{"context":{"principal":{"subject":1}}}`,
+	`{"context":{"principal":{"claims":[]}}}`, `{"context":{"principal":{"claims":{"x":1e400}}}}`,
 	// nulls into every kind
 	`{"abi_version":null,"run_id":null,"subject":null,"config":null,"context":{"capabilities":null,"confirmation":null}}`,
 	`{"actions":[{"parameters":null,"preconditions":null,"expected_effects":null,"depends_on":null,"idempotent":null,"max_retries":null,"timeout_ms":null,"metadata":null,"id":null}]}`,

@@ -2,7 +2,7 @@
 // runs, against the run's pinned catalog snapshot and the agent session's
 // tool set (docs/GATES.md#exec, after the Synaps CLI's ExecutionGate).
 //
-// Authorize applies seven checks in order; the first that fails decides,
+// Authorize applies eight checks in order; the first that fails decides,
 // with one stable code:
 //
 //  1. the wire name resolves exactly (case-sensitive, registered names and
@@ -25,9 +25,13 @@
 //  5. the record is trusted: unverified provenance or no source →
 //     untrusted_source; a provenance whose server, extension or plugin is
 //     not the record's source or id namespace → source_provenance_mismatch;
-//  6. the confirmation policy (Config) → confirmation_required unless the
+//  6. with principals rules configured, the first rule matching the run's
+//     principal (the authenticated caller; none is anonymous) allows the
+//     tool → else principal_not_allowed, naming the rule (or saying none
+//     matched). Without rules this check passes;
+//  7. the confirmation policy (Config) → confirmation_required unless the
 //     host attached a confirmation for this very tool;
-//  7. authorized, with basis core or exact.
+//  8. authorized, with basis core or exact.
 //
 // Authorize is a pure function of the call, the catalog and session views
 // and the config; it changes nothing. Messages carry metadata only, never
@@ -53,6 +57,7 @@ const (
 	CodeToolDrifted              = "tool_drifted"
 	CodeUntrustedSource          = "untrusted_source"
 	CodeConfirmationRequired     = "confirmation_required"
+	// CodePrincipalNotAllowed (check 6) is in principals.go.
 )
 
 // Bases of an authorization.
@@ -84,14 +89,17 @@ type Sessions interface {
 	Get(tool string) (abi.SessionGetAnswer, error)
 }
 
-// Config is the side-effect policy of check 6. A tool needs a confirmation
-// when its effect is in ConfirmEffects or its id in ConfirmTools, and its id
-// is not in ExemptTools. An effect outside the three classes counts as
+// Config is the gate's policy. Principals are check 6's rules: none means
+// every caller may call every tool (the check passes). The rest is the
+// side-effect policy of check 7: a tool needs a confirmation when its
+// effect is in ConfirmEffects or its id in ConfirmTools, and its id is not
+// in ExemptTools. An effect outside the three classes counts as
 // non_idempotent.
 type Config struct {
-	ConfirmEffects []string `json:"confirm_effects"`
-	ConfirmTools   []string `json:"confirm_tools"`
-	ExemptTools    []string `json:"exempt_tools"`
+	ConfirmEffects []string        `json:"confirm_effects"`
+	ConfirmTools   []string        `json:"confirm_tools"`
+	ExemptTools    []string        `json:"exempt_tools"`
+	Principals     []PrincipalRule `json:"principals,omitempty"`
 }
 
 // DefaultConfig confirms non_idempotent tools: the class a tool gets when
@@ -106,13 +114,15 @@ type Call struct {
 	Session string
 	// Confirmation is the host's confirmation of this call, if any.
 	Confirmation *abi.Confirmation
+	// Principal is the authenticated caller; nil is anonymous.
+	Principal *abi.Principal
 }
 
 // Outcome is Authorize's answer.
 type Outcome struct {
-	// Allowed is true only when all seven checks passed.
+	// Allowed is true only when all eight checks passed.
 	Allowed bool
-	// Check is the number (1-7) of the check that decided; 7 when allowed.
+	// Check is the number (1-8) of the check that decided; 8 when allowed.
 	Check int
 	// Code is the denial code; "" when allowed.
 	Code string
@@ -124,6 +134,9 @@ type Outcome struct {
 	Basis string
 	// GrantGeneration is the catalog generation an exact grant records.
 	GrantGeneration uint64
+	// Rule labels the principals rule that decided check 6 ("" when no
+	// rules are configured, or none matched).
+	Rule string
 }
 
 // ReadError is Authorize's error: the catalog or the session could not be
@@ -137,7 +150,7 @@ func (e *ReadError) Error() string { return "exec: " + e.What + ": " + e.Err.Err
 
 func (e *ReadError) Unwrap() error { return e.Err }
 
-// Authorize runs the seven checks. It returns an error only when the catalog
+// Authorize runs the eight checks. It returns an error only when the catalog
 // or the session could not be read; a denial is an Outcome.
 func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) {
 	wire := echo(c.Tool)
@@ -244,16 +257,27 @@ func Authorize(c Call, cat Catalog, sess Sessions, cfg Config) (Outcome, error) 
 		return denyT(5, CodeSourceProvenanceMismatch, "%s: provenance %q does not name source %q", t.ID, echo(t.Provenance), echo(t.Source))
 	}
 
-	// 6. Side-effect policy.
-	if needsConfirmation(t, cfg) {
-		cf := c.Confirmation
-		if cf == nil || cf.Token == "" || cf.Tool != t.ID {
-			return denyT(6, CodeConfirmationRequired, "%s (effect %s) needs a person's confirmation of this call", t.ID, effectOf(t))
+	// 6. Who is calling.
+	if len(cfg.Principals) > 0 {
+		i, ok, msg := checkPrincipal(cfg.Principals, c.Principal, t)
+		if i >= 0 {
+			out.Rule = cfg.Principals[i].label(i)
+		}
+		if !ok {
+			return denyT(6, CodePrincipalNotAllowed, "%s", msg)
 		}
 	}
 
-	// 7. Authorized.
-	out.Allowed, out.Check, out.Basis, out.GrantGeneration = true, 7, basis, gen
+	// 7. Side-effect policy.
+	if needsConfirmation(t, cfg) {
+		cf := c.Confirmation
+		if cf == nil || cf.Token == "" || cf.Tool != t.ID {
+			return denyT(7, CodeConfirmationRequired, "%s (effect %s) needs a person's confirmation of this call", t.ID, effectOf(t))
+		}
+	}
+
+	// 8. Authorized.
+	out.Allowed, out.Check, out.Basis, out.GrantGeneration = true, 8, basis, gen
 	return out, nil
 }
 

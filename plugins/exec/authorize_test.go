@@ -45,8 +45,8 @@ func TestAuthorizePins(t *testing.T) {
 		code   string // "" = allowed
 		basis  string
 	}{
-		{"grant matches", nil, grant("S", "P", prov), nil, 7, "", exec.BasisExact},
-		{"core matches", nil, nil, core("S", "P", prov), 7, "", exec.BasisCore},
+		{"grant matches", nil, grant("S", "P", prov), nil, 8, "", exec.BasisExact},
+		{"core matches", nil, nil, core("S", "P", prov), 8, "", exec.BasisCore},
 		{"nothing pinned", nil, nil, nil, 3, exec.CodeNotActivated, ""},
 		{"grant schema differs", nil, grant("X", "P", prov), nil, 3, exec.CodeSchemaDigestMismatch, ""},
 		{"core schema differs", nil, nil, core("X", "P", prov), 3, exec.CodeSchemaDigestMismatch, ""},
@@ -58,8 +58,8 @@ func TestAuthorizePins(t *testing.T) {
 		{"core without policy digest", nil, nil, core("S", "", prov), 4, exec.CodeToolDrifted, ""},
 		{"record without policy digest", func(t *abi.Tool) { t.PolicyDigest = "" }, grant("S", "", prov), core("S", "", prov), 4, exec.CodeToolDrifted, ""},
 		{"record without policy digest, pins have one", func(t *abi.Tool) { t.PolicyDigest = "" }, grant("S", "P", prov), nil, 4, exec.CodeToolDrifted, ""},
-		{"drifted grant, matching core", nil, grant("S", "Q", prov), core("S", "P", prov), 7, "", exec.BasisCore},
-		{"matching grant, drifted core", nil, grant("S", "P", prov), core("S", "Q", prov), 7, "", exec.BasisExact},
+		{"drifted grant, matching core", nil, grant("S", "Q", prov), core("S", "P", prov), 8, "", exec.BasisCore},
+		{"matching grant, drifted core", nil, grant("S", "P", prov), core("S", "Q", prov), 8, "", exec.BasisExact},
 		{"both drifted", nil, grant("S", "Q", prov), core("S", "", prov), 4, exec.CodeToolDrifted, ""},
 		{"grant of other schema, core drifted", nil, grant("X", "P", prov), core("S", "Q", prov), 4, exec.CodeToolDrifted, ""},
 	} {

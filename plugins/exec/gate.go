@@ -21,7 +21,34 @@ const configSchema = `{
       "default": ["non_idempotent"]
     },
     "confirm_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
-    "exempt_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true}
+    "exempt_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
+    "principals": {
+      "type": "array",
+      "maxItems": 256,
+      "items": {
+        "type": "object",
+        "required": ["when"],
+        "properties": {
+          "name": {"type": "string", "minLength": 1, "maxLength": 64},
+          "when": {
+            "type": "object",
+            "minProperties": 1,
+            "properties": {
+              "anonymous": {"const": true},
+              "authenticated": {"const": true},
+              "method": {"enum": ["oidc", "mtls", "token"]},
+              "issuer": {"type": "string", "minLength": 1},
+              "subject": {"type": "string", "minLength": 1},
+              "claims": {"type": "object", "minProperties": 1, "additionalProperties": {"type": ["string", "number", "boolean"]}}
+            },
+            "additionalProperties": false
+          },
+          "allow_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
+          "read_only": {"type": "boolean"}
+        },
+        "additionalProperties": false
+      }
+    }
   },
   "additionalProperties": false
 }`
@@ -31,8 +58,8 @@ var Gate = sdk.Gate{
 	Descriptor: abi.Descriptor{
 		ABIVersion:   abi.MajorVersion,
 		Name:         "exec",
-		Version:      "1.0.0",
-		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned schema digest, provenance and policy digest, source trust and the confirmation policy.",
+		Version:      "1.1.0",
+		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned schema digest, provenance and policy digest, source trust, the caller's principals rules and the confirmation policy.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
 		Capabilities: []string{abi.CapabilityCatalog, abi.CapabilitySession},
 		ConfigSchema: json.RawMessage(configSchema),
@@ -42,15 +69,19 @@ var Gate = sdk.Gate{
 
 // ParseConfig decodes a stage config strictly; absent means DefaultConfig.
 // An omitted confirm_effects keeps the default; [] confirms no effect class.
+// A principals rule with an empty condition, anonymous combined with
+// another member, a claim value that is not a scalar or an allow_tools
+// entry that is not a canonical id (or "*") is refused, naming the rule.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	cfg := DefaultConfig()
 	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
 		return cfg, nil
 	}
 	var in struct {
-		ConfirmEffects *[]string `json:"confirm_effects"`
-		ConfirmTools   []string  `json:"confirm_tools"`
-		ExemptTools    []string  `json:"exempt_tools"`
+		ConfirmEffects *[]string       `json:"confirm_effects"`
+		ConfirmTools   []string        `json:"confirm_tools"`
+		ExemptTools    []string        `json:"exempt_tools"`
+		Principals     []PrincipalRule `json:"principals"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -65,7 +96,12 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 		}
 		cfg.ConfirmEffects = *in.ConfirmEffects
 	}
-	cfg.ConfirmTools, cfg.ExemptTools = in.ConfirmTools, in.ExemptTools
+	for i, r := range in.Principals {
+		if err := r.validate(i); err != nil {
+			return Config{}, fmt.Errorf("exec: config: %w", err)
+		}
+	}
+	cfg.ConfirmTools, cfg.ExemptTools, cfg.Principals = in.ConfirmTools, in.ExemptTools, in.Principals
 	return cfg, nil
 }
 
@@ -95,7 +131,7 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if call.Tool == "" {
 		return abi.Response{}, errors.New("exec: the tool call names no tool")
 	}
-	out, err := Authorize(Call{Tool: call.Tool, Session: req.Context.Session, Confirmation: req.Context.Confirmation},
+	out, err := Authorize(Call{Tool: call.Tool, Session: req.Context.Session, Confirmation: req.Context.Confirmation, Principal: req.Context.Principal},
 		hostCatalog{req.Host}, hostSessions{req.Host}, cfg)
 	if err != nil {
 		reason := "catalog_unavailable"
@@ -108,7 +144,34 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 		}
 		return sdk.Inconclusive(reason, err), nil
 	}
-	return Response(out, req.Context.CatalogGeneration, req.Context.Session), nil
+	resp := Response(out, req.Context.CatalogGeneration, req.Context.Session)
+	if len(cfg.Principals) > 0 {
+		addPrincipal(&resp, out, req.Context.Principal)
+	}
+	return resp, nil
+}
+
+// addPrincipal records, when principals rules are configured, who called
+// and which rule decided: in the evidence, and in a check-6 finding's
+// details. Claims are not repeated: the decision record has them.
+func addPrincipal(resp *abi.Response, out Outcome, p *abi.Principal) {
+	caller := map[string]any{"anonymous": true}
+	if p != nil {
+		caller = map[string]any{"method": p.Method, "subject": echo(p.Subject)}
+		if p.Issuer != "" {
+			caller["issuer"] = echo(p.Issuer)
+		}
+	}
+	if resp.Evidence == nil {
+		resp.Evidence = map[string]any{}
+	}
+	resp.Evidence["principal"] = caller
+	if out.Rule != "" {
+		resp.Evidence["principal_rule"] = out.Rule
+	}
+	if out.Code == CodePrincipalNotAllowed && out.Rule != "" {
+		resp.Findings[0].Details["principal_rule"] = out.Rule
+	}
 }
 
 // Response turns an Outcome into the gate's answer. Evidence names the tool,

@@ -1,0 +1,228 @@
+// Package identity authenticates the callers of gatehost's HTTP front ends
+// (gatehost serve, gatehost mcp --listen) and of an embedder's own: it
+// turns a request's credential into an abi.Principal, which the host hands
+// to every stage (abi/SPEC.md §5.3) and records with the decision.
+//
+// Three sources are provided, each an Authenticator:
+//
+//   - OIDC: a JWT bearer token verified against the issuer's published keys
+//     (OpenID Connect discovery and JWKS, github.com/coreos/go-oidc/v3):
+//     issuer, audience, exp and nbf with a bounded clock skew, an
+//     algorithm allow-list, key rotation with a rate-limited refresh, and
+//     bounded fetches;
+//   - MTLS: a TLS client certificate verified against a CA bundle;
+//   - Tokens: the operator's static bearer tokens.
+//
+// Chain composes them in the operator's order. Every refusal is an *Error
+// wrapping ErrUnauthenticated, which an HTTP front end answers with 401 and
+// the RFC 6750 challenge Challenge gives, before any decision is made. No
+// error, log line or challenge ever holds the credential itself.
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// Authenticator authenticates one HTTP request.
+//
+// It returns the caller's principal, or an error: one wrapping
+// ErrNoCredential when the request carries no credential of the kind it
+// reads (Chain then asks the next source), any other error (an *Error
+// wrapping ErrUnauthenticated) when the request carries one and it is
+// refused. It never returns (nil, nil). It must be safe for concurrent use.
+type Authenticator interface {
+	Authenticate(r *http.Request) (*abi.Principal, error)
+}
+
+var (
+	// ErrUnauthenticated: the request is not authenticated. Every error
+	// of this package's authenticators wraps it.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrNoCredential: the request carries no credential the source
+	// reads (no bearer token, a token that is not one of the source's,
+	// no client certificate). It also wraps ErrUnauthenticated.
+	ErrNoCredential = errors.New("no credential")
+	// ErrConfig: an authenticator's configuration is invalid. The error
+	// names the key (the config file's name for it, such as
+	// "algorithms").
+	ErrConfig = errors.New("invalid identity configuration")
+	// ErrDiscovery: the OIDC issuer's discovery document or key set
+	// could not be fetched or read at start.
+	ErrDiscovery = errors.New("oidc discovery failed")
+)
+
+// RFC 6750 §3.1 error codes a challenge carries.
+const (
+	// CodeInvalidToken: a credential was presented and refused.
+	CodeInvalidToken = "invalid_token"
+)
+
+// Error is a refused request. It wraps ErrUnauthenticated, and Err.
+type Error struct {
+	// Method is the source that refused: abi.MethodOIDC, MethodMTLS,
+	// MethodToken, or "" for the chain as a whole.
+	Method string
+	// Code is CodeInvalidToken when a credential was presented and
+	// refused, "" when none was (RFC 6750 §3.1: the challenge then
+	// carries no error code).
+	Code string
+	// Reason says why, for logs and the challenge's error_description.
+	// It never holds the credential.
+	Reason string
+	// Err is the cause, if any (ErrNoCredential when none was presented).
+	Err error
+}
+
+func (e *Error) Error() string {
+	s := "identity: "
+	if e.Method != "" {
+		s += e.Method + ": "
+	}
+	s += e.Reason
+	if e.Err != nil && !errors.Is(e.Err, ErrNoCredential) {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() []error { return []error{ErrUnauthenticated, e.Err} }
+
+// noCredential is the refusal of a source that found nothing of its kind.
+func noCredential(method, reason string) *Error {
+	return &Error{Method: method, Reason: reason, Err: ErrNoCredential}
+}
+
+// invalid is the refusal of a credential that was presented.
+func invalid(method, reason string, cause error) *Error {
+	return &Error{Method: method, Code: CodeInvalidToken, Reason: reason, Err: cause}
+}
+
+// Challenge is the WWW-Authenticate value of a 401 answering err: a Bearer
+// challenge (RFC 6750 §3) in realm, with error="invalid_token" and an
+// error_description when a credential was refused.
+func Challenge(realm string, err error) string {
+	v := fmt.Sprintf("Bearer realm=%q", realm)
+	var e *Error
+	if errors.As(err, &e) && e.Code != "" {
+		v += fmt.Sprintf(", error=%q, error_description=%q", e.Code, quotable(e.Reason))
+	}
+	return v
+}
+
+// quotable keeps what RFC 6750 §3 allows in error_description: printable
+// ASCII without " and \.
+func quotable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// Require answers 401 with Challenge(realm, err) and a plain-text body to
+// a request a refuses, and serves the others with the principal in their
+// context (FromContext). Nothing of the credential is written.
+func Require(a Authenticator, realm string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", Challenge(realm, err))
+			http.Error(w, "unauthorized: "+quotable(reasonOf(err)), http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+	})
+}
+
+func reasonOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return "not authenticated"
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p (nil: none).
+func WithPrincipal(ctx context.Context, p *abi.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the principal WithPrincipal put in ctx; false when
+// there is none.
+func FromContext(ctx context.Context) (*abi.Principal, bool) {
+	p, _ := ctx.Value(principalKey{}).(*abi.Principal)
+	return p, p != nil
+}
+
+// Chain returns an Authenticator that asks each of auths in order. The
+// first to return a principal decides; the first to refuse a credential it
+// reads (an error not wrapping ErrNoCredential) decides too, with that
+// refusal. A request with an Authorization header is decided by it: a
+// client certificate does not authenticate it, and when no source accepts
+// the header's credential the request is refused with invalid_token. A
+// request with no credential any source reads is refused with
+// ErrNoCredential.
+func Chain(auths ...Authenticator) Authenticator { return chain(auths) }
+
+type chain []Authenticator
+
+func (c chain) Authenticate(r *http.Request) (*abi.Principal, error) {
+	header := r.Header.Get("Authorization") != ""
+	for _, a := range c {
+		p, err := a.Authenticate(r)
+		switch {
+		case err == nil && p == nil:
+			return nil, invalid("", "an authenticator returned no principal", nil)
+		case err == nil && header && p.Method == abi.MethodMTLS:
+			continue // the header decides
+		case err == nil:
+			return p, nil
+		case errors.Is(err, ErrNoCredential):
+			continue
+		case errors.Is(err, ErrUnauthenticated):
+			return nil, err
+		default:
+			return nil, invalid("", "authentication failed", err)
+		}
+	}
+	if header {
+		return nil, invalid("", "no configured source accepts the Authorization header's credential", nil)
+	}
+	return nil, noCredential("", "a credential is required")
+}
+
+// bearer is the token of the request's Authorization: Bearer header; the
+// scheme matches without regard to case (RFC 7235 §2.1).
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", false
+	}
+	return tok, true
+}
+
+// bounded refuses a principal that the host would refuse: no subject, or
+// over abi.MaxPrincipalBytes of JSON.
+func bounded(method string, p *abi.Principal) (*abi.Principal, error) {
+	if p.Subject == "" {
+		return nil, invalid(method, "the credential names no subject", nil)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, invalid(method, "the principal does not encode as JSON", err)
+	}
+	if len(b) > abi.MaxPrincipalBytes {
+		return nil, invalid(method, fmt.Sprintf("the principal is %d bytes of JSON; at most %d", len(b), abi.MaxPrincipalBytes), nil)
+	}
+	return p, nil
+}
