@@ -7,10 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,40 +109,12 @@ func benchFile(b *testing.B, noSync bool) {
 // runAppenders makes b.N one-record appends, spread over benchConcurrency
 // goroutines per log, and reports latency percentiles and throughput.
 func runAppenders(b *testing.B, logs []eventlog.Appender) {
-	var next atomic.Int64
-	lat := make([][]time.Duration, len(logs)*benchConcurrency)
-	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	for i := range lat {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := logs[i%len(logs)]
-			w := fmt.Sprintf("w%d", i)
-			for n := next.Add(1); n <= int64(b.N); n = next.Add(1) {
-				t0 := time.Now()
-				if _, err := l.Append(record(w, int(n))); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[i] = append(lat[i], time.Since(t0))
-			}
-		}()
+	writers := make([]string, len(logs)*benchConcurrency)
+	for i := range writers {
+		writers[i] = fmt.Sprintf("w%d", i)
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	all := slices.Concat(lat...)
-	if len(all) == 0 {
-		return
-	}
-	slices.Sort(all)
-	pct := func(p float64) float64 {
-		return float64(all[min(len(all)-1, int(p*float64(len(all))))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "records/s")
+	runLoad(b, len(writers), "records/s", func(i int, n int64) error {
+		_, err := logs[i%len(logs)].Append(record(writers[i], int(n)))
+		return err
+	})
 }

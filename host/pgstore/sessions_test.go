@@ -227,15 +227,11 @@ func TestSessionRevokeSeenByOtherReplica(t *testing.T) {
 	assert.Equal(t, []string{"mcp.files:read@2/node-a", "ext.srv:echo_tool@3/node-b"}, revocations(t, dbA, "agent"))
 }
 
-// githubTools returns n distinct tools of the GitHub MCP catalog's
+// githubToolIDs returns n distinct tools of the GitHub MCP catalog's
 // snapshot, for activations that do not collide.
-func githubTools(t *testing.T, n int) (*catalog.Snapshot, []string) {
+func githubToolIDs(t *testing.T, n int) (*catalog.Snapshot, []string) {
 	t.Helper()
-	tools, err := catalog.Load("../../testdata/catalogs/github-mcp-server", catalog.ImportOptions{Format: catalog.FormatMCP, Server: "github"})
-	require.NoError(t, err)
-	s, err := catalog.NewStore(tools...)
-	require.NoError(t, err)
-	snap := s.Snapshot()
+	snap := snapshotOf(t, githubTools(t)...)
 	list := snap.List()
 	require.GreaterOrEqual(t, len(list), n)
 	names := make([]string, n)
@@ -253,7 +249,7 @@ func acrossReplicas(t *testing.T, n int, op func(st session.Store, snap *catalog
 	dbA, dsn := openDB(t, "node-a")
 	dbB := sessReplica(t, dsn, "node-b")
 	stores := []session.Store{dbA.Sessions(), dbB.Sessions()}
-	snap, tools := githubTools(t, n)
+	snap, tools := githubToolIDs(t, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, tool := range tools {
