@@ -27,6 +27,10 @@ type downstream struct {
 	ss     *mcp.ServerSession
 	caps   *mcp.ClientCapabilities
 	closed atomic.Bool
+	// closeOnce makes close run once, and every caller of close wait for
+	// it: Gateway.Close must not return while the session is still being
+	// removed from the store by the session's own ending.
+	closeOnce sync.Once
 
 	// gone is closed when the client connection is being dropped, so that
 	// what waits on the client (an elicitation) stops waiting: the SDK
@@ -84,9 +88,11 @@ func (d *downstream) drop() { d.goneOnce.Do(func() { close(d.gone) }) }
 // session is removed from the store (the decisions stay in the event log).
 func (d *downstream) close() {
 	d.drop()
-	if d.closed.Swap(true) {
-		return
-	}
+	d.closeOnce.Do(d.doClose)
+}
+
+func (d *downstream) doClose() {
+	d.closed.Store(true)
 	for _, c := range d.ups {
 		c.close()
 	}
