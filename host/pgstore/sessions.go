@@ -51,8 +51,9 @@ type toolKey struct {
 // toolRow is the rest of a gatehost_session_tools row; gen is nil for a
 // core pin.
 type toolRow struct {
-	pin session.Pin
-	gen *uint64
+	pin    session.Pin
+	gen    *uint64
+	digest string // the grant's catalog digest
 }
 
 // storeErr is a session.ErrStore error of op on id.
@@ -70,7 +71,7 @@ var errCorrupt = errors.New("corrupt session row")
 // the session row FOR UPDATE. It returns nil for a session not held, and
 // an error wrapping errCorrupt for rows that are no valid session.
 func loadSet(ctx context.Context, q querier, id string, lock bool) (*session.Set, map[toolKey]toolRow, error) {
-	sql := `SELECT s.version::text, t.tool, t.core, t.schema_digest, t.policy_digest, t.provenance, t.catalog_generation::text
+	sql := `SELECT s.version::text, t.tool, t.core, t.schema_digest, t.policy_digest, t.provenance, t.catalog_generation::text, t.catalog_digest
 		FROM gatehost_sessions s LEFT JOIN gatehost_session_tools t ON t.session = s.id
 		WHERE s.id = $1`
 	if lock {
@@ -85,9 +86,9 @@ func loadSet(ctx context.Context, q querier, id string, lock bool) (*session.Set
 	tools := map[toolKey]toolRow{}
 	for rows.Next() {
 		var version string
-		var tool, schema, policy, prov, gen *string
+		var tool, schema, policy, prov, gen, digest *string
 		var core *bool
-		if err := rows.Scan(&version, &tool, &core, &schema, &policy, &prov, &gen); err != nil {
+		if err := rows.Scan(&version, &tool, &core, &schema, &policy, &prov, &gen, &digest); err != nil {
 			return nil, nil, err
 		}
 		if set == nil {
@@ -103,10 +104,10 @@ func loadSet(ctx context.Context, q querier, id string, lock bool) (*session.Set
 		if tool == nil { // the LEFT JOIN's row of a session with no tools
 			continue
 		}
-		if *tool == "" || core == nil || schema == nil || policy == nil || prov == nil || *core != (gen == nil) {
+		if *tool == "" || core == nil || schema == nil || policy == nil || prov == nil || digest == nil || *core != (gen == nil) {
 			return nil, nil, fmt.Errorf("%w: session %q: tool %q is neither a core pin nor an activation grant", errCorrupt, cut(id), cut(*tool))
 		}
-		r := toolRow{pin: session.Pin{SchemaDigest: *schema, PolicyDigest: *policy, Provenance: *prov}}
+		r := toolRow{pin: session.Pin{SchemaDigest: *schema, PolicyDigest: *policy, Provenance: *prov}, digest: *digest}
 		if gen != nil {
 			g, err := strconv.ParseUint(*gen, 10, 64)
 			if err != nil {
@@ -119,7 +120,7 @@ func loadSet(ctx context.Context, q querier, id string, lock bool) (*session.Set
 			set.Core[*tool] = r.pin
 		} else {
 			set.Activated[*tool] = session.Activation{
-				Grant: session.Grant{Session: id, Tool: *tool, CatalogGeneration: *r.gen,
+				Grant: session.Grant{Session: id, Tool: *tool, CatalogGeneration: *r.gen, CatalogDigest: r.digest,
 					SchemaDigest: r.pin.SchemaDigest, PolicyDigest: r.pin.PolicyDigest},
 				Provenance: r.pin.Provenance,
 			}
@@ -152,7 +153,7 @@ func rowsOf(id string, s *session.Set) (map[toolKey]toolRow, error) {
 			return nil, fmt.Errorf("the grant under %q covers session %q, tool %q", cut(tool), cut(a.Grant.Session), cut(a.Grant.Tool))
 		}
 		g := a.Grant.CatalogGeneration
-		rows[toolKey{false, tool}] = toolRow{pin: a.Pin(), gen: &g}
+		rows[toolKey{false, tool}] = toolRow{pin: a.Pin(), gen: &g, digest: a.Grant.CatalogDigest}
 	}
 	return rows, nil
 }
@@ -312,18 +313,18 @@ func (st *sessionStore) write(ctx context.Context, tx pgx.Tx, id string, cur *se
 			old, ok := have[k]
 			switch {
 			case !ok:
-				b.Queue(`INSERT INTO gatehost_session_tools (session, tool, core, schema_digest, policy_digest, provenance, catalog_generation)
-					VALUES ($1, $2, $3, $4, $5, $6, $7::text::numeric)`,
-					id, k.tool, k.core, r.pin.SchemaDigest, r.pin.PolicyDigest, r.pin.Provenance, genText(r.gen))
+				b.Queue(`INSERT INTO gatehost_session_tools (session, tool, core, schema_digest, policy_digest, provenance, catalog_generation, catalog_digest)
+					VALUES ($1, $2, $3, $4, $5, $6, $7::text::numeric, $8)`,
+					id, k.tool, k.core, r.pin.SchemaDigest, r.pin.PolicyDigest, r.pin.Provenance, genText(r.gen), r.digest)
 			case old.pin != r.pin:
 				// A new grant of a changed tool: granted now.
 				b.Queue(`UPDATE gatehost_session_tools SET schema_digest = $4, policy_digest = $5, provenance = $6,
-					catalog_generation = $7::text::numeric, granted_at = now() WHERE session = $1 AND core = $3 AND tool = $2`,
-					id, k.tool, k.core, r.pin.SchemaDigest, r.pin.PolicyDigest, r.pin.Provenance, genText(r.gen))
-			case !sameGen(old.gen, r.gen):
+					catalog_generation = $7::text::numeric, catalog_digest = $8, granted_at = now() WHERE session = $1 AND core = $3 AND tool = $2`,
+					id, k.tool, k.core, r.pin.SchemaDigest, r.pin.PolicyDigest, r.pin.Provenance, genText(r.gen), r.digest)
+			case !sameGen(old.gen, r.gen) || old.digest != r.digest:
 				// Carried forward by a rebuild: still the grant made then.
-				b.Queue(`UPDATE gatehost_session_tools SET catalog_generation = $4::text::numeric
-					WHERE session = $1 AND core = $3 AND tool = $2`, id, k.tool, k.core, genText(r.gen))
+				b.Queue(`UPDATE gatehost_session_tools SET catalog_generation = $4::text::numeric, catalog_digest = $5
+					WHERE session = $1 AND core = $3 AND tool = $2`, id, k.tool, k.core, genText(r.gen), r.digest)
 			}
 		}
 		revoked(next.Version)

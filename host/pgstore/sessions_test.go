@@ -98,7 +98,8 @@ func TestSessionStoreOperations(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), set.Version)
 	w, _ := snap.Get("mcp.files:write")
-	want := session.Grant{Session: "s1", Tool: "mcp.files:write", CatalogGeneration: 0, SchemaDigest: w.SchemaDigest, PolicyDigest: w.PolicyDigest}
+	want := session.Grant{Session: "s1", Tool: "mcp.files:write", CatalogGeneration: 0, CatalogDigest: snap.Digest(),
+		SchemaDigest: w.SchemaDigest, PolicyDigest: w.PolicyDigest}
 	assert.Equal(t, want, set.Activated["mcp.files:write"].Grant)
 	assert.Len(t, want.PolicyDigest, 64)
 	loaded, err := st.Load(ctx, "s1")

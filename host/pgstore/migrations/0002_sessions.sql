@@ -26,6 +26,9 @@ CREATE TABLE gatehost_session_tools (
     provenance         text NOT NULL,
     catalog_generation numeric(20,0)
                        CONSTRAINT gatehost_session_tools_generation_range CHECK (catalog_generation >= 0 AND catalog_generation <= 18446744073709551615),
+    -- The digest of the catalog snapshot a grant was made or carried
+    -- forward at ('' for a core pin, and for a grant made before digests).
+    catalog_digest     text NOT NULL DEFAULT '',
     granted_at         timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (session, core, tool),
     CONSTRAINT gatehost_session_tools_generation_iff_grant CHECK (core = (catalog_generation IS NULL))
