@@ -93,11 +93,19 @@ func (b *Backends) Close() error {
 // published to the store — refused when none was or it cannot be read: a
 // replica never decides against a catalog it was not given.
 func (b *Backends) CatalogTools(ctx context.Context, l *Loaded) ([]catalog.Tool, string, error) {
-	if b.DB == nil || l.Store.Catalog != CatalogPublished {
+	return l.CatalogTools(ctx, b.DB)
+}
+
+// CatalogTools returns the tools a host built from l decides against, and
+// their digest, given the PostgreSQL store db opened from l.Store (nil
+// with files): Backends.CatalogTools for a command that opened the store
+// alone, such as gatehost session.
+func (l *Loaded) CatalogTools(ctx context.Context, db *pgstore.DB) ([]catalog.Tool, string, error) {
+	if db == nil || l.Store.Catalog != CatalogPublished {
 		snap := l.Host.Catalog.Snapshot()
 		return snap.List(), snap.Digest(), nil
 	}
-	digest, tools, err := b.DB.PublishedCatalog(ctx)
+	digest, tools, err := db.PublishedCatalog(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("config %s: store.catalog: %s: %w", l.File, CatalogPublished, err)
 	}

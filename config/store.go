@@ -114,7 +114,7 @@ func resolveStore(sc storeConfig, eventLogPath, sessionsPath string, rel func(st
 	}
 	switch {
 	case sc.DSN != "" && sc.DSNFile != "":
-		return Store{}, fmt.Errorf("store.dsn_file: set store.dsn or store.dsn_file, not both")
+		return Store{}, fmt.Errorf("store.dsn_file: set store.dsn (or $%s) or store.dsn_file, not both", envName("store.dsn"))
 	case sc.DSNFile != "":
 		b, err := safefile.ReadFile(rel(sc.DSNFile), 64<<10)
 		if err != nil {
@@ -136,9 +136,10 @@ func resolveStore(sc storeConfig, eventLogPath, sessionsPath string, rel func(st
 		s.NodeID = h
 	}
 	if !pgstore.ValidNodeID(s.NodeID) {
-		return Store{}, fmt.Errorf("store.node_id: %q: want 1 to %d bytes of [A-Za-z0-9_.-]", s.NodeID, pgstore.MaxNodeIDBytes)
+		return Store{}, fmt.Errorf("store.node_id (or $%s): %q: want 1 to %d bytes of [A-Za-z0-9_.-]", envName("store.node_id"), s.NodeID, pgstore.MaxNodeIDBytes)
 	}
-	if s.OpTimeout < 0 || s.OpTimeout > time.Minute {
+	// 0 is pgstore's default; a bare number is nanoseconds, never meant.
+	if s.OpTimeout != 0 && (s.OpTimeout < time.Millisecond || s.OpTimeout > time.Minute) {
 		return Store{}, fmt.Errorf("store.op_timeout: %s: want 1ms to 1m", s.OpTimeout)
 	}
 	if s.MaxConns < 0 || s.MaxConns > 1000 {

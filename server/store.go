@@ -64,8 +64,25 @@ func (s *Server) checkStore(l *config.Loaded) error {
 	if l.Store.Postgres() != (s.backends.DB != nil) {
 		return fmt.Errorf("config %s: store.kind: changed; a reload keeps the open store (restart to change it)", l.File)
 	}
-	if s.backends.DB != nil && (l.Store.DSN != s.store.DSN || l.Store.NodeID != s.store.NodeID || l.Store.Chain != s.store.Chain) {
-		return fmt.Errorf("config %s: store: dsn, node_id or chain changed; a reload keeps the open store (restart to change it)", l.File)
+	if s.backends.DB == nil {
+		return nil
+	}
+	// Every key the open store was built from: a reload that took a new
+	// value without applying it would report a change that is not in force.
+	for _, c := range []struct {
+		key     string
+		changed bool
+	}{
+		{"store.dsn", l.Store.DSN != s.store.DSN},
+		{"store.node_id", l.Store.NodeID != s.store.NodeID},
+		{"store.chain", l.Store.Chain != s.store.Chain},
+		{"store.op_timeout", l.Store.OpTimeout != s.store.OpTimeout},
+		{"store.max_conns", l.Store.MaxConns != s.store.MaxConns},
+		{"store.catalog", l.Store.Catalog != s.store.Catalog},
+	} {
+		if c.changed {
+			return fmt.Errorf("config %s: %s: changed; a reload keeps the open store (restart to change it)", l.File, c.key)
+		}
 	}
 	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/config"
-	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/server"
 )
@@ -73,16 +72,9 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return fail(stderr, err)
 	}
 	defer backends.Close()
-	cfg.Host.EventLogPath, cfg.Host.EventLog, cfg.Host.Logger = "", backends.EventLog, logger
-	if backends.DB != nil {
-		cfg.Host.Sessions = backends.Sessions
-		tools, _, err := backends.CatalogTools(ctx, cfg)
-		if err != nil {
-			return fail(stderr, err)
-		}
-		if cfg.Host.Catalog, err = catalog.NewStore(tools...); err != nil {
-			return fail(stderr, fmt.Errorf("config %s: catalog: %w", cfg.File, err))
-		}
+	cfg.Host.Logger = logger
+	if err := adoptBackends(ctx, cfg, backends); err != nil {
+		return fail(stderr, err)
 	}
 	opts.Logger = logger
 	if opts.Pipeline != "" {

@@ -51,6 +51,11 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(stderr, err)
 	}
 	cfg.Host.Logger = logger
+	backends, err := useStore(ctx, cfg, logger)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	defer backends.Close()
 	h, err := host.New(ctx, cfg.Host)
 	if err != nil {
 		return fail(stderr, err)

@@ -70,13 +70,14 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(stderr, err)
 	}
 	st := cfg.Host.Sessions
+	var db *pgstore.DB // the PostgreSQL store, if the config names one
 	switch {
 	case cfg.Store.Postgres():
 		logger, err := newLogger(stderr, "warn", fs.output == "json")
 		if err != nil {
 			return fail(stderr, err)
 		}
-		db, err := cfg.Store.Open(ctx, logger)
+		db, err = cfg.Store.Open(ctx, logger)
 		if errors.Is(err, pgstore.ErrConfig) {
 			return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 		}
@@ -92,6 +93,20 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.File))
 	}
 	snap := cfg.Host.Catalog.Snapshot()
+	if db != nil {
+		// Pin and show against the catalog the replicas decide against:
+		// with store.catalog: published, the store's, not catalog.sources.
+		tools, _, err := cfg.CatalogTools(ctx, db)
+		if err != nil {
+			fmt.Fprintln(stderr, "gatehost:", err)
+			return 1
+		}
+		cat, err := catalog.NewStore(tools...)
+		if err != nil {
+			return fail(stderr, fmt.Errorf("config %s: catalog: %w", cfg.File, err))
+		}
+		snap = cat.Snapshot()
+	}
 
 	var set *session.Set
 	var report *session.Report

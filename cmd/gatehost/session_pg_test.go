@@ -86,3 +86,31 @@ func TestSessionCommandOnPostgres(t *testing.T) {
 		assert.NotContains(t, errOut, "s3cret", "the DSN's password is never echoed")
 	}
 }
+
+// TestSessionCommandPublishedCatalog: with store.catalog: published,
+// `gatehost session` resolves and pins tools against the snapshot the
+// replicas decide against, not catalog.sources (which such a replica may
+// not have at all); with none published it refuses.
+func TestSessionCommandPublishedCatalog(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	t.Setenv("GATEHOST_STORE_DSN", dsn)
+	path := filepath.Join(t.TempDir(), "gatehost.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("store:\n  kind: postgres\n  node_id: cli\n  catalog: published\n"), 0o644))
+
+	code, _, errOut := runCLI("session", "activate", "--config", path, "--session", "dev", "mcp.github:get_me")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "store.catalog: published")
+
+	code, _, errOut = runCLI("catalog", "publish", "--config", writePGConfig(t, "", true))
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCLI("session", "activate", "--config", path, "--session", "dev", "mcp.github:get_me")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "version=1")
+	code, out, errOut = runCLI("session", "show", "--config", path, "--session", "dev", "--output", "json")
+	require.Equal(t, 0, code, errOut)
+	var view setView
+	require.NoError(t, json.Unmarshal([]byte(out), &view))
+	require.Len(t, view.Tools, 1)
+	assert.Equal(t, "mcp.github:get_me", view.Tools[0].Tool)
+	assert.Equal(t, "ok", view.Tools[0].Status)
+}
