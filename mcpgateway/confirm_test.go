@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,11 +83,13 @@ func TestConfirmationByElicitation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil, nil)
-			var asked *mcp.ElicitParams
+			// Written by the client's handler goroutine, which a timed-out
+			// elicitation does not wait for: atomic, for the race detector.
+			var askedP atomic.Pointer[mcp.ElicitParams]
 			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
 				ActivateOnList: []string{"*"}, ApprovalTTL: 500 * time.Millisecond})
 			cs := connect(t, g, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				asked = r.Params
+				askedP.Store(r.Params)
 				return tc.answer(ctx, r)
 			}})
 			_, err := cs.ListTools(context.Background(), nil)
@@ -94,6 +97,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 			require.False(t, call(t, cs, "write_note", map[string]any{"name": "a", "text": "keep"}).IsError)
 
 			d := call(t, cs, "delete_note", map[string]any{"name": "a"})
+			asked := askedP.Load()
 			require.NotNil(t, asked, "the person was asked")
 			assert.Contains(t, asked.Message, "mcp.notes:delete_note")
 			assert.Contains(t, asked.Message, "non_idempotent")
