@@ -87,9 +87,20 @@ func Cleanup() {
 // root, such as "plugins/static-verify/wasm") with GOOS=wasip1 GOARCH=wasm
 // -buildmode=c-shared and returns the module's path.
 func Go(pkg string) (string, error) {
+	env := []string{"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0"}
+	// GUEST_GOEXPERIMENT sets GOEXPERIMENT for guests only, so a benchmark
+	// can compare guest builds against the same native baseline.
+	if v, ok := os.LookupEnv("GUEST_GOEXPERIMENT"); ok {
+		env = append(env, "GOEXPERIMENT="+v)
+	}
+	return goBuild("go:"+pkg, pkg, strings.ReplaceAll(pkg, "/", "_")+".wasm", env, "-buildmode=c-shared")
+}
+
+// goBuild builds pkg once per test binary (cached under key) into the
+// output directory as name, with env added and flags before -trimpath.
+func goBuild(key, pkg, name string, env []string, flags ...string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	key := "go:" + pkg
 	if p, ok := built[key]; ok {
 		return string(p), nil
 	}
@@ -101,15 +112,11 @@ func Go(pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(out, strings.ReplaceAll(pkg, "/", "_")+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", path, "./"+pkg)
+	path := filepath.Join(out, name)
+	args := append(append([]string{"build"}, flags...), "-trimpath", "-o", path, "./"+pkg)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	// GUEST_GOEXPERIMENT sets GOEXPERIMENT for guests only, so a benchmark
-	// can compare guest builds against the same native baseline.
-	if v, ok := os.LookupEnv("GUEST_GOEXPERIMENT"); ok {
-		cmd.Env = append(cmd.Env, "GOEXPERIMENT="+v)
-	}
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("testwasm: go build %s: %w\n%s", pkg, err, b)
 	}
@@ -153,26 +160,5 @@ func WAT(src string) ([]byte, error) {
 // returns the executable's path: for tests that run it as separate
 // processes.
 func Binary(pkg string) (string, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	key := "bin:" + pkg
-	if p, ok := built[key]; ok {
-		return string(p), nil
-	}
-	root, err := Root()
-	if err != nil {
-		return "", err
-	}
-	out, err := outDir()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(out, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", path, "./"+pkg)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("testwasm: go build %s: %w\n%s", pkg, err, b)
-	}
-	built[key] = []byte(path)
-	return path, nil
+	return goBuild("bin:"+pkg, pkg, filepath.Base(pkg), nil)
 }
