@@ -1,0 +1,140 @@
+package baseline
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/runecut"
+)
+
+// MaxChangeValueBytes bounds Change.Old and Change.New; longer values are
+// cut on a rune boundary and end with "…".
+const MaxChangeValueBytes = 200
+
+// Change is one difference between two definitions.
+type Change struct {
+	// Path is the RFC 6901 JSON pointer of the changed value, such as
+	// "/annotations/title" or "/inputSchema/required/0"; "" for the whole
+	// definition.
+	Path string
+	// Old and New are the value's JSON text before and after (canonical,
+	// cut to MaxChangeValueBytes); "" when absent on that side.
+	Old, New string
+}
+
+// Diff returns what changed from old to new, for logs and for an
+// operator's review: one Change per value added, removed or replaced, in
+// path order, descending into objects (by key) and arrays (by index) that
+// both sides hold. Values are compared as the digest compares them (key
+// order, whitespace and number spelling do not count), so two definitions
+// with the same digest have no changes. A side that is not valid JSON is
+// compared as a whole: one Change of path "" with the texts as given. An
+// empty side is absent (a tool new to the baseline, or gone from the
+// listing). Every change is listed; callers that log them may cap the list.
+func Diff(old, new json.RawMessage) []Change {
+	a, aerr := decode(old)
+	b, berr := decode(new)
+	if aerr != nil || berr != nil {
+		if bytes.Equal(old, new) {
+			return nil
+		}
+		return []Change{{Old: cutValue(string(old)), New: cutValue(string(new))}}
+	}
+	var out []Change
+	diffValue(&out, "", a, b, len(old) > 0, len(new) > 0)
+	return out
+}
+
+// decode reads strict JSON (as the digest does) with numbers kept as text.
+func decode(raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if _, err := catalog.CanonicalJSON(raw); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func diffValue(out *[]Change, path string, a, b any, hasA, hasB bool) {
+	if hasA && hasB {
+		switch av := a.(type) {
+		case map[string]any:
+			if bv, ok := b.(map[string]any); ok {
+				keys := make([]string, 0, len(av)+len(bv))
+				for k := range av {
+					keys = append(keys, k)
+				}
+				for k := range bv {
+					if _, ok := av[k]; !ok {
+						keys = append(keys, k)
+					}
+				}
+				slices.Sort(keys)
+				for _, k := range keys {
+					x, okA := av[k]
+					y, okB := bv[k]
+					diffValue(out, path+"/"+escapePointer(k), x, y, okA, okB)
+				}
+				return
+			}
+		case []any:
+			if bv, ok := b.([]any); ok {
+				for i := range max(len(av), len(bv)) {
+					var x, y any
+					if i < len(av) {
+						x = av[i]
+					}
+					if i < len(bv) {
+						y = bv[i]
+					}
+					diffValue(out, path+"/"+strconv.Itoa(i), x, y, i < len(av), i < len(bv))
+				}
+				return
+			}
+		}
+	}
+	var sa, sb string
+	if hasA {
+		sa = text(a)
+	}
+	if hasB {
+		sb = text(b)
+	}
+	if hasA == hasB && sa == sb {
+		return
+	}
+	*out = append(*out, Change{Path: path, Old: cutValue(sa), New: cutValue(sb)})
+}
+
+// text returns the canonical JSON of a decoded value.
+func text(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return ""
+	}
+	c, err := catalog.CanonicalJSON(buf.Bytes())
+	if err != nil {
+		return strings.TrimSuffix(buf.String(), "\n")
+	}
+	return string(c)
+}
+
+func cutValue(s string) string { return runecut.Cut(s, MaxChangeValueBytes, "…") }
+
+// escapePointer escapes a key as an RFC 6901 reference token.
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
