@@ -326,6 +326,9 @@ func Load(path string) (*Loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st, Auth: auth}
+	if l.MCP.Baseline.Path != "" {
+		l.MCP.Baseline.Path = rel(l.MCP.Baseline.Path)
+	}
 	if l.DecisionLog, err = resolveDecisionLog(fc.DecisionLog, l.LogPath, rel); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}

@@ -18,6 +18,23 @@ type MCP struct {
 	CallTimeout    time.Duration `mapstructure:"call_timeout"`
 	ApprovalTTL    time.Duration `mapstructure:"approval_ttl"`
 	MaxResultBytes byteSize      `mapstructure:"max_result_bytes"`
+	// Baseline is where the trust baseline lives: a lock file (Path,
+	// relative to the config file), shared by every gateway process on
+	// the host. RequireApproval: only an operator's approval (gatehost mcp
+	// approve) adds a tool; otherwise the first listing of a tool that
+	// sessions.core or sessions.activate_on_list names adds it.
+	Baseline struct {
+		Path            string `mapstructure:"path"`
+		RequireApproval bool   `mapstructure:"require_approval"`
+	} `mapstructure:"baseline"`
+	// Caps and bounds of the edge; zero takes mcpgateway's defaults.
+	MaxSessions             int           `mapstructure:"max_sessions"`
+	MaxSessionsPerPrincipal int           `mapstructure:"max_sessions_per_principal"`
+	SessionIdleTimeout      time.Duration `mapstructure:"session_idle_timeout"`
+	ConnectTimeout          time.Duration `mapstructure:"connect_timeout"`
+	MaxListPages            int           `mapstructure:"max_list_pages"`
+	MaxListItems            int           `mapstructure:"max_list_items"`
+	MaxListBytes            byteSize      `mapstructure:"max_list_bytes"`
 }
 
 // MCPUpstream is one upstream MCP server: a command gatehost spawns (stdio)

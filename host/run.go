@@ -135,7 +135,19 @@ type RunOptions struct {
 	// (the conformance kit's determinism check). Ids in one event log
 	// should stay unique.
 	RunID string
+
+	// Refusals are blocking findings of the caller's front end, made
+	// before the run: for example the MCP gateway's tool_drifted when the
+	// definition the upstream lists differs from its trust baseline. The
+	// run still calls every stage, and the decision is recorded as usual,
+	// but it is rejected whatever the gates say, with these findings
+	// (Stage HostStage) after the gates'. Each must have a Code and a
+	// Message; at most MaxRefusals are taken (ErrBadOptions otherwise).
+	Refusals []abi.Finding
 }
+
+// MaxRefusals caps RunOptions.Refusals.
+const MaxRefusals = 16
 
 // run is the state of one Check, fixed at its start: what every stage of
 // the run sees.
@@ -252,6 +264,15 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 		d.Verdict = abi.Rejected
 		d.Findings = append(d.Findings, undecodable...)
 	}
+	if len(opts.Refusals) > 0 {
+		// The front end's refusal, whatever the gates said: a run whose
+		// gates could not know why it must not happen is still recorded.
+		d.Verdict = abi.Rejected
+		for _, f := range opts.Refusals {
+			f.Severity = abi.Blocking
+			d.Findings = append(d.Findings, Finding{Finding: f, Stage: HostStage})
+		}
+	}
 	if err := h.record(rn, d); err != nil {
 		d.Verdict = abi.Inconclusive
 		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
@@ -267,7 +288,7 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 // the pipeline. It wraps ErrBadOptions.
 type OptionError struct {
 	// Field is the RunOptions field: "Format", "ConfirmationToken",
-	// "Principal" or "RunID".
+	// "Principal", "Refusals" or "RunID".
 	Field  string
 	Reason string
 }
@@ -293,6 +314,14 @@ func checkOptions(p *pipeline, opts RunOptions) error {
 	}
 	if err := checkPrincipal(opts.Principal); err != nil {
 		return err
+	}
+	if len(opts.Refusals) > MaxRefusals {
+		return &OptionError{Field: "Refusals", Reason: fmt.Sprintf("%d findings; at most %d", len(opts.Refusals), MaxRefusals)}
+	}
+	for i, f := range opts.Refusals {
+		if f.Code == "" || f.Message == "" {
+			return &OptionError{Field: "Refusals", Reason: fmt.Sprintf("[%d]: a refusal needs a code and a message", i)}
+		}
 	}
 	if opts.RunID != "" && !runIDRE.MatchString(opts.RunID) {
 		return &OptionError{Field: "RunID", Reason: fmt.Sprintf("%q: want 32 lowercase hex digits", clip(opts.RunID, 64))}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
 // route is where an exposed tool name leads.
@@ -19,17 +20,14 @@ type route struct {
 	// its results must conform to it (MCP "Tools", output schema) — a
 	// denial's Decision then travels in _meta only.
 	outputSchema bool
-}
-
-// listed is one upstream's latest tools/list, all pages.
-type listed struct {
-	tools []*mcp.Tool
+	// def is the tool as the baseline pins it: what the model is shown.
+	def *mcp.Tool
 }
 
 // exposedName is the wire name of an upstream's tool: its own name, or
-// UPSTREAM.NAME when another upstream lists the same name (the
-// collision-only namespacing rule, README "Put gatehost in front of an MCP
-// server").
+// UPSTREAM.NAME when another upstream's tool has the same name or one a
+// person could take for it (nameSkeleton) — the collision-only
+// namespacing rule, README "Put gatehost in front of an MCP server".
 func exposedName(upstream, name string, collides bool) string {
 	if collides {
 		return upstream + "." + name
@@ -37,64 +35,76 @@ func exposedName(upstream, name string, collides bool) string {
 	return name
 }
 
-// publishLocked imports every upstream's latest list into the host's
-// catalog through the same importer as file catalogs (catalog.Parse, MCP
-// format, the upstream as server), and publishes a new snapshot when
-// something changed. The gateway's tools are those whose source is one of
-// its upstreams; they are replaced as a whole. g.mu must be held.
-func (g *Gateway) publishLocked() error {
-	count := map[string]int{}
-	for _, l := range g.lists {
-		if l == nil {
+// publishLocked makes the host's catalog the baseline: every approved
+// definition of every configured upstream, imported through the same
+// importer as file catalogs (catalog.Parse, MCP format, the upstream as
+// server). A session is decided against what was approved, never against
+// what one connection listed last; whether a connection's listing still
+// matches is the edge's check (baselineRefusal). A definition the catalog
+// refuses (a name that is another tool's id, say) leaves that one tool
+// out, logged, and never the others. g.mu must be held.
+func (g *Gateway) publishLocked(set *baseline.Set) error {
+	if set == g.published {
+		return nil
+	}
+	upIndex := map[string]int{}
+	for i, u := range g.opts.Upstreams {
+		upIndex[u.Name] = i
+	}
+	type item struct {
+		up  int
+		def *mcp.Tool
+		raw json.RawMessage
+	}
+	var items []item
+	skeletons := map[string]map[int]bool{}
+	for _, e := range set.Entries() {
+		i, ok := upIndex[e.Upstream]
+		if !ok {
+			continue // an upstream no longer configured
+		}
+		var t mcp.Tool
+		if err := json.Unmarshal(e.Definition, &t); err != nil || t.Name != e.Tool {
+			g.opts.Logger.Warn("mcp gateway: baseline entry not usable; tool left out", "upstream", e.Upstream, "tool", e.Tool)
 			continue
 		}
-		names := map[string]bool{}
-		for _, t := range l.tools {
-			if t != nil && !names[t.Name] {
-				names[t.Name] = true
-				count[t.Name]++
-			}
+		items = append(items, item{i, &t, e.Definition})
+		sk := nameSkeleton(t.Name)
+		if skeletons[sk] == nil {
+			skeletons[sk] = map[int]bool{}
 		}
+		skeletons[sk][i] = true
 	}
 	var tools []catalog.Tool
 	routes := map[string]route{}
-	for i, l := range g.lists {
-		if l == nil {
+	for _, it := range items {
+		u := g.opts.Upstreams[it.up]
+		collides := len(skeletons[nameSkeleton(it.def.Name)]) > 1
+		doc, _ := json.Marshal(struct {
+			Tools []json.RawMessage `json:"tools"`
+		}{[]json.RawMessage{it.raw}})
+		ts, err := catalog.Parse(doc, catalog.ImportOptions{Format: catalog.FormatMCP, Server: u.Name})
+		if err != nil || len(ts) != 1 {
+			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", it.def.Name, "error", err)
 			continue
 		}
-		u := g.opts.Upstreams[i]
-		doc, err := json.Marshal(struct {
-			Tools []*mcp.Tool `json:"tools"`
-		}{l.tools})
-		if err != nil {
-			return fmt.Errorf("upstream %s: tools/list: %w", u.Name, err)
+		t := ts[0]
+		t.Name = exposedName(u.Name, it.def.Name, collides)
+		if u.Trust == TrustUnverified {
+			t.Provenance = catalog.ProvenanceUnverified
 		}
-		ts, err := catalog.Parse(doc, catalog.ImportOptions{Format: catalog.FormatMCP, Server: u.Name})
-		if err != nil {
-			return fmt.Errorf("upstream %s: tools/list: %w", u.Name, err)
+		if t.PolicyDigest, err = catalog.PolicyDigestOf(t); err != nil {
+			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", it.def.Name, "error", err)
+			continue
 		}
-		declares := map[string]bool{}
-		for _, t := range l.tools {
-			declares[t.Name] = t.OutputSchema != nil
+		if _, dup := routes[t.Name]; dup {
+			g.opts.Logger.Warn("mcp gateway: two tools would share one wire name; both are namespaced", "name", t.Name)
 		}
-		for _, t := range ts {
-			upstreamName := t.Name
-			t.Name = exposedName(u.Name, t.Name, count[t.Name] > 1)
-			if u.Trust == TrustUnverified {
-				t.Provenance = catalog.ProvenanceUnverified
-			}
-			if t.PolicyDigest, err = catalog.PolicyDigestOf(t); err != nil {
-				return fmt.Errorf("upstream %s: tools/list: %w", u.Name, err)
-			}
-			routes[t.Name] = route{upstream: i, name: upstreamName, outputSchema: declares[upstreamName]}
-			tools = append(tools, t)
-		}
+		routes[t.Name] = route{upstream: it.up, name: it.def.Name, outputSchema: it.def.OutputSchema != nil, def: it.def}
+		tools = append(tools, t)
 	}
 	store := g.h.Catalog()
-	if sameTools(g.owned(store.Snapshot()), tools) {
-		g.routes.Store(&routes)
-		return nil
-	}
+	var kept []catalog.Tool
 	_, err := store.Update(func(b *catalog.Builder) error {
 		for _, id := range b.IDs() {
 			if t, _ := b.Get(id); g.owns(t) {
@@ -105,8 +115,13 @@ func (g *Gateway) publishLocked() error {
 		}
 		for _, t := range tools {
 			if err := b.Add(t); err != nil {
-				return err
+				// One tool the catalog cannot hold (its name is another
+				// tool's id or alias) is left out; the rest go on.
+				g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "tool", t.ID, "error", err)
+				delete(routes, t.Name)
+				continue
 			}
+			kept = append(kept, t)
 		}
 		return nil
 	})
@@ -114,6 +129,7 @@ func (g *Gateway) publishLocked() error {
 		return fmt.Errorf("catalog update: %w", err)
 	}
 	g.routes.Store(&routes)
+	g.published = set
 	return nil
 }
 
@@ -140,21 +156,22 @@ func (g *Gateway) owns(t catalog.Tool) bool {
 	return false
 }
 
-// sameTools reports whether two tool sets agree on everything policy or
-// routing reads: id, wire name and policy digest (which covers schema,
-// hints, effect, provenance and source).
-func sameTools(a, b []catalog.Tool) bool {
-	if len(a) != len(b) {
-		return false
+// routeTo finds the exposed name of an upstream's tool.
+func routeTo(routes map[string]route, up int, name string) (string, bool) {
+	for exposed, r := range routes {
+		if r.upstream == up && r.name == name {
+			return exposed, true
+		}
 	}
-	key := func(t catalog.Tool) string {
-		return t.ID + "\x00" + t.Name + "\x00" + t.PolicyDigest + "\x00" + t.SchemaDigest
+	return "", false
+}
+
+// sortedExposed lists the exposed names in order, for deterministic lists.
+func sortedExposed(routes map[string]route) []string {
+	out := make([]string, 0, len(routes))
+	for n := range routes {
+		out = append(out, n)
 	}
-	ka, kb := make([]string, len(a)), make([]string, len(b))
-	for i := range a {
-		ka[i], kb[i] = key(a[i]), key(b[i])
-	}
-	slices.Sort(ka)
-	slices.Sort(kb)
-	return slices.Equal(ka, kb)
+	slices.Sort(out)
+	return out
 }

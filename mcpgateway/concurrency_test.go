@@ -36,7 +36,7 @@ func httpSetup(t testing.TB) (upstreamURL, gatewayURL string, f *fixture) {
 		p.Stages[0].Timeout = 5 * time.Minute
 		c.Pipelines["exec"] = p
 	})
-	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}, MaxSessionsPerPrincipal: 256, MaxSessions: 256})
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(gw.Close)
 	return upSrv.URL, gw.URL, f

@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -9,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,6 +33,11 @@ const (
 	kindApprovalUsed    = "approval_used"
 	kindApprovalRefused = "approval_refused"
 )
+
+// MetaApproval marks, in the elicitation's _meta, a prompt that is
+// gatehost's own approval request. Upstreams cannot send it: the gateway
+// strips gatehost's _meta namespace from everything they send.
+const MetaApproval = "gatehost/approval"
 
 // Answers recorded with an approval request.
 const (
@@ -170,6 +179,14 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		SchemaDigest: t.SchemaDigest, SubjectSHA256: hex.EncodeToString(sum[:]),
 		ExpiresAt: g.approvals.now().Add(g.opts.ApprovalTTL)}
 
+	msg, err := approvalMessage(t.ID, string(t.Effect), up.u.Name, c.args, g.opts.MaxApprovalArgumentBytes)
+	if err != nil {
+		// What cannot be shown whole cannot be approved.
+		g.opts.Logger.Warn("mcp gateway: approval not asked", "run_id", dec.RunID, "tool", t.ID, "reason", err)
+		ap.Answer = answerFailed
+		_ = g.record(kindApprovalRefused, dec.RunID, "not shown: "+err.Error(), ap)
+		return dec, nil
+	}
 	ectx, cancel := context.WithTimeout(ctx, g.opts.ApprovalTTL)
 	go func() {
 		select {
@@ -179,7 +196,8 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		}
 	}()
 	res, err := ss.Elicit(ectx, &mcp.ElicitParams{
-		Message: approvalMessage(t.ID, string(t.Effect), up.u.Name, c.args),
+		Message: msg,
+		Meta:    mcp.Meta{MetaApproval: true},
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
@@ -215,6 +233,23 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 	if ap.Answer != answerApproved || ctx.Err() != nil {
 		return dec, nil
 	}
+	// The person took time: the upstream may have changed its tools
+	// meanwhile. The approved run is decided on what it lists now.
+	if up.stale.Load() {
+		if cs := up.current(); cs != nil {
+			lctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
+			if err := g.relist(lctx, up, cs); err != nil {
+				g.opts.Logger.Warn("mcp gateway: re-list after approval failed", "upstream", up.u.Name, "error", err)
+			}
+			cancel()
+		}
+	}
+	c.seen = up.listing.Load()
+	if c.refusals = g.baselineRefusal(ctx, up, c.upstreamName); len(c.refusals) > 0 {
+		// Refused whatever the person said: decided (and recorded)
+		// without the approval, which stays unused until it expires.
+		return g.decide(ctx, c)
+	}
 	g.approvals.add(ap)
 	c.token = ap.ID
 	dec2, err := g.decide(ctx, c)
@@ -245,23 +280,59 @@ var effectWords = map[catalog.Effect]string{
 	catalog.EffectNonIdempotent:   "it changes something, and may not be safe to repeat",
 }
 
-// maxShownArguments caps the arguments shown to the person.
-const maxShownArguments = 2048
+// approvalHeading starts gatehost's approval prompt. An upstream's
+// elicitation never starts so (each is prefixed with upstreamLabel), and
+// one that contains it is refused (imitatesApproval).
+const approvalHeading = "gatehost approval request"
 
-// approvalMessage says in plain words what the person approves. The
-// arguments are shown to the person (never to the agent in a denial).
-func approvalMessage(tool, effect, upstream string, args json.RawMessage) string {
-	shown := string(args)
-	if len(shown) == 0 {
-		shown = "{}"
+// errNotShowable: the arguments cannot be shown whole, so the call cannot
+// be approved through a prompt.
+var errNotShowable = errors.New("arguments too long to show whole")
+
+// approvalMessage says in plain words what the person approves: the
+// tool, the server, the effect class, and every argument that will be
+// sent, as indented JSON in which every control, invisible and
+// bidirectional character is escaped (\uXXXX), so that what the person
+// reads is what runs. Arguments longer than max bytes so shown are not cut:
+// errNotShowable, and the call is not approved this way.
+func approvalMessage(tool, effect, upstream string, args json.RawMessage, max int) (string, error) {
+	shown, err := showArguments(args)
+	if err != nil {
+		return "", err
 	}
-	if len(shown) > maxShownArguments {
-		cut := maxShownArguments
-		for cut > 0 && !utf8.RuneStart(shown[cut]) {
-			cut--
+	if len(shown) > max {
+		return "", fmt.Errorf("%w: %d bytes, at most %d", errNotShowable, len(shown), max)
+	}
+	return fmt.Sprintf("%s\nThe agent wants to run %s on the MCP server %q. Its effect class is %s: %s. These are all of its arguments, exactly as they will be sent (invisible and control characters written as \\uXXXX):\n%s\nApprove this one call?",
+		approvalHeading, tool, upstream, effect, cmp.Or(effectWords[catalog.Effect(effect)], effectWords[catalog.EffectNonIdempotent]), shown), nil
+}
+
+// showArguments renders the arguments as indented JSON with every
+// character a person could not see or that reorders text escaped.
+func showArguments(args json.RawMessage) (string, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, args, "", "  "); err != nil {
+		return "", fmt.Errorf("arguments are not JSON: %w", err)
+	}
+	var b strings.Builder
+	for _, r := range buf.String() {
+		switch {
+		case r == '\n':
+			b.WriteRune(r)
+		case r == utf8.RuneError, unicode.IsControl(r), isInvisible(r), unicode.In(r, unicode.Zl, unicode.Zp),
+			r != ' ' && unicode.IsSpace(r), unicode.Is(unicode.Bidi_Control, r):
+			if r > 0xFFFF {
+				r1, r2 := utf16.EncodeRune(r)
+				fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+		default:
+			b.WriteRune(r)
 		}
-		shown = shown[:cut] + " …(cut)"
 	}
-	return fmt.Sprintf("The agent wants to run %s on the MCP server %q. Its effect class is %s: %s. Arguments:\n%s\nApprove this one call?",
-		tool, upstream, effect, cmp.Or(effectWords[catalog.Effect(effect)], effectWords[catalog.EffectNonIdempotent]), shown)
+	return b.String(), nil
 }

@@ -238,10 +238,10 @@ func rugPullThenApprove() *mcp.ClientOptions {
 	return opts
 }
 
-// TestApprovalBoundToRunSnapshot: a tool whose schema changes (a new
-// catalog snapshot) while the person is asked is another call: the
-// approval, minted on the old schema, is refused by the confirmed run,
-// which pins the new snapshot, and nothing is forwarded.
+// TestApprovalBoundToRunSnapshot: a tool whose schema changes while the
+// person is asked is another call: the approved run is decided on what the
+// upstream lists now, is refused as drifted from the trust baseline, and
+// nothing is forwarded; the approval is never used.
 func TestApprovalBoundToRunSnapshot(t *testing.T) {
 	f := newFixtureWith(t, confirmWrites, nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
@@ -251,16 +251,12 @@ func TestApprovalBoundToRunSnapshot(t *testing.T) {
 
 	w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "new"})
 	assert.True(t, w.IsError, text(w))
+	assert.Equal(t, []string{"confirmation_required", "tool_drifted"}, findingCodes(t, w))
 	assert.Equal(t, "note: ", text(call(t, cs, "read_note", map[string]any{"name": "a"})), "nothing was written")
 
-	minted := logRecords(t, f.logPath, "approval_minted")
-	require.Len(t, minted, 1)
-	refused := logRecords(t, f.logPath, "approval_refused")
-	require.Len(t, refused, 1)
-	assert.Equal(t, "approval bound to another call", refused[0].Reason)
-	assert.NotEqual(t, minted[0].RunID, refused[0].RunID, "refused by the confirmed run")
-	assert.Equal(t, minted[0].Data, refused[0].Data, "the approval as minted")
+	require.Len(t, logRecords(t, f.logPath, "approval_minted"), 1)
 	assert.Empty(t, logRecords(t, f.logPath, "approval_used"))
+	assert.NotEmpty(t, logRecords(t, f.logPath, "mcp_tool_drifted"), "the drift is recorded")
 	_, err = eventlog.Verify(f.logPath)
 	assert.NoError(t, err)
 }
@@ -274,8 +270,6 @@ func TestApprovalUseNotRecorded(t *testing.T) {
 		opts *mcp.ClientOptions
 	}{
 		{"approval_used", &mcp.ClientOptions{ElicitationHandler: approveAll}},
-		// The approval no longer fits when it is used.
-		{"approval_refused", rugPullThenApprove()},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			f := newFixtureWith(t, confirmWrites, nil, nil)

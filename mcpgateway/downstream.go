@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/session"
 )
 
@@ -27,6 +30,13 @@ type downstream struct {
 	ss     *mcp.ServerSession
 	caps   *mcp.ClientCapabilities
 	closed atomic.Bool
+	// principal is the session's caller, taken once at initialize; key
+	// is its principalKey, held in the gateway's session table while the
+	// session lives (reserved).
+	principal *abi.Principal
+	key       string
+	reserved  bool
+	sid       string // the transport's session id (HTTP), bound to key
 	// closeOnce makes close run once, and every caller of close wait for
 	// it: Gateway.Close must not return while the session is still being
 	// removed from the store by the session's own ending.
@@ -77,7 +87,8 @@ func (g *Gateway) newSession() *downstream {
 		d.ups = append(d.ups, &upconn{d: d, idx: i, u: u})
 	}
 	d.server = g.newServer(d)
-	g.sessions.Store(d, struct{}{})
+	// The session is registered by initialize: a request that never
+	// initializes leaves nothing behind.
 	return d
 }
 
@@ -100,6 +111,14 @@ func (d *downstream) doClose() {
 		if _, err := d.g.h.Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: session not removed from the store", "session", id, "error", err)
 		}
+	}
+	d.mu.Lock()
+	reserved, key, sid := d.reserved, d.key, d.sid
+	d.reserved = false
+	d.mu.Unlock()
+	if reserved {
+		d.g.table.release(key)
+		d.g.table.unbind(sid)
 	}
 	d.g.sessions.Delete(d)
 }
@@ -167,19 +186,53 @@ func (d *downstream) fromClient(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// initialize lets the SDK record the client's parameters, connects the
-// upstreams with the client's capabilities, lists their tools, creates
-// the gatehost session, and answers with the upstreams' capabilities.
+// errReinitialize answers a second initialize on a live session: the
+// session stays as it was.
+var errReinitialize = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: the session is already initialized"}
+
+// initialize takes the session's principal (once: every later request
+// must present the same one), takes a slot under the session caps, lets
+// the SDK record the client's parameters, connects the upstreams with the
+// client's capabilities, lists their tools, creates the gatehost session,
+// and answers with the upstreams' capabilities. An upstream that cannot be
+// started or listed is left out (logged); its tools are unavailable until
+// it answers, and the other upstreams serve on.
 func (d *downstream) initialize(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	p := req.GetParams().(*mcp.InitializeParams)
 	ss, _ := req.GetSession().(*mcp.ServerSession)
+	principal, _ := d.g.requestPrincipal(req)
+	key := principalKey(principal)
+	d.mu.Lock()
+	if d.id != "" || d.reserved {
+		d.mu.Unlock()
+		return nil, errReinitialize
+	}
+	if err := d.g.table.reserve(key, d.g.opts.MaxSessions, d.g.opts.MaxSessionsPerPrincipal); err != nil {
+		d.mu.Unlock()
+		d.g.opts.Logger.Warn("mcp gateway: session refused", "principal", principalLabel(principal), "reason", err)
+		d.g.recordEdge(kindSessionRefused, map[string]any{"reason": err.Error(), "principal": principalLabel(principal)})
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gatehost mcp gateway: " + err.Error()}
+	}
 	id := "mcp-" + randomHex(16)
 	if ss != nil && ss.ID() != "" && len(ss.ID()) <= 100 && session.ValidID("mcp-"+ss.ID()) {
 		id = "mcp-" + ss.ID()
 	}
-	d.mu.Lock()
+	d.reserved, d.key, d.principal = true, key, principal
+	if ss != nil {
+		d.sid = ss.ID()
+	}
 	d.ss, d.id, d.caps = ss, id, p.Capabilities
 	d.mu.Unlock()
+	d.g.table.bind(d.sid, key)
+	d.g.sessions.Store(d, struct{}{})
+	if ss != nil {
+		// An HTTP session ends when the client deletes it or it idles
+		// out; its upstreams end with it.
+		go func() {
+			_ = ss.Wait()
+			d.close()
+		}()
+	}
 	res, err := next(ctx, method, req)
 	if err != nil {
 		return nil, err
@@ -190,7 +243,9 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 	for _, c := range d.ups {
 		cs, err := c.session(ctx)
 		if err != nil {
-			return nil, err
+			d.g.opts.Logger.Warn("mcp gateway: upstream unavailable at initialize; its tools are left out until it answers",
+				"upstream", c.u.Name, "session", id, "error", err)
+			continue
 		}
 		r := cs.InitializeResult()
 		if r == nil {
@@ -208,14 +263,6 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 	ir.Instructions = strings.Join(instructions, "\n\n")
 	if err := d.g.createSession(ctx, id); err != nil {
 		return nil, err
-	}
-	if ss != nil {
-		// An HTTP session ends when the client deletes it or it idles
-		// out; its upstreams end with it.
-		go func() {
-			_ = ss.Wait()
-			d.close()
-		}()
 	}
 	return ir, nil
 }
@@ -295,35 +342,158 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Prompts)
 		return &mcp.ListPromptsResult{Prompts: all}, err
 	case *mcp.ReadResourceParams:
-		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, p) })
+		return d.owned(ctx, ownerResource(p.URI), func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, p) })
 	case *mcp.GetPromptParams:
-		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.GetPrompt(ctx, p) })
+		return d.owned(ctx, ownerPrompt(p.Name), func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.GetPrompt(ctx, p) })
 	case *mcp.CompleteParams:
-		return d.first(ctx, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, p) })
+		var own ownerTest
+		switch {
+		case p.Ref == nil:
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "gatehost mcp gateway: completion/complete without ref"}
+		case p.Ref.Type == "ref/prompt":
+			own = ownerPrompt(p.Ref.Name)
+		default:
+			own = ownerResource(p.Ref.URI)
+		}
+		return d.owned(ctx, own, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, p) })
 	}
 	return nil, fmt.Errorf("gatehost mcp gateway: method %q is not forwarded", method)
 }
 
-// first tries the upstreams in order until one answers without a
-// protocol error, so that an item of the second upstream is found there.
-func (d *downstream) first(ctx context.Context, f func(*mcp.ClientSession) (mcp.Result, error)) (mcp.Result, error) {
-	var errs []error
+// ownerTest reports whether an upstream session lists an item, reading
+// its lists within the listing bounds.
+type ownerTest func(ctx context.Context, o Options, cs *mcp.ClientSession) (bool, error)
+
+// ownerResource: the upstream lists the URI as a resource, or one of its
+// resource templates (RFC 6570) matches it.
+func ownerResource(uri string) ownerTest {
+	return func(ctx context.Context, o Options, cs *mcp.ClientSession) (bool, error) {
+		res, err := listAll(ctx, o, "resources/list", func(cursor string) ([]*mcp.Resource, string, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Resources, r.NextCursor, nil
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, r := range res {
+			if r != nil && r.URI == uri {
+				return true, nil
+			}
+		}
+		tpls, err := listAll(ctx, o, "resources/templates/list", func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.ResourceTemplates, r.NextCursor, nil
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, t := range tpls {
+			if t != nil && (t.URITemplate == uri || templateMatches(t.URITemplate, uri)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}
+
+// ownerPrompt: the upstream lists a prompt of that name.
+func ownerPrompt(name string) ownerTest {
+	return func(ctx context.Context, o Options, cs *mcp.ClientSession) (bool, error) {
+		ps, err := listAll(ctx, o, "prompts/list", func(cursor string) ([]*mcp.Prompt, string, error) {
+			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Prompts, r.NextCursor, nil
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range ps {
+			if p != nil && p.Name == name {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+}
+
+// owned sends a request about one item (a resource, a prompt, a
+// completion's reference) to the one upstream that lists it. With a single
+// upstream that is the upstream; with several, an item no upstream lists,
+// or that more than one lists, is an error: never "the first upstream
+// that answers", which lets any upstream answer for another's items.
+func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.ClientSession) (mcp.Result, error)) (mcp.Result, error) {
+	if len(d.ups) == 1 {
+		cs, err := d.ups[0].session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return f(cs)
+	}
+	var owner *mcp.ClientSession
+	var owners []string
 	for _, c := range d.ups {
 		cs, err := c.session(ctx)
 		if err != nil {
-			errs = append(errs, err)
+			d.g.opts.Logger.Warn("mcp gateway: upstream unavailable; its items cannot be reached", "upstream", c.u.Name, "error", err)
 			continue
 		}
-		r, err := f(cs)
-		if err == nil {
-			return r, nil
+		ok, err := own(ctx, d.g.opts, cs)
+		if err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: upstream list failed; its items cannot be reached", "upstream", c.u.Name, "error", err)
+			continue
 		}
-		if len(d.ups) == 1 {
-			return nil, err
+		if ok {
+			owner = cs
+			owners = append(owners, c.u.Name)
 		}
-		errs = append(errs, err)
 	}
-	return nil, errors.Join(errs...)
+	switch len(owners) {
+	case 0:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "gatehost mcp gateway: no upstream lists this item"}
+	case 1:
+		return f(owner)
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		Message: fmt.Sprintf("gatehost mcp gateway: more than one upstream lists this item (%s); it is not sent to either", strings.Join(owners, ", "))}
+}
+
+// templateMatches reports whether uri is an expansion of an RFC 6570
+// URI template, read conservatively: literal text must match exactly, a
+// simple {var} expansion matches text without '/', '?' or '#', and
+// {+var}, {#var}, {/var}, {?var} and the like match any text.
+func templateMatches(tpl, uri string) bool {
+	var re strings.Builder
+	re.WriteString("^")
+	for tpl != "" {
+		i := strings.IndexByte(tpl, '{')
+		if i < 0 {
+			re.WriteString(regexp.QuoteMeta(tpl))
+			break
+		}
+		re.WriteString(regexp.QuoteMeta(tpl[:i]))
+		j := strings.IndexByte(tpl[i:], '}')
+		if j < 0 {
+			return false
+		}
+		expr := tpl[i+1 : i+j]
+		if expr != "" && strings.ContainsRune("+#./;?&", rune(expr[0])) {
+			re.WriteString(".*")
+		} else {
+			re.WriteString("[^/?#]*")
+		}
+		tpl = tpl[i+j+1:]
+	}
+	re.WriteString("$")
+	m, err := regexp.MatchString(re.String(), uri)
+	return err == nil && m
 }
 
 // mergeAll reads every page of one list from every upstream, in upstream
@@ -352,8 +522,12 @@ func withSession[R mcp.Result](ctx context.Context, c *upconn, f func(*mcp.Clien
 }
 
 // fromUpstream is the upstream clients' receiving middleware: requests the
-// upstream makes of the client go to the downstream client.
-func (d *downstream) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
+// upstream makes of the client go to the downstream client, recorded in
+// the event log. An elicitation is labelled with the upstream it comes
+// from, so that it cannot pass for gatehost's own approval prompt; one that
+// imitates that prompt is refused and the upstream disconnected.
+func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
+	d := c.d
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss := d.serverSession()
 		switch method {
@@ -361,6 +535,16 @@ func (d *downstream) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			if ss == nil {
 				return nil, fmt.Errorf("gatehost mcp gateway: no client session for %s", method)
 			}
+			rec := map[string]any{"upstream": c.u.Name, "method": method, "session": d.sessionID()}
+			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
+				rec["outcome"] = "refused: imitates gatehost's approval prompt"
+				d.g.recordEdge(kindUpstreamRequest, rec)
+				d.g.opts.Logger.Warn("mcp gateway: upstream elicitation imitating gatehost's approval refused; upstream disconnected", "upstream", c.u.Name)
+				c.close()
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
+			}
+			rec["outcome"] = "relayed"
+			d.g.recordEdge(kindUpstreamRequest, rec)
 		}
 		switch p := req.GetParams().(type) {
 		case *mcp.ListRootsParams:
@@ -370,10 +554,37 @@ func (d *downstream) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.CreateMessageParams:
 			return ss.CreateMessage(ctx, p)
 		case *mcp.ElicitParams:
-			return ss.Elicit(ctx, p)
+			labelled := *p
+			labelled.Message = upstreamLabel(c.u.Name) + p.Message
+			return ss.Elicit(ctx, &labelled)
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// upstreamLabel starts every elicitation an upstream sends, so that the
+// person knows who asks, and that it is not gatehost.
+func upstreamLabel(upstream string) string {
+	return fmt.Sprintf("[Asked by the MCP server %q, not by gatehost; this is not a gatehost approval.]\n", upstream)
+}
+
+// imitatesApproval reports whether an upstream's elicitation copies
+// gatehost's approval prompt: its marker text, or its form.
+func imitatesApproval(p *mcp.ElicitParams) bool {
+	m := strings.ToLower(p.Message)
+	if strings.Contains(m, "gatehost") || strings.Contains(m, strings.ToLower(approvalHeading)) || strings.Contains(m, "approve this one call") {
+		return true
+	}
+	b, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return false
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(b, &s)
+	_, approve := s.Properties["approve"]
+	return approve
 }
 
 // list-changed kinds, for notifyListChanged.
@@ -436,7 +647,7 @@ func (d *downstream) upstreamToolsChanged(idx int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.g.opts.CallTimeout)
 	defer cancel()
-	if err := d.g.relist(ctx, idx, cs); err != nil {
+	if err := d.g.relist(ctx, c, cs); err != nil {
 		d.g.opts.Logger.Warn("mcp gateway: re-list after list_changed failed; the upstream is reconnected before its next call",
 			"upstream", c.u.Name, "error", err)
 		c.close()

@@ -29,7 +29,7 @@ func TestRugPull(t *testing.T) {
 		mode string
 		code string
 	}{
-		{"schema", "schema_digest_mismatch"},
+		{"schema", "tool_drifted"},
 		{"annotations", "tool_drifted"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -101,8 +101,9 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 }
 
-// TestUpstreamDoesNotStart: a session whose upstream cannot be started is
-// refused at initialize; nothing is served half-connected.
+// TestUpstreamDoesNotStart: an upstream that cannot be started leaves out
+// its own tools only: initialize succeeds, and a call is refused with
+// nothing sent.
 func TestUpstreamDoesNotStart(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "gone", Command: []string{"/nonexistent/mcp-server"}}}})
@@ -110,7 +111,12 @@ func TestUpstreamDoesNotStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = g.ServeTransport(ctx, st) }()
-	_, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "upstream gone")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	lt, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, lt.Tools)
+	r := call(t, cs, "read_note", map[string]any{"name": "a"})
+	assert.True(t, r.IsError)
 }

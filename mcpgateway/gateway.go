@@ -10,17 +10,26 @@
 // HTTP URLs. Each downstream session gets its own upstream sessions and its
 // own gatehost session, so per-session protocol state (capabilities, log
 // level, subscriptions, server-to-client requests) stays with its client.
+// What is trusted is not per session: the trust baseline (Options.Baseline)
+// holds the tool definitions approved across sessions, processes and
+// replicas, and the host's catalog is that baseline.
 //
 // What it does per method:
-//   - tools/list: every upstream's tools, all pages, imported into the
-//     host's catalog (provenance, schema digests, effect classes from
-//     annotations) and answered with the exposed names;
-//   - tools/call: the pipeline decides; accepted → forwarded unchanged
+//   - tools/list: every upstream's tools, all pages within bounds, checked
+//     against the trust baseline; a tool is shown as the baseline pins it
+//     (a tool the baseline does not hold is not shown), under its exposed
+//     name;
+//   - tools/call: the pipeline decides, and a tool whose listed
+//     definition differs from its baseline entry is refused (tool_drifted)
+//     in the same recorded decision; accepted → forwarded unchanged
 //     (plus the run id in _meta); rejected or inconclusive → nothing is
 //     sent and the agent gets an isError result naming the findings, with
 //     the Decision in _meta (MetaDecision), and as structuredContent when
 //     the tool declares no output schema;
-//   - everything else passes through to the upstream and back.
+//   - resources, prompts and completions go to the upstream that lists
+//     the item, never to whichever answers first; the rest passes through
+//     to the upstream and back, with gatehost's _meta namespace removed
+//     from everything an upstream sends.
 //
 // New builds the host from a host.Config and owns it: every decision is
 // one host.Check of the call's MCP params (subject.FormatMCP). When the
@@ -51,6 +60,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
 // MetaRunID is the _meta key of a tools/call result that holds the run id
@@ -84,10 +94,16 @@ type Gateway struct {
 	appendRecord func(eventlog.Record) error
 	ownLog       *eventlog.Log
 
-	mu    sync.Mutex // serialises catalog publication
-	lists []*listed  // per upstream, the latest tools/list; nil until listed
+	mu sync.Mutex // serialises catalog publication
 	// routes maps an exposed tool name to its upstream; replaced whole.
 	routes atomic.Pointer[map[string]route]
+
+	// published is the baseline the catalog was last built from.
+	published *baseline.Set
+	// driftSeen holds the drifted definitions already recorded.
+	driftSeen sync.Map
+	// table binds HTTP sessions to their principals and counts sessions.
+	table *sessionTable
 
 	approvals *approvals
 	impl      *mcp.Implementation
@@ -137,7 +153,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	if cfg.Confirmer != nil {
 		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
-	g := &Gateway{opts: o, lists: make([]*listed, len(o.Upstreams)),
+	g := &Gateway{opts: o, table: newSessionTable(),
 		approvals: newApprovals(o.ApprovalTTL), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
 	g.routes.Store(&map[string]route{})
 	// One writer of the log: the host records decisions, the gateway
@@ -270,9 +286,16 @@ type call struct {
 	// token, when set, is the id of a person's approval of this very call,
 	// resolved by the gateway's Confirmer against the run's snapshot.
 	token string
-	// principal is the authenticated caller of the HTTP request that
-	// delivered the call; nil is anonymous (stdio, or no auth).
+	// principal is the session's caller, fixed at initialize; nil is
+	// anonymous (stdio, or no auth).
 	principal *abi.Principal
+	// refusals are the edge's own reasons to refuse the call (the trust
+	// baseline), recorded with the decision.
+	refusals []abi.Finding
+	// upstreamName is the tool's name at its upstream, and seen the
+	// upstream connection's listing the refusals were computed against.
+	upstreamName string
+	seen         *listing
 }
 
 // decide runs the pipeline on one tools/call. It is the gateway's only way
@@ -281,7 +304,7 @@ type call struct {
 // recorded (host.ErrConfirmation).
 func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, error) {
 	return g.h.Check(ctx, g.opts.Pipeline, c.params, host.RunOptions{
-		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token, Principal: c.principal})
+		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token, Principal: c.principal, Refusals: c.refusals})
 }
 
 func randomHex(n int) string {

@@ -106,15 +106,16 @@ func TestGatedCalls(t *testing.T) {
 	assert.GreaterOrEqual(t, rep.Records, uint64(8))
 }
 
-// TestNotActivatedWithoutListing: a session that never listed its tools,
-// and has no core pins, is denied every call (not_activated).
+// TestNotActivatedWithoutListing: a tool that neither the options nor an
+// operator put in the trust baseline is denied (tool_not_approved); core
+// pins from the options authorize a new session's calls at once.
 func TestNotActivatedWithoutListing(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}})
 	cs := connect(t, g, nil)
 	r := call(t, cs, "read_note", map[string]any{"name": "a"})
 	assert.True(t, r.IsError)
-	assert.Equal(t, []string{"not_activated"}, findingCodes(t, r))
+	assert.Equal(t, []string{"unknown_tool", "tool_not_approved"}, findingCodes(t, r))
 
 	// Core pins from the options authorize a new session at once.
 	g2 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, CoreTools: []string{"read_note", "missing_tool"}})
@@ -122,12 +123,12 @@ func TestNotActivatedWithoutListing(t *testing.T) {
 	r = call(t, cs2, "read_note", map[string]any{"name": "a"})
 	assert.False(t, r.IsError, text(r))
 	r = call(t, cs2, "write_note", map[string]any{"name": "a"})
-	assert.Equal(t, []string{"not_activated"}, findingCodes(t, r))
+	assert.Equal(t, []string{"unknown_tool", "tool_not_approved"}, findingCodes(t, r))
 }
 
 // TestUntrustedUpstream: an upstream configured as unverified has its
-// tools denied: they are never pinned or granted, whatever the options
-// say.
+// tools denied: they never enter the trust baseline by being listed,
+// whatever the options say.
 func TestUntrustedUpstream(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	up := stdioUpstream(t, "notes")
@@ -138,7 +139,7 @@ func TestUntrustedUpstream(t *testing.T) {
 	require.NoError(t, err)
 	r := call(t, cs, "read_note", map[string]any{"name": "a"})
 	assert.True(t, r.IsError)
-	assert.Equal(t, []string{"not_activated"}, findingCodes(t, r))
+	assert.Equal(t, []string{"unknown_tool", "tool_not_approved"}, findingCodes(t, r))
 }
 
 // TestEventLogFailureForwardsNothing: a decision that cannot be recorded

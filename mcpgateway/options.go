@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
 // Defaults of Options' zero fields.
@@ -23,6 +25,26 @@ const (
 	// DefaultSessionIdleTimeout closes a Streamable HTTP session that has
 	// sent no request for this long.
 	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultMaxSessions caps the live MCP sessions of one gateway, and
+	// so (each session has its own stdio upstream processes) the
+	// upstream processes it starts: MaxSessions × stdio upstreams.
+	DefaultMaxSessions = 64
+	// DefaultMaxSessionsPerPrincipal caps one principal's live sessions
+	// (anonymous callers share one count).
+	DefaultMaxSessionsPerPrincipal = 16
+	// DefaultConnectTimeout bounds starting an upstream: its process,
+	// initialize, and the first complete tools/list.
+	DefaultConnectTimeout = 20 * time.Second
+	// DefaultMaxListPages, DefaultMaxListItems and DefaultMaxListBytes
+	// bound one complete listing (tools, resources, prompts) of one
+	// upstream: the pages followed, the items kept, and their JSON size.
+	DefaultMaxListPages = 100
+	DefaultMaxListItems = 5000
+	DefaultMaxListBytes = 8 << 20
+	// DefaultMaxApprovalArgumentBytes is the most argument JSON a person
+	// is shown whole in an approval prompt; a call with more cannot be
+	// approved that way (what cannot be shown cannot be approved).
+	DefaultMaxApprovalArgumentBytes = 16 << 10
 )
 
 // Trust levels of an upstream: what provenance its tools get in the
@@ -98,6 +120,28 @@ type Options struct {
 	// SessionIdleTimeout closes an idle Streamable HTTP session and its
 	// upstreams; default DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
+	// MaxSessions and MaxSessionsPerPrincipal cap live MCP sessions (see
+	// DefaultMaxSessions): initialize past a cap is refused and recorded.
+	MaxSessions, MaxSessionsPerPrincipal int
+	// ConnectTimeout bounds starting one upstream, initialize and first
+	// listing included; default DefaultConnectTimeout. A call waiting on
+	// a restarting upstream waits at most this long.
+	ConnectTimeout time.Duration
+	// MaxListPages, MaxListItems and MaxListBytes bound one complete
+	// listing of one upstream; defaults DefaultMaxList*. A listing past a
+	// bound, or one that repeats a cursor, fails that upstream only.
+	MaxListPages, MaxListItems, MaxListBytes int
+	// MaxApprovalArgumentBytes: see DefaultMaxApprovalArgumentBytes.
+	MaxApprovalArgumentBytes int
+	// Baseline holds the tool definitions trusted across sessions,
+	// processes and replicas (package baseline); nil keeps them in memory
+	// for the gateway's life. See README "The trust baseline".
+	Baseline baseline.Store
+	// RequireApproval: no tool enters the baseline by being listed; an
+	// operator approves each (gatehost mcp approve). Otherwise a tool
+	// that no baseline entry holds yet is taken into it at its first
+	// listing when CoreTools or ActivateOnList name it.
+	RequireApproval bool
 	// Logger receives the gateway's log lines; default slog.Default().
 	Logger *slog.Logger
 }
@@ -166,6 +210,7 @@ func (o Options) normalize() (Options, error) {
 		{"restart_backoff", &o.RestartBackoff, DefaultRestartBackoff},
 		{"max_restart_backoff", &o.MaxRestartBackoff, DefaultMaxRestartBackoff},
 		{"session_idle_timeout", &o.SessionIdleTimeout, DefaultSessionIdleTimeout},
+		{"connect_timeout", &o.ConnectTimeout, DefaultConnectTimeout},
 	} {
 		if *d.v < 0 {
 			return bad(d.field, "negative duration %s", *d.v)
@@ -174,11 +219,28 @@ func (o Options) normalize() (Options, error) {
 			*d.v = d.def
 		}
 	}
-	if o.MaxResultBytes < 0 {
-		return bad("max_result_bytes", "negative size %d", o.MaxResultBytes)
+	for _, n := range []struct {
+		field string
+		v     *int
+		def   int
+	}{
+		{"max_result_bytes", &o.MaxResultBytes, DefaultMaxResultBytes},
+		{"max_sessions", &o.MaxSessions, DefaultMaxSessions},
+		{"max_sessions_per_principal", &o.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal},
+		{"max_list_pages", &o.MaxListPages, DefaultMaxListPages},
+		{"max_list_items", &o.MaxListItems, DefaultMaxListItems},
+		{"max_list_bytes", &o.MaxListBytes, DefaultMaxListBytes},
+		{"max_approval_argument_bytes", &o.MaxApprovalArgumentBytes, DefaultMaxApprovalArgumentBytes},
+	} {
+		if *n.v < 0 {
+			return bad(n.field, "negative value %d", *n.v)
+		}
+		if *n.v == 0 {
+			*n.v = n.def
+		}
 	}
-	if o.MaxResultBytes == 0 {
-		o.MaxResultBytes = DefaultMaxResultBytes
+	if o.Baseline == nil {
+		o.Baseline = baseline.NewMemory()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

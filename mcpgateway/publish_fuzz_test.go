@@ -4,16 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
 // FuzzPublish feeds upstream tools/list answers (untrusted bytes, as the
 // SDK decodes them) to the catalog publication of a two-upstream gateway:
-// it must never panic, and a list it refuses must leave the routes and
-// the catalog as they were.
+// taken into a baseline: publishing it must never panic, and every route
+// must lead to a tool the catalog holds.
 func FuzzPublish(f *testing.F) {
 	for _, s := range []string{
 		`[{"name":"read","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]`,
@@ -39,18 +41,36 @@ func FuzzPublish(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := &Gateway{h: h, opts: o, lists: make([]*listed, 2)}
+		g := &Gateway{h: h, opts: o}
 		g.routes.Store(&map[string]route{})
-		g.lists[0] = &listed{tools: ta}
-		if err := g.publishLocked(); err != nil {
-			g.lists[0] = nil
+		var entries []baseline.Entry
+		for up, ts := range map[string][]*mcp.Tool{"a": ta, "b": tb} {
+			for _, tl := range ts {
+				if tl == nil {
+					continue
+				}
+				def, err := json.Marshal(tl)
+				if err != nil {
+					continue
+				}
+				if e, err := baseline.NewEntry(up, tl.Name, def, "first_listing", time.Unix(0, 0)); err == nil {
+					entries = append(entries, e)
+				}
+			}
 		}
-		before := h.Catalog().Snapshot().Generation()
-		routes := g.routes.Load()
-		g.lists[1] = &listed{tools: tb}
-		if err := g.publishLocked(); err != nil {
-			if h.Catalog().Snapshot().Generation() != before || g.routes.Load() != routes {
-				t.Fatalf("a refused list changed the catalog or the routes: %v", err)
+		set, err := baseline.NewSet(entries)
+		if err != nil {
+			return
+		}
+		if err := g.publishLocked(set); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+		// Every route leads to a tool the catalog holds under that name:
+		// a definition the catalog refused is left out, never half in.
+		snap := h.Catalog().Snapshot()
+		for name := range *g.routes.Load() {
+			if _, ok := snap.Get(name); !ok {
+				t.Fatalf("route %q has no catalog tool", name)
 			}
 		}
 	})

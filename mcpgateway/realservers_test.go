@@ -159,14 +159,18 @@ func TestCollisionNamespacing(t *testing.T) {
 	assert.Equal(t, "note: ", text(call(t, cs, "right.read_note", map[string]any{"name": "a"})), "right is another server")
 	assert.Equal(t, []string{"unknown_tool"}, findingCodes(t, call(t, cs, "write_note", map[string]any{"name": "a"})))
 
-	// Other lists are merged; other methods go to the first upstream that
-	// answers.
+	// Other lists are merged; a request about one item goes to the one
+	// upstream that lists it, and an item two upstreams list goes to
+	// neither.
 	res, err := cs.ListResources(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Len(t, res.Resources, 2)
-	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "note://readme"})
-	require.NoError(t, err)
-	assert.Equal(t, "notes server", rr.Contents[0].Text)
+	_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "note://readme"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more than one upstream lists this item")
+	_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "note://nobody-lists-this"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no upstream lists this item")
 
 	// Without a collision a tool keeps its name.
 	bin := nodeServer(t, "mcp-server-memory")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,27 +17,232 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
-// relist reads every page of an upstream's tools/list and publishes the
-// catalog with it.
-func (g *Gateway) relist(ctx context.Context, idx int, cs *mcp.ClientSession) error {
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+// listing is one upstream connection's latest complete tools/list.
+type listing struct {
+	tools   []*mcp.Tool
+	digests map[string]string // tool name → baseline.Digest of its definition
+	defs    map[string]json.RawMessage
+}
+
+// relist reads every page of an upstream connection's tools/list (bounded:
+// Options.MaxList*), keeps it as the connection's listing, takes into the
+// baseline the tools the config trusts at their first listing, records
+// every definition that differs from its baseline entry, and publishes
+// the baseline as the catalog.
+func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) error {
+	// Cleared before reading: a change announced while the list is read
+	// sets it again, and the next call lists once more.
+	c.stale.Store(false)
+	tools, err := listAll(ctx, g.opts, "tools/list", func(cursor string) ([]*mcp.Tool, string, error) {
+		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			return fmt.Errorf("tools/list: %w", err)
+			return nil, "", err
 		}
-		tools = append(tools, t)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	prev := g.lists[idx]
-	g.lists[idx] = &listed{tools: tools}
-	if err := g.publishLocked(); err != nil {
-		g.lists[idx] = prev
+		return r.Tools, r.NextCursor, nil
+	})
+	if err != nil {
+		c.stale.Store(true)
 		return err
 	}
+	l := &listing{digests: map[string]string{}, defs: map[string]json.RawMessage{}}
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		if why := badToolName(t.Name); why != "" {
+			g.opts.Logger.Warn("mcp gateway: upstream tool not exposed", "upstream", c.u.Name, "tool", fmt.Sprintf("%q", t.Name), "reason", why)
+			continue
+		}
+		if _, dup := l.digests[t.Name]; dup {
+			g.opts.Logger.Warn("mcp gateway: upstream lists a tool name twice; the first is kept", "upstream", c.u.Name, "tool", t.Name)
+			continue
+		}
+		def, err := json.Marshal(t)
+		if err != nil {
+			continue
+		}
+		d, err := baseline.Digest(def)
+		if err != nil {
+			continue
+		}
+		l.tools = append(l.tools, t)
+		l.digests[t.Name], l.defs[t.Name] = d, def
+	}
+	set, err := g.opts.Baseline.Load(ctx)
+	if err != nil {
+		c.stale.Store(true)
+		return fmt.Errorf("trust baseline: %w", err)
+	}
+	var first []baseline.Entry
+	if !g.opts.RequireApproval && c.u.Trust != TrustUnverified {
+		for _, t := range l.tools {
+			k := baseline.Key{Upstream: c.u.Name, Tool: t.Name}
+			if _, ok := set.Get(k); !ok && g.trustedAtFirstListing(c.u.Name, t.Name) {
+				first = append(first, baseline.Entry{Upstream: c.u.Name, Tool: t.Name, Digest: l.digests[t.Name],
+					Definition: l.defs[t.Name], ApprovedBy: "first_listing", ApprovedAt: time.Now().UTC()})
+			}
+		}
+	}
+	if len(first) > 0 {
+		if set, err = g.opts.Baseline.AddIfAbsent(ctx, first); err != nil {
+			c.stale.Store(true)
+			return fmt.Errorf("trust baseline: %w", err)
+		}
+		for _, e := range first {
+			if got, _ := set.Get(baseline.Key{Upstream: e.Upstream, Tool: e.Tool}); got.Digest == e.Digest {
+				g.recordEdge(kindBaselineApproved, map[string]any{"upstream": e.Upstream, "tool": e.Tool, "digest": e.Digest, "approved_by": e.ApprovedBy})
+			}
+		}
+	}
+	for _, t := range l.tools {
+		if e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: t.Name}); ok && e.Digest != l.digests[t.Name] {
+			g.noteDrift(c.u.Name, t.Name, e, l.digests[t.Name], l.defs[t.Name])
+		}
+	}
+	c.listing.Store(l)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.publishLocked(set)
+}
+
+// trustedAtFirstListing reports whether the config names the tool in
+// CoreTools or ActivateOnList ("*", its name, or its id mcp.UPSTREAM:NAME):
+// such a tool with no baseline entry yet is taken into the baseline as
+// first listed (README "The trust baseline").
+func (g *Gateway) trustedAtFirstListing(upstream, name string) bool {
+	for _, list := range [][]string{g.opts.CoreTools, g.opts.ActivateOnList} {
+		for _, n := range list {
+			if n == "*" || n == name || n == "mcp."+upstream+":"+name || n == upstream+"."+name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// noteDrift logs and records, once per gateway for each new definition,
+// that an upstream lists a tool otherwise than its baseline entry, with
+// what changed.
+func (g *Gateway) noteDrift(upstream, tool string, e baseline.Entry, digest string, def json.RawMessage) {
+	key := upstream + "\x00" + tool + "\x00" + digest
+	if _, seen := g.driftSeen.LoadOrStore(key, true); seen {
+		return
+	}
+	changes := baseline.Diff(e.Definition, def)
+	paths := make([]string, 0, len(changes))
+	for _, ch := range changes {
+		paths = append(paths, ch.Path)
+	}
+	g.opts.Logger.Warn("mcp gateway: tool differs from its trust baseline; every call is denied until an operator approves it",
+		"upstream", upstream, "tool", tool, "changed", strings.Join(paths, " "))
+	g.recordEdge(kindToolDrifted, map[string]any{"upstream": upstream, "tool": tool,
+		"baseline_digest": e.Digest, "listed_digest": digest, "changes": changes})
+}
+
+// baselineRefusal is the edge's check of one call against the trust
+// baseline: the definition this connection lists for the tool must be the
+// one the baseline holds, read now (an operator's approval counts at
+// once). It returns the refusal, or nil when the call may be decided.
+func (g *Gateway) baselineRefusal(ctx context.Context, c *upconn, name string) []abi.Finding {
+	refuse := func(code, format string, args ...any) []abi.Finding {
+		return []abi.Finding{{Code: code, Severity: abi.Blocking, Message: fmt.Sprintf(format, args...)}}
+	}
+	l := c.listing.Load()
+	if l == nil {
+		return refuse(CodeUpstreamUnavailable, "the tools of upstream %s are not listed", c.u.Name)
+	}
+	digest, ok := l.digests[name]
+	if !ok {
+		return refuse(CodeToolNotListed, "upstream %s no longer lists this tool", c.u.Name)
+	}
+	set, err := g.opts.Baseline.Load(ctx)
+	if err != nil {
+		g.opts.Logger.Error("mcp gateway: trust baseline unavailable; call refused", "error", err)
+		return refuse(CodeBaselineUnavailable, "the trust baseline could not be read")
+	}
+	g.mu.Lock()
+	err = g.publishLocked(set)
+	g.mu.Unlock()
+	if err != nil {
+		return refuse(CodeBaselineUnavailable, "the trust baseline could not be published: %v", err)
+	}
+	e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: name})
+	switch {
+	case !ok:
+		return refuse(CodeToolNotApproved, "%s of upstream %s is not in the trust baseline; an operator approves it (gatehost mcp approve)", name, c.u.Name)
+	case e.Digest != digest:
+		g.noteDrift(c.u.Name, name, e, digest, l.defs[name])
+		var paths []string
+		for _, ch := range baseline.Diff(e.Definition, l.defs[name]) {
+			paths = append(paths, ch.Path)
+		}
+		return refuse(CodeToolDrifted, "upstream %s now lists %s otherwise than the trust baseline approved (changed: %s); denied for every session until an operator approves the new definition (gatehost mcp approve)",
+			c.u.Name, name, strings.Join(paths, ", "))
+	}
 	return nil
+}
+
+// Codes of the gateway's own refusals (RunOptions.Refusals: recorded as
+// host findings of the decision).
+const (
+	CodeToolDrifted         = "tool_drifted"
+	CodeToolNotApproved     = "tool_not_approved"
+	CodeToolNotListed       = "tool_not_listed"
+	CodeBaselineUnavailable = "baseline_unavailable"
+	CodeUpstreamUnavailable = "upstream_unavailable"
+)
+
+// Event-log record kinds of the trust baseline.
+const (
+	kindToolDrifted      = "mcp_tool_drifted"
+	kindBaselineApproved = "mcp_tool_approved"
+)
+
+// listAll follows a paginated list to its end within the bounds of opts:
+// at most MaxListPages pages, MaxListItems items and MaxListBytes of item
+// JSON; a cursor seen before ends it with an error (a loop).
+func listAll[T any](ctx context.Context, opts Options, method string, page func(cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	size := 0
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 1; ; pages++ {
+		if pages > opts.MaxListPages {
+			return nil, fmt.Errorf("%s: more than %d pages (mcp.max_list_pages)", method, opts.MaxListPages)
+		}
+		items, next, err := page(cursor)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		for _, it := range items {
+			b, err := json.Marshal(it)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", method, err)
+			}
+			size += len(b)
+		}
+		all = append(all, items...)
+		if len(all) > opts.MaxListItems {
+			return nil, fmt.Errorf("%s: more than %d items (mcp.max_list_items)", method, opts.MaxListItems)
+		}
+		if size > opts.MaxListBytes {
+			return nil, fmt.Errorf("%s: more than %d bytes (mcp.max_list_bytes)", method, opts.MaxListBytes)
+		}
+		if next == "" {
+			return all, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%s: the upstream repeated a cursor", method)
+		}
+		seen[next] = true
+		cursor = next
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", method, context.Cause(ctx))
+		}
+	}
 }
 
 // createSession creates the gatehost session of a new MCP session, with
@@ -56,7 +262,7 @@ func (g *Gateway) createSession(ctx context.Context, id string) error {
 	for _, name := range names {
 		t, ok := snap.Get(name)
 		if !ok {
-			g.opts.Logger.Warn("mcp gateway: core tool not listed by any upstream; not pinned", "tool", name, "session", id)
+			g.opts.Logger.Warn("mcp gateway: core tool not in the trust baseline yet; not pinned", "tool", name, "session", id)
 			continue
 		}
 		if t.Provenance == catalog.ProvenanceUnverified {
@@ -75,8 +281,9 @@ func (g *Gateway) createSession(ctx context.Context, id string) error {
 }
 
 // activateOnList grants the session the listed tools that ActivateOnList
-// names and that the session does not hold in any form. A tool held with
-// a drifted pin or grant is left as it is: listing never re-grants.
+// names: those it does not hold, and those whose grant no longer matches
+// the catalog — which is the trust baseline, so it changes only by an
+// operator's approval, and the grant follows it.
 func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.Snapshot, listed []catalog.Tool) (*session.Set, error) {
 	set, err := g.h.Sessions().Load(ctx, id)
 	if err != nil || set == nil {
@@ -91,7 +298,7 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 		if _, ok := set.Core[t.ID]; ok {
 			continue
 		}
-		if _, ok := set.Activated[t.ID]; ok {
+		if a, ok := set.Activated[t.ID]; ok && a.Grant.SchemaDigest == t.SchemaDigest && a.Grant.PolicyDigest == t.PolicyDigest && a.Provenance == t.Provenance {
 			continue
 		}
 		if all || slices.ContainsFunc(g.opts.ActivateOnList, func(n string) bool {
@@ -106,15 +313,18 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 	return session.ActivateMany(ctx, g.h.Sessions(), snap, id, names)
 }
 
-// listTools answers tools/list from every upstream's current list.
+// listTools answers tools/list: for every upstream that answers, the
+// tools it lists that the trust baseline holds, each shown as the baseline
+// pins it (what the model sees is what was approved). An upstream that
+// cannot be reached or listed leaves out its own tools only (logged).
 func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 	for _, c := range d.ups {
 		cs, err := c.session(ctx)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = d.g.relist(ctx, c, cs)
 		}
-		if err := d.g.relist(ctx, c.idx, cs); err != nil {
-			return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
+		if err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: upstream not listed; its tools are left out", "upstream", c.u.Name, "error", err)
 		}
 	}
 	snap := d.g.h.Catalog().Snapshot()
@@ -130,21 +340,18 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 		return nil, fmt.Errorf("gatehost session %s: %w", d.sessionID(), err)
 	}
 	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-	d.g.mu.Lock()
-	defer d.g.mu.Unlock()
-	for i, l := range d.g.lists {
+	for _, c := range d.ups {
+		l := c.listing.Load()
 		if l == nil {
 			continue
 		}
 		for _, t := range l.tools {
-			name := t.Name
-			for exposed, r := range routes {
-				if r.upstream == i && r.name == t.Name {
-					name = exposed
-				}
+			exposed, ok := routeTo(routes, c.idx, t.Name)
+			if !ok {
+				continue // not in the baseline: not shown
 			}
 			if d.g.opts.ListSessionToolsOnly {
-				ct, ok := snap.Get(name)
+				ct, ok := snap.Get(exposed)
 				if !ok || set == nil {
 					continue
 				}
@@ -154,9 +361,9 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 					continue
 				}
 			}
-			c := *t
-			c.Name = name
-			out.Tools = append(out.Tools, &c)
+			shown := *routes[exposed].def
+			shown.Name = exposed
+			out.Tools = append(out.Tools, &shown)
 		}
 	}
 	return out, nil
@@ -166,23 +373,57 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 	p := req.GetParams().(*mcp.CallToolParamsRaw)
 	ctx = d.continueTrace(ctx, req, p.Meta)
+	// What is decided is what is sent: absent or null arguments are the
+	// empty object both ways, and of the client's _meta only the progress
+	// token travels on (tracing adds its own keys).
+	if a := strings.TrimSpace(string(p.Arguments)); a == "" || a == "null" {
+		p.Arguments = json.RawMessage("{}")
+	}
+	p.Meta = clientMeta(p.Meta)
 	r, routed := (*d.g.routes.Load())[p.Name]
 	var up *upconn
+	var refusals []abi.Finding
+	var seen *listing // the listing the decision was made against
+	if !routed {
+		// A tool an upstream lists but the trust baseline does not hold
+		// is refused as such, not as an unknown name.
+		routes := *d.g.routes.Load()
+		for _, c := range d.ups {
+			if _, approved := routeTo(routes, c.idx, p.Name); approved {
+				continue // exposed under another (namespaced) name
+			}
+			if l := c.listing.Load(); l != nil && l.digests[p.Name] != "" {
+				refusals = []abi.Finding{{Code: CodeToolNotApproved, Severity: abi.Blocking,
+					Message: fmt.Sprintf("%s of upstream %s is not in the trust baseline; an operator approves it (gatehost mcp approve)", p.Name, c.u.Name)}}
+				break
+			}
+		}
+	}
 	if routed {
 		// Connect (after a crash: restart and re-list) before deciding,
-		// so that the decision is made on the catalog the call will meet.
+		// and list again when the upstream announced a change, so that
+		// the decision is made on the definitions the call will meet.
 		up = d.ups[r.upstream]
-		if _, err := up.session(ctx); err != nil {
+		cs, err := up.session(ctx)
+		if err == nil && up.stale.Load() {
+			lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
+			err = d.g.relist(lctx, up, cs)
+			cancel()
+		}
+		if err != nil {
 			return errorResult("", "gatehost: %v; nothing was sent", err), nil
 		}
-		r, routed = (*d.g.routes.Load())[p.Name]
-		up = d.ups[r.upstream]
+		seen = up.listing.Load()
+		refusals = d.g.baselineRefusal(ctx, up, r.name)
+		if r2, ok := (*d.g.routes.Load())[p.Name]; ok && r2.upstream == r.upstream {
+			r = r2
+		}
 	}
 	params, err := json.Marshal(p)
 	if err != nil {
 		return errorResult("", "gatehost: the call was not checked: %v; nothing was sent", err), nil
 	}
-	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments, params: params, principal: d.g.principalOf(req)}
+	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments, params: params, principal: d.principal, refusals: refusals, upstreamName: r.name, seen: seen}
 	dec, err := d.g.decide(ctx, c)
 	if dec == nil {
 		// The call could not be checked (not a valid tool call): nothing
@@ -209,7 +450,31 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// (a file catalog's tool): there is nowhere to send it.
 		return errorResult(dec.RunID, "gatehost: no upstream of this gateway serves %q; nothing was sent", p.Name), nil
 	}
+	if up.stale.Load() || up.listing.Load() != c.seen {
+		// The upstream announced (or listed) a change after the decision
+		// was made: the call would meet a definition nobody decided on.
+		return errorResult(dec.RunID, "gatehost: upstream %s changed its tools while the call was decided; nothing was sent, call again", up.u.Name), nil
+	}
 	return d.tracedForward(ctx, up, r.name, p, dec)
+}
+
+// forwardedMeta are the keys of a call's _meta that are forwarded: the
+// progress token, so that the upstream's progress reaches the client, and
+// the W3C trace context (MCP SEP-414). Everything else a client puts in
+// _meta is not part of the decided subject, so it is not sent.
+var forwardedMeta = []string{"progressToken", "traceparent", "tracestate"}
+
+func clientMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for _, k := range forwardedMeta {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = mcp.Meta{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // forwardCall sends an accepted call upstream under the call timeout and

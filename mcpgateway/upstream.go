@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,13 @@ type upconn struct {
 	d   *downstream
 	idx int
 	u   Upstream
+
+	// stale is set the moment the upstream announces a change of its
+	// tools (upstreamTransport), and cleared by the next complete
+	// listing: while it is set no call to the upstream is decided.
+	stale atomic.Bool
+	// listing is the connection's latest complete tools/list.
+	listing atomic.Pointer[listing]
 
 	mu       sync.Mutex
 	client   *mcp.Client
@@ -51,9 +59,14 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 		case <-t.C:
 		}
 	}
-	cs, err := c.connect(ctx)
+	// Starting, initialize and the first listing share one bound: an
+	// upstream that hangs at any of them fails, and a caller waiting on
+	// it waits no longer than ConnectTimeout.
+	cctx, cancel := context.WithTimeout(ctx, c.d.g.opts.ConnectTimeout)
+	defer cancel()
+	cs, err := c.connect(cctx)
 	if err == nil {
-		err = c.d.g.relist(ctx, c.idx, cs)
+		err = c.d.g.relist(cctx, c, cs)
 		if err != nil {
 			_ = cs.Close()
 		}
@@ -127,6 +140,7 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL, HTTPClient: http.DefaultClient}
 	}
+	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.stale.Store(true) }}
 	client := mcp.NewClient(c.d.g.impl, &mcp.ClientOptions{
 		Logger:       sdkLogger(c.d.g.opts.Logger),
 		Capabilities: c.d.clientCapabilities(),
@@ -156,7 +170,7 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	})
 	// Requests from the upstream to the client (roots, sampling,
 	// elicitation) are forwarded to the downstream client.
-	client.AddReceivingMiddleware(c.d.fromUpstream)
+	client.AddReceivingMiddleware(c.fromUpstream)
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err

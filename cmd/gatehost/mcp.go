@@ -10,12 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/mcpgateway"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 	"github.com/gatehost/gatehost/server"
 )
 
@@ -77,6 +78,9 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return fail(stderr, err)
 	}
 	opts.Logger = logger
+	if opts.Baseline, err = openBaseline(cfg, backends); err != nil {
+		return fail(stderr, err)
+	}
 	if opts.Pipeline != "" {
 		onlyPipeline(&cfg.Host, opts.Pipeline)
 	}
@@ -96,7 +100,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// The SDK's stdio transport reads and writes the process's own
 		// stdin and stdout, which run was given.
 		_, _ = stdin, stdout
-		if err := g.ServeTransport(ctx, &mcp.StdioTransport{}); err != nil {
+		if err := g.ServeTransport(ctx, mcpgateway.NewStdioTransport(os.Stdin, os.Stdout)); err != nil {
 			fmt.Fprintln(stderr, "gatehost mcp:", err)
 			return 1
 		}
@@ -147,3 +151,26 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	return 0
 }
+
+// openBaseline opens the gateway's trust baseline: mcp.baseline.path, or
+// else a lock file beside the session file (sessions.path), shared by
+// every gatehost process on the host; with neither, memory (the gateway's
+// life).
+func openBaseline(cfg *config.Loaded, _ *config.Backends) (baseline.Store, error) {
+	path := cfg.MCP.Baseline.Path
+	if path == "" && cfg.SessionPath != "" {
+		path = filepath.Join(filepath.Dir(cfg.SessionPath), DefaultBaselineFile)
+	}
+	if path == "" {
+		return baseline.NewMemory(), nil
+	}
+	f, err := baseline.OpenFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: mcp.baseline.path: %w", cfg.File, err)
+	}
+	return f, nil
+}
+
+// DefaultBaselineFile is the trust baseline's file name beside the session
+// file when mcp.baseline.path is not set.
+const DefaultBaselineFile = "mcp-tools.lock.json"

@@ -13,13 +13,21 @@ import (
 // library checks the values (mcpgateway.OptionsError names the field).
 func gatewayOptions(c config.MCP) (mcpgateway.Options, error) {
 	o := mcpgateway.Options{
-		Pipeline:             strings.ToLower(c.Pipeline),
-		CoreTools:            c.Sessions.Core,
-		ActivateOnList:       c.Sessions.ActivateOnList,
-		ListSessionToolsOnly: c.Sessions.ListSessionToolsOnly,
-		CallTimeout:          c.CallTimeout,
-		ApprovalTTL:          c.ApprovalTTL,
-		MaxResultBytes:       int(min(c.MaxResultBytes, 1<<40)),
+		Pipeline:                strings.ToLower(c.Pipeline),
+		CoreTools:               c.Sessions.Core,
+		ActivateOnList:          c.Sessions.ActivateOnList,
+		ListSessionToolsOnly:    c.Sessions.ListSessionToolsOnly,
+		CallTimeout:             c.CallTimeout,
+		ApprovalTTL:             c.ApprovalTTL,
+		MaxResultBytes:          int(min(c.MaxResultBytes, 1<<40)),
+		RequireApproval:         c.Baseline.RequireApproval,
+		MaxSessions:             c.MaxSessions,
+		MaxSessionsPerPrincipal: c.MaxSessionsPerPrincipal,
+		SessionIdleTimeout:      c.SessionIdleTimeout,
+		ConnectTimeout:          c.ConnectTimeout,
+		MaxListPages:            c.MaxListPages,
+		MaxListItems:            c.MaxListItems,
+		MaxListBytes:            int(min(c.MaxListBytes, 1<<40)),
 	}
 	names := make([]string, 0, len(c.Upstreams))
 	for n := range c.Upstreams {

@@ -1,0 +1,115 @@
+package mcpgateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// metaNamespace is the _meta key prefix that belongs to gatehost alone
+// (MetaRunID, MetaDecision, ...): the gateway strips it from everything an
+// upstream sends, so that an upstream cannot make a result it answered look
+// like gatehost's denial, or a prompt look like gatehost's approval.
+const metaNamespace = "gatehost/"
+
+// upstreamTransport wraps the transport to one upstream. Every message
+// the upstream sends passes through it, in wire order, before the SDK sees
+// it:
+//   - notifications/tools/list_changed marks the upstream's tools stale at
+//     once (onToolsChanged), before any later message (such as the answer
+//     to the call that triggered the change) is read: so no call is
+//     decided on the old definitions once the change is announced;
+//   - gatehost's _meta namespace is removed from every params and result.
+type upstreamTransport struct {
+	mcp.Transport
+	onToolsChanged func()
+}
+
+func (t *upstreamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamConn{Connection: c, onToolsChanged: t.onToolsChanged}, nil
+}
+
+type upstreamConn struct {
+	mcp.Connection
+	onToolsChanged func()
+}
+
+func (c *upstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		return m, err
+	}
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		if m.Method == "notifications/tools/list_changed" && c.onToolsChanged != nil {
+			c.onToolsChanged()
+		}
+		m.Params = stripGatehostMeta(m.Params)
+	case *jsonrpc.Response:
+		m.Result = stripGatehostMeta(m.Result)
+	}
+	return m, nil
+}
+
+// stripGatehostMeta removes every key of gatehost's namespace from the
+// _meta objects of raw (at any depth: results nest content blocks and
+// tools that carry _meta of their own). raw is returned unchanged when it
+// cannot hold such a key, which is the common case and costs one scan.
+func stripGatehostMeta(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(metaNamespace)) {
+		return raw
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return raw // the SDK refuses it as it would have
+	}
+	if !stripMeta(v) {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// stripMeta removes gatehost's keys from every "_meta" object in v and
+// reports whether it removed any.
+func stripMeta(v any) bool {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "_meta" {
+				if m, ok := e.(map[string]any); ok {
+					for mk := range m {
+						if strings.HasPrefix(mk, metaNamespace) {
+							delete(m, mk)
+							changed = true
+						}
+					}
+				}
+			}
+			if stripMeta(e) {
+				changed = true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if stripMeta(e) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
