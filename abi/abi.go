@@ -21,7 +21,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 6
+const MinorVersion = 7
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.

@@ -195,6 +195,10 @@ type Condition struct {
 	Contains *Operand `json:"contains,omitempty"`
 	// StartsWith (minor 4) is a string prefix test.
 	StartsWith *Operand `json:"starts_with,omitempty"`
+	// Under (minor 7) is a lexical path test (PathUnder): the left side is
+	// a path that, cleaned, equals or lies below the right side, an
+	// absolute path.
+	Under *Operand `json:"under,omitempty"`
 	// Value (minor 4), instead of Field, is the left-hand side as an
 	// operand (an aggregate, arithmetic, a param): {value: {kind: count,
 	// …}, gt: 1}. A leaf has exactly one of Field and Value.
@@ -231,6 +235,12 @@ const (
 	// OperandRows is every row the precondition's query answered, as an
 	// array, for an aggregate over a view's rows.
 	OperandRows = "rows"
+	// OperandVar is a catalog's variable (Name), set by the operator in the
+	// host's config, optionally with Join, a relative slash-separated path
+	// joined to its value. It exists only in catalog files: the host
+	// replaces it by the literal value before sending a capability, and a
+	// capability whose variables are not all set is not sent at all.
+	OperandVar = "var"
 )
 
 // MaxExpressionDepth caps the nesting of operands and conditions in a
@@ -260,6 +270,8 @@ type Operand struct {
 	Over  *Operand   `json:"over,omitempty"`
 	Where *Condition `json:"where,omitempty"`
 	Of    string     `json:"of,omitempty"`
+	// Join is a var operand's path below its value (OperandVar).
+	Join string `json:"join,omitempty"`
 }
 
 // UnmarshalJSON reads the object form or a bare literal.
@@ -275,6 +287,11 @@ func (o *Operand) UnmarshalJSON(b []byte) error {
 				if isShorthand(k) {
 					return o.shorthand(k, v)
 				}
+			}
+		}
+		if _, ok := probe[OperandVar]; ok && len(probe) == 2 {
+			if _, ok := probe["join"]; ok {
+				return o.varShorthand(t)
 			}
 		}
 		if _, ok := probe["kind"]; ok {
@@ -308,7 +325,7 @@ func (o *Operand) UnmarshalJSON(b []byte) error {
 func isShorthand(k string) bool {
 	switch k {
 	case OperandField, OperandParam, OperandNow, OperandAdd, OperandSub, OperandMul, OperandDiv,
-		OperandMin, OperandMax, OperandCount, OperandSum, OperandRows:
+		OperandMin, OperandMax, OperandCount, OperandSum, OperandRows, OperandVar:
 		return true
 	}
 	return false
@@ -316,7 +333,8 @@ func isShorthand(k string) bool {
 
 // shorthand decodes the catalog shorthands of minor 4: {field: PATH},
 // {param: PATH}, {now: OFFSET} ("" for none), {add|sub|mul|div|min|max:
-// [OPERAND, …]}, {count|sum: {over, where?, of?}} and {rows: true}.
+// [OPERAND, …]}, {count|sum: {over, where?, of?}} and {rows: true}; and the
+// catalog-only {var: NAME} (OperandVar).
 func (o *Operand) shorthand(k string, v json.RawMessage) error {
 	strictInto := func(into any) error {
 		dec := json.NewDecoder(bytes.NewReader(v))
@@ -328,7 +346,7 @@ func (o *Operand) shorthand(k string, v json.RawMessage) error {
 	}
 	*o = Operand{Kind: k}
 	switch k {
-	case OperandField, OperandParam:
+	case OperandField, OperandParam, OperandVar:
 		return strictInto(&o.Name)
 	case OperandNow:
 		return strictInto(&o.Offset)
@@ -351,6 +369,21 @@ func (o *Operand) shorthand(k string, v json.RawMessage) error {
 		return nil
 	}
 	return strictInto(&o.Args)
+}
+
+// varShorthand decodes the catalog shorthand {var: NAME, join: PATH}.
+func (o *Operand) varShorthand(b []byte) error {
+	var v struct {
+		Var  string `json:"var"`
+		Join string `json:"join"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("operand var: %w", err)
+	}
+	*o = Operand{Kind: OperandVar, Name: v.Var, Join: v.Join}
+	return nil
 }
 
 // MarshalJSON writes the object form; a literal keeps "value" even when it is

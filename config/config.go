@@ -269,7 +269,19 @@ func (l *Loaded) Close() error {
 // pipelines.plan.stages[0].timeout: …"), or the environment variable and
 // its value when the bad value came from one ("GATEHOST_POOL_SIZE=\"x\":
 // …"). On error nothing is left open.
-func Load(path string) (*Loaded, error) {
+func Load(path string) (*Loaded, error) { return LoadWith(path, Options{}) }
+
+// Options are what the caller of LoadWith knows beyond the file.
+type Options struct {
+	// Upstreams are MCP stdio upstreams given outside the file (gatehost
+	// mcp's command after --), name → command. A domain var taken from an
+	// upstream's command (domains.NAME.vars) reads them before
+	// mcp.upstreams.
+	Upstreams map[string][]string
+}
+
+// LoadWith is Load, with what the caller knows beyond the file.
+func LoadWith(path string, o Options) (*Loaded, error) {
 	if path == "" {
 		path = DefaultFile
 	}
@@ -414,7 +426,8 @@ func Load(path string) (*Loaded, error) {
 	if l.SessionPath != "" {
 		cfg.Sessions = session.NewFileStore(l.SessionPath)
 	}
-	if cfg.Domains, err = openDomains(context.Background(), fc.Domains, rel); err != nil {
+	ups := upstreamCommands(o.Upstreams, fc.MCP.Upstreams)
+	if cfg.Domains, err = openDomains(context.Background(), fc.Domains, rel, ups); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	l.Host = cfg

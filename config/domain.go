@@ -25,13 +25,16 @@ type domainConfig struct {
 		// collections given as arrays of documents (documents kind only).
 		Keys map[string]string `mapstructure:"keys"`
 	} `mapstructure:"source"`
+	// Vars set the catalog's variables (DOMAIN.md "vars"): a string, or
+	// {upstream: NAME, arg: N}, an argument of an MCP upstream's command.
+	Vars map[string]any `mapstructure:"vars"`
 }
 
 // openDomains loads each domain's catalog and opens its data source, the
 // domains concurrently: decoding their data is most of a one-shot check's
 // start. On error every source opened is closed, and the error is the one
 // of the first failing domain by name, so it does not depend on timing.
-func openDomains(ctx context.Context, dcs map[string]domainConfig, rel func(string) string) (map[string]host.Domain, error) {
+func openDomains(ctx context.Context, dcs map[string]domainConfig, rel func(string) string, ups upstreams) (map[string]host.Domain, error) {
 	type result struct {
 		d   host.Domain
 		err error
@@ -41,7 +44,7 @@ func openDomains(ctx context.Context, dcs map[string]domainConfig, rel func(stri
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			d, err := openDomain(ctx, "domains."+name, dcs[name], rel)
+			d, err := openDomain(ctx, "domains."+name, dcs[name], rel, ups)
 			results[i] = result{d, err}
 		})
 	}
@@ -67,13 +70,16 @@ func openDomains(ctx context.Context, dcs map[string]domainConfig, rel func(stri
 
 // openDomain loads one domain's catalog and opens its data source; field
 // is its key path ("domains.NAME").
-func openDomain(ctx context.Context, field string, dc domainConfig, rel func(string) string) (host.Domain, error) {
+func openDomain(ctx context.Context, field string, dc domainConfig, rel func(string) string, ups upstreams) (host.Domain, error) {
 	if dc.Catalog == "" {
 		return host.Domain{}, fmt.Errorf("%s.catalog: required", field)
 	}
 	cat, err := domain.Load(rel(dc.Catalog))
 	if err != nil {
 		return host.Domain{}, fmt.Errorf("%s.catalog: %w", field, err)
+	}
+	if cat, err = bindVars(field+".vars", cat, dc.Vars, rel, ups); err != nil {
+		return host.Domain{}, err
 	}
 	src, err := openSource(ctx, field+".source", dc, rel)
 	if err != nil {

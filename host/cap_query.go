@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/datasource"
@@ -65,6 +66,13 @@ func (queryCapability) call(ctx context.Context, rc *runContext, op string, requ
 		c, ok := d.Catalog.Capability(req.Name)
 		if !ok {
 			return abi.QueryCapabilityAnswer{Found: false}, nil
+		}
+		if vars := d.Catalog.Unbound(req.Name); len(vars) > 0 {
+			// Its preconditions read a value this host was not given: they
+			// cannot be evaluated, and the gate denies.
+			return nil, &abi.CallError{Code: abi.ErrCodeUnavailable, Message: fmt.Sprintf(
+				"%s: domain %s: capability %s reads var %s, which is not bound here (domains.%s.vars)",
+				op, req.Domain, c.Name, strings.Join(vars, ", "), req.Domain)}
 		}
 		return abi.QueryCapabilityAnswer{Found: true, Capability: c}, nil
 	case abi.OpQueryRows:

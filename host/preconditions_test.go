@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -262,4 +263,79 @@ func TestPreconditionsSQLiteSameRules(t *testing.T) {
 	}
 	t.Logf("%d retail writes on SQLite: %d denied, same ids as the document source", len(subjects), denied)
 	assert.Equal(t, 4, denied)
+}
+
+// underCatalog keeps writes under the var root's public/ (the shape of
+// testdata/mcp/fs-domain.yaml).
+const underCatalog = `
+domain: files
+version: 4
+vars: {root: {description: the served directory}}
+capabilities:
+  write_file:
+    kind: update
+    parameters: [path, content]
+    preconditions:
+      - {id: under_public, require: {match: {field: path, under: {var: root, join: public}}}, message: under public/ only}
+  move_file:
+    kind: update
+    parameters: [source, destination]
+    preconditions:
+      - id: both_under_public
+        require: {match: {all_of: [{field: source, under: {var: root, join: public}}, {field: destination, under: {var: root, join: public}}]}}
+        message: within public/ only
+`
+
+// TestPreconditionsUnder: the under operator through the host, in wasm and
+// natively alike, with the root a var the config binds; a capability whose
+// var is not bound is unevaluable, never admitted.
+func TestPreconditionsUnder(t *testing.T) {
+	cat, err := domain.Parse([]byte(underCatalog))
+	require.NoError(t, err)
+	bound, err := cat.Bind(map[string]string{"root": "/home/public/site"})
+	require.NoError(t, err)
+	empty := func() datasource.DataSource { return datasource.NewDocuments(map[string]map[string]any{}) }
+	rig := newPCRig(t, time.Now(), map[string]host.Domain{
+		"files":   {Catalog: bound, Source: empty()},
+		"unbound": {Catalog: cat, Source: empty()},
+	})
+	cases := []struct {
+		name   string
+		tool   string
+		params map[string]any
+		want   string // "", or the finding's code
+	}{
+		{"a file under public", "write_file", map[string]any{"path": "/home/public/site/public/x.txt"}, ""},
+		{"public itself, trailing slash", "write_file", map[string]any{"path": "/home/public/site/public/"}, ""},
+		{"cleaned into public", "write_file", map[string]any{"path": "/home/public/site/./private/../public//x"}, ""},
+		{"a public/ nested elsewhere", "write_file", map[string]any{"path": "/home/public/site/private/public/x.txt"}, preconditions.CodeFailed},
+		{"the tree under a directory named public", "write_file", map[string]any{"path": "/home/public/site/private/x"}, preconditions.CodeFailed},
+		{"a .. escape", "write_file", map[string]any{"path": "/home/public/site/public/../private/x"}, preconditions.CodeFailed},
+		{"a name that only starts like public", "write_file", map[string]any{"path": "/home/public/site/publicity/x"}, preconditions.CodeFailed},
+		{"a relative path", "write_file", map[string]any{"path": "public/x"}, preconditions.CodeFailed},
+		{"a path that is not a string", "write_file", map[string]any{"path": 7}, preconditions.CodeUnevaluable},
+		{"no path", "write_file", map[string]any{"content": "x"}, preconditions.CodeUnevaluable},
+		{"a move within public", "move_file", map[string]any{"source": "/home/public/site/public/a", "destination": "/home/public/site/public/b"}, ""},
+		{"a move out of public", "move_file", map[string]any{"source": "/home/public/site/public/a", "destination": "/home/public/site/private/a"}, preconditions.CodeFailed},
+		{"a move into public", "move_file", map[string]any{"source": "/home/public/site/private/a", "destination": "/home/public/site/public/a"}, preconditions.CodeFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := rig.check(t, "files", abi.SubjectToolCall, toolCall(t, c.tool, c.params))
+			if c.want == "" {
+				assert.Equal(t, abi.Accepted, r.Verdict, "findings %v", r.Findings)
+				return
+			}
+			assert.Equal(t, abi.Rejected, r.Verdict)
+			require.Len(t, r.Findings, 1)
+			assert.Equal(t, c.want, r.Findings[0].Code)
+		})
+	}
+	t.Run("an unbound var denies", func(t *testing.T) {
+		r := rig.check(t, "unbound", abi.SubjectToolCall, toolCall(t, "write_file", map[string]any{"path": "/home/public/site/public/x"}))
+		assert.Equal(t, abi.Rejected, r.Verdict)
+		require.Len(t, r.Findings, 1)
+		assert.Equal(t, preconditions.CodeUnevaluable, r.Findings[0].Code)
+		assert.Contains(t, fmt.Sprint(r.Findings[0].Message, r.Findings[0].Details), "var root, which is not bound")
+	})
 }

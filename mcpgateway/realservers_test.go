@@ -42,11 +42,16 @@ func repoFile(t *testing.T, rel string) string {
 	return filepath.Join(root, rel)
 }
 
-// fsDomain is testdata/mcp/fs-domain.yaml: writes under public/ only.
-func fsDomain(t *testing.T) map[string]host.Domain {
+// fsDomain is testdata/mcp/fs-domain.yaml: writes under root's public/
+// only; root "" leaves its var unbound.
+func fsDomain(t *testing.T, root string) map[string]host.Domain {
 	t.Helper()
 	cat, err := domain.Load(repoFile(t, "testdata/mcp/fs-domain.yaml"))
 	require.NoError(t, err)
+	if root != "" {
+		cat, err = cat.Bind(map[string]string{"root": root})
+		require.NoError(t, err)
+	}
 	src, err := datasource.OpenDocuments(repoFile(t, "testdata/mcp/empty-db.json"))
 	require.NoError(t, err)
 	return map[string]host.Domain{"fs": {Catalog: cat, Source: src}}
@@ -69,7 +74,7 @@ func TestFilesystemServer(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from disk"), 0o644))
 
 	f := newFixtureWith(t, []byte(`{"confirm_effects":[],"confirm_tools":["mcp.fs:edit_file","mcp.fs:move_file"]}`),
-		[]host.StageConfig{{Plugin: "preconditions", Capabilities: []string{"query"}, Config: []byte(`{"domain":"fs"}`)}}, fsDomain(t))
+		[]host.StageConfig{{Plugin: "preconditions", Capabilities: []string{"query"}, Config: []byte(`{"domain":"fs"}`)}}, fsDomain(t, dir))
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "fs", Command: []string{bin, dir}}}, ActivateOnList: []string{"*"}})
 
 	approve := false
@@ -119,6 +124,76 @@ func TestFilesystemServer(t *testing.T) {
 
 	_, err = eventlog.Verify(f.logPath)
 	assert.NoError(t, err)
+}
+
+// TestFilesystemServerPublicOnly: the fs domain keeps writes under the
+// served directory's own public/, however a path is spelled: a public/
+// made elsewhere, a served directory that itself lies under a directory
+// named public, ".." and "." segments. Nothing denied reaches the disk.
+// Without the root bound, writes are denied.
+func TestFilesystemServerPublicOnly(t *testing.T) {
+	bin := nodeServer(t, "mcp-server-filesystem")
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	dir := filepath.Join(tmp, "public", "site") // the served tree under a directory named public
+	for _, d := range []string{"public", "private/site/public"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	stages := []host.StageConfig{{Plugin: "preconditions", Capabilities: []string{"query"}, Config: []byte(`{"domain":"fs"}`)}}
+	exec := []byte(`{"confirm_effects":[]}`)
+	f := newFixtureWith(t, exec, stages, fsDomain(t, dir))
+	cs := connect(t, f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "fs", Command: []string{bin, dir}}}, ActivateOnList: []string{"*"}}), nil)
+	_, err = cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+
+	denied := func(tool string, args map[string]any) {
+		t.Helper()
+		r := call(t, cs, tool, args)
+		assert.True(t, r.IsError, "%s %v: %s", tool, args, text(r))
+		assert.Equal(t, []string{"precondition_failed"}, findingCodes(t, r), "%s %v", tool, args)
+	}
+	denied("create_directory", map[string]any{"path": filepath.Join(dir, "private", "public") + "/"})
+	assert.NoDirExists(t, filepath.Join(dir, "private", "public"))
+	denied("write_file", map[string]any{"path": filepath.Join(dir, "private", "public", "x.txt"), "content": "x"})
+	denied("write_file", map[string]any{"path": filepath.Join(dir, "private", "site", "public", "z.txt"), "content": "x"})
+	denied("write_file", map[string]any{"path": filepath.Join(dir, "private", "x"), "content": "x"})
+	denied("write_file", map[string]any{"path": dir + "/public/../private/y", "content": "x"})
+	denied("write_file", map[string]any{"path": dir + "licity/x", "content": "x"})
+	denied("write_file", map[string]any{"path": "public/x", "content": "x"})
+
+	pub := filepath.Join(dir, "public", "x.txt")
+	w := call(t, cs, "write_file", map[string]any{"path": pub, "content": "ok"})
+	require.False(t, w.IsError, text(w))
+	w = call(t, cs, "write_file", map[string]any{"path": dir + "//private/.././public/./y.txt", "content": "ok"})
+	require.False(t, w.IsError, text(w))
+	assert.FileExists(t, filepath.Join(dir, "public", "y.txt"))
+	c := call(t, cs, "create_directory", map[string]any{"path": filepath.Join(dir, "public", "sub") + "/"})
+	require.False(t, c.IsError, text(c))
+	denied("move_file", map[string]any{"source": pub, "destination": filepath.Join(dir, "private", "x.txt")})
+	denied("move_file", map[string]any{"source": filepath.Join(dir, "private", "site"), "destination": filepath.Join(dir, "public", "site")})
+	m := call(t, cs, "move_file", map[string]any{"source": pub, "destination": filepath.Join(dir, "public", "sub", "x.txt")})
+	require.False(t, m.IsError, text(m))
+
+	var outside []string
+	require.NoError(t, filepath.WalkDir(tmp, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if rel, _ := filepath.Rel(filepath.Join(dir, "public"), p); rel == ".." || filepath.IsAbs(rel) || len(rel) > 2 && rel[:3] == "../" {
+				outside = append(outside, p)
+			}
+		}
+		return err
+	}))
+	assert.Empty(t, outside, "files written outside the served tree's public/")
+
+	// Without the root, the fs writes cannot be evaluated: denied.
+	f2 := newFixtureWith(t, exec, stages, fsDomain(t, ""))
+	cs2 := connect(t, f2.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "fs", Command: []string{bin, dir}}}, ActivateOnList: []string{"*"}}), nil)
+	_, err = cs2.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	r := call(t, cs2, "write_file", map[string]any{"path": filepath.Join(dir, "public", "z.txt"), "content": "x"})
+	assert.True(t, r.IsError, text(r))
+	assert.Equal(t, []string{"precondition_unevaluable"}, findingCodes(t, r))
+	assert.NoFileExists(t, filepath.Join(dir, "public", "z.txt"))
 }
 
 // TestMemoryServer: @modelcontextprotocol/server-memory behind the gateway;

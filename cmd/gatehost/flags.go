@@ -37,6 +37,10 @@ type commonFlags struct {
 	session   string // --session: the agent session
 	requestID string // --request-id
 	logLevel  string // --log-level (default warn)
+
+	// upstreams are MCP upstreams given on the command line (gatehost
+	// mcp's -- command), for domain vars read from one.
+	upstreams map[string][]string
 }
 
 // newFlags makes the flag set of command name with the shared flags in
@@ -105,7 +109,9 @@ func (c *commonFlags) setup() (*slog.Logger, *config.Loaded, error) {
 }
 
 // load reads --config.
-func (c *commonFlags) load() (*config.Loaded, error) { return config.Load(c.config) }
+func (c *commonFlags) load() (*config.Loaded, error) {
+	return config.LoadWith(c.config, config.Options{Upstreams: c.upstreams})
+}
 
 // subcommand reads the subcommand of a command whose usage lists them:
 // with none, or with --help, the usage is printed and the command returns

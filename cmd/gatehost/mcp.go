@@ -47,6 +47,11 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code, done := fs.parse(args, func(int) bool { return true }); done {
 		return code
 	}
+	if extra := fs.Args(); len(extra) > 0 {
+		// A domain var may be read from its command (the directory a
+		// filesystem server serves).
+		fs.upstreams = map[string][]string{*upstreamName: extra}
+	}
 	logger, cfg, err := fs.setup()
 	if err != nil {
 		return fail(stderr, err)

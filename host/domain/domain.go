@@ -31,9 +31,9 @@ import (
 )
 
 // Version is the newest catalog format version this package reads. A
-// catalog without `version` is version 1; versions 1, 2 and 3 are read, and
-// the v2 and v3 forms (DOMAIN.md) are accepted in any of them.
-const Version = 3
+// catalog without `version` is version 1; versions 1 to 4 are read, and
+// the v2, v3 and v4 forms (DOMAIN.md) are accepted in any of them.
+const Version = 4
 
 // MaxCatalogBytes caps a catalog file.
 const MaxCatalogBytes = 4 << 20
@@ -43,7 +43,7 @@ type Catalog struct {
 	// Name is the domain's name, such as "retail".
 	Name        string
 	Description string
-	// Version is the catalog's format version, 1, 2 or 3.
+	// Version is the catalog's format version, 1 to 4.
 	Version int
 	// LocalTimeOffset is the zone ("-05:00") of zone-less timestamps in
 	// the domain's data.
@@ -58,6 +58,10 @@ type Catalog struct {
 
 	mu       sync.RWMutex                // guards capViews, which Prepare completes
 	capViews map[string]*datasource.View // query/get capability → its view
+
+	// vars are the declared variables (v4), their uses and the values
+	// bound so far (vars.go).
+	vars *catVars
 }
 
 // Error is one fault of a catalog. Empty fields do not apply.
@@ -107,6 +111,7 @@ type file struct {
 	Version         *int                       `json:"version,omitempty"`
 	Description     string                     `json:"description,omitempty"`
 	LocalTimeOffset string                     `json:"local_time_offset,omitempty"`
+	Vars            map[string]varFile         `json:"vars,omitempty"`
 	Views           map[string]json.RawMessage `json:"views,omitempty"`
 	Capabilities    map[string]json.RawMessage `json:"capabilities"`
 }
@@ -196,8 +201,9 @@ func ParseNamed(b []byte, name string) (*Catalog, error) {
 	v := &validator{c: &Catalog{
 		Name: f.Domain, Description: f.Description, LocalTimeOffset: f.LocalTimeOffset,
 		views: map[string]*datasource.View{}, capViews: map[string]*datasource.View{}, caps: map[string]*abi.DomainCapability{},
-		tools: map[string]string{}, synth: map[string]*synthView{},
+		tools: map[string]string{}, synth: map[string]*synthView{}, vars: newCatVars(),
 	}}
+	v.vars = v.c.vars
 	v.file(&f, name)
 	if len(v.errs) > 0 {
 		return nil, errors.Join(v.errs...)
@@ -218,6 +224,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]*$`)
 
 type validator struct {
 	c     *Catalog
+	vars  *catVars
 	files map[string]*capFile // capability → its decoded declaration
 	errs  []error
 }
@@ -245,9 +252,10 @@ func (v *validator) file(f *file, fileName string) {
 	if f.Version != nil {
 		v.c.Version = *f.Version
 		if *f.Version < 1 || *f.Version > Version {
-			v.add(&Error{Field: "version", Reason: fmt.Sprintf("%d is not a supported version (want 1, 2 or 3)", *f.Version)})
+			v.add(&Error{Field: "version", Reason: fmt.Sprintf("%d is not a supported version (want 1 to %d)", *f.Version, Version)})
 		}
 	}
+	v.declareVars(f.Vars)
 	if f.LocalTimeOffset != "" {
 		if _, err := time.Parse("-07:00", f.LocalTimeOffset); err != nil {
 			v.add(&Error{Field: "local_time_offset", Reason: fmt.Sprintf("%q is not an offset such as -05:00", f.LocalTimeOffset)})
@@ -338,6 +346,7 @@ func (v *validator) file(f *file, fileName string) {
 		}
 		v.effects(name, dc, cf)
 	}
+	v.checkVarsUsed()
 }
 
 var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
@@ -422,7 +431,7 @@ func (v *validator) precondition(capName string, dc *abi.DomainCapability, i int
 	if p.Message == "" {
 		bad("message", "required")
 	}
-	s := &scope{dc: dc, bad: bad}
+	s := &scope{dc: dc, vars: v.vars, bad: bad}
 	if p.ForEach != nil {
 		s.names = s.forEach("for_each", p.ForEach)
 	}

@@ -87,7 +87,7 @@ func TestValidationErrors(t *testing.T) {
 		{base + "  w: {kind: get, view: q, parameters: [a]}\n", `capability w: view: view q takes [a b], the capability [a]`},
 		{base + "  w: {kind: action, tools: [r]}\n", `capability w: tools: tool name "r" also names capability r`},
 		{base + "  w: {kind: action, colour: red}\n", `capability w: json: unknown field "colour"`},
-		{strings.Replace(base, "version: 1", "version: 4", 1), `version: 4 is not a supported version`},
+		{strings.Replace(base, "version: 1", "version: 5", 1), `version: 5 is not a supported version`},
 		{strings.Replace(base, `id: "{a}"`, `id: "{zz}"`, 1), `view v: document.id: {zz} is not a parameter`},
 		{strings.Replace(base, `id: "{a}"`, `id: "{item.x}"`, 1), `{item.x}: item placeholders need for_each`},
 		{"domain: d\nversion: 1\ncapabilities: {}\n", `capabilities: a domain needs at least one capability`},

@@ -34,7 +34,7 @@ func (v *validator) effect(capName string, dc *abi.DomainCapability, i int, raw 
 	bad := func(field, format string, args ...any) {
 		v.add(&Error{Capability: capName, Field: prefix + "." + field, Reason: fmt.Sprintf(format, args...)})
 	}
-	s := &scope{dc: dc, bad: bad}
+	s := &scope{dc: dc, vars: v.vars, bad: bad}
 	if e.ForEach != nil {
 		s.names = s.forEach("for_each", e.ForEach)
 	}
@@ -141,7 +141,7 @@ func (v *validator) lets(s *scope, lets map[string]abi.Let) []string {
 			s.bad(f, "%q is also a for_each name", name)
 			continue
 		}
-		ls := &scope{dc: s.dc, names: slices.Clone(s.names), bad: func(field, format string, args ...any) {
+		ls := &scope{dc: s.dc, vars: s.vars, names: slices.Clone(s.names), bad: func(field, format string, args ...any) {
 			s.bad(f+"."+field, format, args...)
 		}}
 		if l.ForEach != nil {

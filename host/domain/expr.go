@@ -19,6 +19,7 @@ type badFunc func(field, format string, args ...any)
 // effect.
 type scope struct {
 	dc    *abi.DomainCapability
+	vars  *catVars // the catalog's variables, whose uses are recorded
 	names []string // for_each `as` names, usable as param operands
 	bad   badFunc
 }
@@ -151,6 +152,7 @@ func members(o *abi.Operand) []string {
 	add("over", o.Over != nil)
 	add("where", o.Where != nil)
 	add("of", o.Of != "")
+	add("join", o.Join != "")
 	return set
 }
 
@@ -165,6 +167,7 @@ var operandMembers = map[string][]string{
 	abi.OperandCount: {"over", "where"},
 	abi.OperandSum:   {"over", "of", "where"},
 	abi.OperandRows:  {},
+	abi.OperandVar:   {"name", "join"},
 }
 
 // arity is the argument count of each arithmetic kind: at least min, at
@@ -175,7 +178,7 @@ var arity = map[string]struct{ min, max int }{
 	abi.OperandMin: {1, 0}, abi.OperandMax: {1, 0},
 }
 
-const operandKinds = "literal, param, now, field, add, sub, mul, div, min, max, count, sum, rows"
+const operandKinds = "literal, param, now, field, add, sub, mul, div, min, max, count, sum, rows, var"
 
 // refused reports whether kind may not stand at pl, and why.
 func (pl place) refused(kind string) (string, bool) {
@@ -233,6 +236,8 @@ func (s *scope) operand(field string, o *abi.Operand, pl place, depth int) {
 	switch o.Kind {
 	case abi.OperandParam:
 		s.paramPath(field, o.Name, true)
+	case abi.OperandVar:
+		s.varRef(field, o)
 	case abi.OperandNow:
 		if o.Offset != "" {
 			if _, err := time.ParseDuration(o.Offset); err != nil {
@@ -305,7 +310,7 @@ func jsonType(v any) string {
 	return "object"
 }
 
-const operators = "equals, not_equals, in, not_in, exists, gt, gte, lt, lte, contains, starts_with"
+const operators = "equals, not_equals, in, not_in, exists, gt, gte, lt, lte, contains, starts_with, under"
 
 // condition validates c at field, standing at pl, at nesting depth depth.
 func (s *scope) condition(field string, c *abi.Condition, pl place, depth int) {
@@ -318,7 +323,7 @@ func (s *scope) condition(field string, c *abi.Condition, pl place, depth int) {
 		o    *abi.Operand
 	}
 	ops := []op{{"equals", c.Equals}, {"not_equals", c.NotEquals}, {"in", c.In}, {"not_in", c.NotIn},
-		{"gt", c.Gt}, {"gte", c.Gte}, {"lt", c.Lt}, {"lte", c.Lte}, {"contains", c.Contains}, {"starts_with", c.StartsWith}}
+		{"gt", c.Gt}, {"gte", c.Gte}, {"lt", c.Lt}, {"lte", c.Lte}, {"contains", c.Contains}, {"starts_with", c.StartsWith}, {"under", c.Under}}
 	var set []string
 	for _, o := range ops {
 		if o.o != nil {
@@ -378,6 +383,9 @@ func (s *scope) condition(field string, c *abi.Condition, pl place, depth int) {
 		}
 		f := field + "." + o.name
 		s.operand(f, o.o, pl, depth+1)
+		if o.name == "under" && o.o.Kind == abi.OperandVar {
+			s.vars.usedAsPath(o.o.Name)
+		}
 		if o.o.Kind != abi.OperandLiteral {
 			continue
 		}
@@ -389,6 +397,10 @@ func (s *scope) condition(field string, c *abi.Condition, pl place, depth int) {
 		case "starts_with":
 			if _, ok := o.o.Value.(string); !ok {
 				s.bad(f, "a literal for starts_with must be a string, not a %s", jsonType(o.o.Value))
+			}
+		case "under":
+			if why := rootProblem(o.o.Value); why != "" {
+				s.bad(f, "%s", why)
 			}
 		case "gt", "gte", "lt", "lte":
 			switch x := o.o.Value.(type) {

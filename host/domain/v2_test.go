@@ -169,7 +169,7 @@ func TestV2Errors(t *testing.T) {
 		{"effect set value fault", withEffect(`{collection: c, id: x, set: {a: {div: [1]}}}`), `effects[0].set.a.div: div takes exactly 2 operands`},
 		// views and header
 		{"item outside for_each", strings.Replace(baseV2, `id: "{a}"`, `id: "{item}"`, 1), `view v: document.id: {item}: item placeholders need for_each`},
-		{"version 4", strings.Replace(baseV2, "version: 2", "version: 4", 1), `version: 4 is not a supported version (want 1, 2 or 3)`},
+		{"version 5", strings.Replace(baseV2, "version: 2", "version: 5", 1), `version: 5 is not a supported version (want 1 to 4)`},
 		{"version 0", strings.Replace(baseV2, "version: 2", "version: 0", 1), `version: 0 is not a supported version`},
 		{"version text", strings.Replace(baseV2, "version: 2", "version: two", 1), `cannot unmarshal string`},
 		{"no domain", strings.Replace(baseV2, "domain: d\n", "", 1), `domain: required when the catalog is not read from a file`},

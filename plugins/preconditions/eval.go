@@ -284,7 +284,7 @@ func operator(c *abi.Condition) (op string, rhs *abi.Operand, n int) {
 		o    *abi.Operand
 	}{{"equals", c.Equals}, {"not_equals", c.NotEquals}, {"in", c.In}, {"not_in", c.NotIn},
 		{"gt", c.Gt}, {"gte", c.Gte}, {"lt", c.Lt}, {"lte", c.Lte}, {"contains", c.Contains},
-		{"starts_with", c.StartsWith}} {
+		{"starts_with", c.StartsWith}, {"under", c.Under}} {
 		if cand.o != nil {
 			op, rhs = cand.name, cand.o
 			n++
@@ -470,6 +470,17 @@ func (e *evaluator) apply(op, label string, got, want any) (tri, string) {
 			return unknown, fmt.Sprintf("%s: starts_with needs two strings, got %s and %s", label, describe(got), describe(want))
 		}
 		return truth(strings.HasPrefix(g, w)), ""
+	case "under":
+		g, okG := got.(string)
+		w, okW := want.(string)
+		if !okG || !okW {
+			return unknown, fmt.Sprintf("%s: under needs two strings, got %s and %s", label, describe(got), describe(want))
+		}
+		under, ok := abi.PathUnder(g, w)
+		if !ok {
+			return unknown, fmt.Sprintf("%s: under needs an absolute path to compare with, got %q", label, w)
+		}
+		return truth(under), ""
 	}
 	cmp, ok := compareNumbers(got, want)
 	if !ok {
@@ -547,7 +558,7 @@ func referenced(c *abi.Condition, into map[string]bool, d int) {
 		return
 	}
 	addField(c.Field, into)
-	for _, o := range []*abi.Operand{c.Value, c.Equals, c.NotEquals, c.In, c.NotIn, c.Gt, c.Gte, c.Lt, c.Lte, c.Contains, c.StartsWith} {
+	for _, o := range []*abi.Operand{c.Value, c.Equals, c.NotEquals, c.In, c.NotIn, c.Gt, c.Gte, c.Lt, c.Lte, c.Contains, c.StartsWith, c.Under} {
 		referencedOperand(o, into, d+1)
 	}
 	for i := range c.AllOf {

@@ -215,7 +215,7 @@ func withOp(c *abi.Condition, op string, rhs abi.Operand) *abi.Condition {
 	slot, ok := map[string]**abi.Operand{
 		"equals": &c.Equals, "not_equals": &c.NotEquals, "in": &c.In, "not_in": &c.NotIn,
 		"gt": &c.Gt, "gte": &c.Gte, "lt": &c.Lt, "lte": &c.Lte,
-		"contains": &c.Contains, "starts_with": &c.StartsWith,
+		"contains": &c.Contains, "starts_with": &c.StartsWith, "under": &c.Under,
 	}[op]
 	if !ok {
 		panic("unknown operator " + op)

@@ -44,7 +44,9 @@ func nestAdd(n int) abi.Operand {
 // (operandRow) with call parameters params: "deny" when the condition is
 // true, "pass" when false, "unevaluable" when unknown.
 func TestOperandsAndOperators(t *testing.T) {
-	params := map[string]any{"amounts": []any{19.99, 5.01, 0.1, 0.2}, "n": 3, "s": "abc", "list": []any{17}}
+	params := map[string]any{"amounts": []any{19.99, 5.01, 0.1, 0.2}, "n": 3, "s": "abc", "list": []any{17},
+		"root": "/srv/files", "pub": "/srv/files/public/x.txt", "nested": "/srv/files/private/public/x.txt",
+		"dotdot": "/srv/files/public/../private/x", "alike": "/srv/files/publicity/x", "rel": "public/x"}
 	add := func(args ...abi.Operand) abi.Operand { return arith(abi.OperandAdd, args...) }
 	sub := func(args ...abi.Operand) abi.Operand { return arith(abi.OperandSub, args...) }
 	mul := func(args ...abi.Operand) abi.Operand { return arith(abi.OperandMul, args...) }
@@ -110,6 +112,19 @@ func TestOperandsAndOperators(t *testing.T) {
 		{"starts_with a param", val(param("s"), "starts_with", lit("ab")), nil, "deny"},
 		{"starts_with a number", on("a", "starts_with", lit("1")), nil, "unevaluable"},
 		{"starts_with on an array", on("tags", "starts_with", lit("a")), nil, "unevaluable"},
+		// under: lexical, component-wise; a relative path is under nothing.
+		{"under", val(param("pub"), "under", lit("/srv/files/public")), nil, "deny"},
+		{"under the root itself", val(lit("/srv/files/public/"), "under", lit("/srv/files/public")), nil, "deny"},
+		{"under a param root", val(param("pub"), "under", param("root")), nil, "deny"},
+		{"under: a public/ elsewhere", val(param("nested"), "under", lit("/srv/files/public")), nil, "pass"},
+		{"under: .. escapes", val(param("dotdot"), "under", lit("/srv/files/public")), nil, "pass"},
+		{"under: a name prefix is not a segment", val(param("alike"), "under", lit("/srv/files/public")), nil, "pass"},
+		{"under: a relative path", val(param("rel"), "under", lit("/srv/files")), nil, "pass"},
+		{"under a relative root", val(param("pub"), "under", lit("srv/files")), nil, "unevaluable"},
+		{"under: a number", on("a", "under", lit("/")), nil, "unevaluable"},
+		{"under: an array", on("tags", "under", lit("/")), nil, "unevaluable"},
+		{"under: a number root", val(param("pub"), "under", lit(1)), nil, "unevaluable"},
+		{"under: a missing param", val(param("nope"), "under", lit("/")), nil, "unevaluable"},
 		// value leaves and exists.
 		{"value param exists", exists(param("n"), true), nil, "deny"},
 		{"value missing param exists", exists(param("nope"), true), nil, "pass"},
