@@ -235,7 +235,7 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 	}
 	// The person took time: the upstream may have changed its tools
 	// meanwhile. The approved run is decided on what it lists now.
-	if up.stale.Load() {
+	if up.stale() {
 		if cs := up.current(); cs != nil {
 			lctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
 			if err := g.relist(lctx, up, cs); err != nil {

@@ -33,9 +33,9 @@ type listing struct {
 // every definition that differs from its baseline entry, and publishes
 // the baseline as the catalog.
 func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) error {
-	// Cleared before reading: a change announced while the list is read
-	// sets it again, and the next call lists once more.
-	c.stale.Store(false)
+	// A change announced while the list is read leaves the upstream
+	// stale, and the next call lists once more.
+	gen := c.changes.Load()
 	tools, err := listAll(ctx, g.opts, "tools/list", func(cursor string) ([]*mcp.Tool, string, error) {
 		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
@@ -44,7 +44,6 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 		return r.Tools, r.NextCursor, nil
 	})
 	if err != nil {
-		c.stale.Store(true)
 		return err
 	}
 	l := &listing{digests: map[string]string{}, defs: map[string]json.RawMessage{}}
@@ -73,7 +72,6 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 	}
 	set, err := g.opts.Baseline.Load(ctx)
 	if err != nil {
-		c.stale.Store(true)
 		return fmt.Errorf("trust baseline: %w", err)
 	}
 	var first []baseline.Entry
@@ -88,7 +86,6 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 	}
 	if len(first) > 0 {
 		if set, err = g.opts.Baseline.AddIfAbsent(ctx, first); err != nil {
-			c.stale.Store(true)
 			return fmt.Errorf("trust baseline: %w", err)
 		}
 		for _, e := range first {
@@ -103,6 +100,7 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 		}
 	}
 	c.listing.Store(l)
+	c.listedAt.Store(gen)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.publishLocked(set)
@@ -405,7 +403,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// the decision is made on the definitions the call will meet.
 		up = d.ups[r.upstream]
 		cs, err := up.session(ctx)
-		if err == nil && up.stale.Load() {
+		if err == nil && up.stale() {
 			lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
 			err = d.g.relist(lctx, up, cs)
 			cancel()
@@ -450,7 +448,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// (a file catalog's tool): there is nowhere to send it.
 		return errorResult(dec.RunID, "gatehost: no upstream of this gateway serves %q; nothing was sent", p.Name), nil
 	}
-	if up.stale.Load() || up.listing.Load() != c.seen {
+	if up.stale() || up.listing.Load() != c.seen {
 		// The upstream announced (or listed) a change after the decision
 		// was made: the call would meet a definition nobody decided on.
 		return errorResult(dec.RunID, "gatehost: upstream %s changed its tools while the call was decided; nothing was sent, call again", up.u.Name), nil

@@ -27,10 +27,11 @@ type upconn struct {
 	idx int
 	u   Upstream
 
-	// stale is set the moment the upstream announces a change of its
-	// tools (upstreamTransport), and cleared by the next complete
-	// listing: while it is set no call to the upstream is decided.
-	stale atomic.Bool
+	// changes counts the upstream's announcements of a change of its
+	// tools (upstreamTransport, in wire order); listedAt is the count a
+	// complete listing started at. While they differ (stale) no call to
+	// the upstream is decided on the listing it has.
+	changes, listedAt atomic.Uint64
 	// listing is the connection's latest complete tools/list.
 	listing atomic.Pointer[listing]
 
@@ -140,7 +141,7 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL, HTTPClient: http.DefaultClient}
 	}
-	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.stale.Store(true) }}
+	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
 	client := mcp.NewClient(c.d.g.impl, &mcp.ClientOptions{
 		Logger:       sdkLogger(c.d.g.opts.Logger),
 		Capabilities: c.d.clientCapabilities(),
@@ -196,3 +197,7 @@ func (c *upconn) rootsChanged() {
 		c.client.RemoveRoots(uri)
 	}
 }
+
+// stale reports whether the upstream announced a change of its tools
+// that no complete listing has followed yet.
+func (c *upconn) stale() bool { return c.changes.Load() != c.listedAt.Load() }
