@@ -17,14 +17,15 @@ import (
 // Cyrillic "rеad_file" and "read\u200b_file" share one skeleton, and tools
 // of two upstreams with such names are both exposed as UPSTREAM.NAME.
 func nameSkeleton(name string) string {
-	folded := cases.Fold().String(name)
-	folded = strings.Map(func(r rune) rune {
+	visible := strings.Map(func(r rune) rune {
 		if isInvisible(r) {
 			return -1
 		}
 		return r
-	}, folded)
-	return confusables.Skeleton(folded)
+	}, name)
+	// The skeleton before folding (capital I is a look-alike of l), and
+	// again after (folding can make new look-alikes).
+	return confusables.Skeleton(cases.Fold().String(confusables.Skeleton(visible)))
 }
 
 // isInvisible reports default-ignorable and format code points (zero
