@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 // TestFrameFilter: a frame that is not a JSON-RPC message is answered
 // with a JSON-RPC error and the next frame is read.
 func TestFrameFilter(t *testing.T) {
@@ -117,4 +116,3 @@ func TestListAllBounds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2}, got)
 }
-
