@@ -199,6 +199,9 @@ func checkPipeline(h *host.Host, name string) error {
 	return fmt.Errorf("%w %q: no such pipeline", ErrPipeline, name)
 }
 
+// Options returns the gateway's options, defaults filled in.
+func (g *Gateway) Options() Options { return g.opts }
+
 // Host is the host the gateway decides with, for what an embedder does
 // besides (sessions, catalog, its own checks). It is closed by Close.
 func (g *Gateway) Host() *host.Host { return g.h }

@@ -21,6 +21,7 @@ import (
 )
 
 const mcpUsage = `Usage: gatehost mcp [flags] [-- UPSTREAM-COMMAND...]
+       gatehost mcp approve [flags] [--yes] [--tool TOOL]... [-- UPSTREAM-COMMAND...]
 
 Serve MCP to an agent as if gatehost were the server, in front of the MCP
 servers in the config's mcp.upstreams (and the stdio server command given
@@ -34,10 +35,12 @@ command); with it, Streamable HTTP on http://ADDR/mcp.
 // cmdMCP runs the MCP gateway. In stdio mode stdout is the protocol, so
 // nothing else is written there; logs go to stderr.
 func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "approve" {
+		return cmdMCPApprove(ctx, args[1:], stdout, stderr)
+	}
 	fs := newFlags("mcp", mcpUsage, stderr, flagConfig|flagPipeline|flagLogLevel)
 	fs.setUsage("pipeline", "tool_call pipeline for every tools/call (default mcp.pipeline of the config)")
 	fs.setDefault("log-level", "info")
-	pipeline := &fs.pipeline
 	listen := fs.String("listen", "", "serve Streamable HTTP on ADDR (path /mcp) instead of stdio")
 	upstreamName := fs.String("upstream-name", "upstream", "name of the upstream given after --")
 	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+server.TokenEnv+"); none means no auth, loopback only")
@@ -47,60 +50,12 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code, done := fs.parse(args, func(int) bool { return true }); done {
 		return code
 	}
-	if extra := fs.Args(); len(extra) > 0 {
-		// A domain var may be read from its command (the directory a
-		// filesystem server serves).
-		fs.upstreams = map[string][]string{*upstreamName: extra}
-	}
-	logger, cfg, err := fs.setup()
+	g, logger, cfg, closeAll, err := openGateway(ctx, fs, *upstreamName)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer cfg.Close()
-	stopTracing, err := server.StartTracing(ctx, cfg, buildVersion(), logger)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer stopTracing() // after the gateway's host is closed
-	opts, err := gatewayOptions(cfg.MCP)
-	if err != nil {
-		return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
-	}
-	if extra := fs.Args(); len(extra) > 0 {
-		opts.Upstreams = append(opts.Upstreams, mcpgateway.Upstream{Name: *upstreamName, Command: extra})
-	}
-	opts.Pipeline = cmp.Or(pipelineFlag(*pipeline), opts.Pipeline)
-	// One writer of the log: the host records decisions, the gateway
-	// approvals.
-	// With a PostgreSQL store, sessions and the log are the fleet's.
-	backends, err := cfg.OpenBackends(ctx, logger, config.BackendOptions{})
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer backends.Close()
-	cfg.Host.Logger = logger
-	if err := adoptBackends(ctx, cfg, backends); err != nil {
-		return fail(stderr, err)
-	}
-	opts.Logger = logger
-	if opts.Baseline, err = openBaseline(cfg, backends); err != nil {
-		return fail(stderr, err)
-	}
-	if opts.Pipeline != "" {
-		onlyPipeline(&cfg.Host, opts.Pipeline)
-	}
-	// The gateway builds and owns the host: its approvals are the host's
-	// Confirmer.
-	g, err := mcpgateway.New(ctx, cfg.Host, opts)
-	if err != nil {
-		if errors.Is(err, mcpgateway.ErrOptions) {
-			err = fmt.Errorf("config %s: mcp: %w (or --pipeline / -- UPSTREAM)", cfg.File, err)
-		} else if !errors.Is(err, mcpgateway.ErrPipeline) {
-			err = cfg.HostError(err)
-		}
-		return fail(stderr, err)
-	}
-	defer g.Close()
+	defer closeAll()
+	opts := g.Options()
 	if *listen == "" {
 		// The SDK's stdio transport reads and writes the process's own
 		// stdin and stdout, which run was given.
@@ -155,6 +110,76 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// openGateway builds the gateway of the mcp command's flags: the config,
+// tracing, the store, the trust baseline and the host. closeAll undoes it
+// in order.
+func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *mcpgateway.Gateway, logger *slog.Logger, cfg *config.Loaded, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	if extra := fs.Args(); len(extra) > 0 {
+		// A domain var may be read from its command (the directory a
+		// filesystem server serves).
+		fs.upstreams = map[string][]string{upstreamName: extra}
+	}
+	logger, cfg, err = fs.setup()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	closers = append(closers, func() { _ = cfg.Close() })
+	stopTracing, err := server.StartTracing(ctx, cfg, buildVersion(), logger)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	closers = append(closers, stopTracing) // after the gateway's host is closed
+	opts, err := gatewayOptions(cfg.MCP)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("config %s: %w", cfg.File, err)
+	}
+	if extra := fs.Args(); len(extra) > 0 {
+		opts.Upstreams = append(opts.Upstreams, mcpgateway.Upstream{Name: upstreamName, Command: extra})
+	}
+	opts.Pipeline = cmp.Or(pipelineFlag(fs.pipeline), opts.Pipeline)
+	// With a PostgreSQL store, sessions and the log are the fleet's.
+	backends, err := cfg.OpenBackends(ctx, logger, config.BackendOptions{})
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	closers = append(closers, func() { _ = backends.Close() })
+	cfg.Host.Logger = logger
+	if err := adoptBackends(ctx, cfg, backends); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	opts.Logger = logger
+	if opts.Baseline, err = openBaseline(cfg, backends); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if opts.Pipeline != "" {
+		onlyPipeline(&cfg.Host, opts.Pipeline)
+	}
+	// The gateway builds and owns the host: its approvals are the host's
+	// Confirmer.
+	g, err = mcpgateway.New(ctx, cfg.Host, opts)
+	if err != nil {
+		if errors.Is(err, mcpgateway.ErrOptions) {
+			err = fmt.Errorf("config %s: mcp: %w (or --pipeline / -- UPSTREAM)", cfg.File, err)
+		} else if !errors.Is(err, mcpgateway.ErrPipeline) {
+			err = cfg.HostError(err)
+		}
+		return nil, nil, nil, nil, err
+	}
+	closers = append(closers, func() { _ = g.Close() })
+	return g, logger, cfg, closeAll, nil
 }
 
 // openBaseline opens the gateway's trust baseline: mcp.baseline.path, or

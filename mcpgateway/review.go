@@ -1,0 +1,200 @@
+package mcpgateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
+)
+
+// Review statuses of a listed tool against the trust baseline.
+const (
+	ReviewApproved = "approved" // the baseline holds this very definition
+	ReviewNew      = "new"      // the baseline holds nothing for the tool
+	ReviewChanged  = "changed"  // the baseline holds another definition
+)
+
+// ToolReview is one listed tool as an operator reviews it before approving.
+type ToolReview struct {
+	Upstream string `json:"upstream"`
+	Tool     string `json:"tool"`
+	// Status is ReviewApproved, ReviewNew or ReviewChanged.
+	Status string `json:"status"`
+	// Digest is the SHA-256 of the listed definition (baseline.Digest).
+	Digest string `json:"digest"`
+	// Definition is the tool exactly as the gateway would show it.
+	Definition json.RawMessage `json:"definition"`
+	// Changes is what differs from the baseline entry (ReviewChanged).
+	Changes []baseline.Change `json:"changes,omitempty"`
+}
+
+// UpstreamError is an upstream that could not be started or listed for a
+// review.
+type UpstreamError struct {
+	Upstream string `json:"upstream"`
+	Error    string `json:"error"`
+}
+
+// ReviewBaseline starts every upstream once (bounded as a session's
+// connection is), lists its tools and compares each with the trust
+// baseline. It changes nothing: no tool enters the baseline by being
+// reviewed. Upstreams that fail are reported, not fatal; the error is for
+// a baseline that cannot be read.
+func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamError, error) {
+	set, err := g.opts.Baseline.Load(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mcpgateway: trust baseline: %w", err)
+	}
+	d := g.newSession()
+	defer d.close()
+	var out []ToolReview
+	var failed []UpstreamError
+	for _, c := range d.ups {
+		tools, err := c.listOnce(ctx)
+		if err != nil {
+			failed = append(failed, UpstreamError{Upstream: c.u.Name, Error: err.Error()})
+			continue
+		}
+		for _, t := range tools {
+			if badToolName(t.Name) != "" {
+				continue
+			}
+			def, err := json.Marshal(t)
+			if err != nil {
+				continue
+			}
+			digest, err := baseline.Digest(def)
+			if err != nil {
+				continue
+			}
+			r := ToolReview{Upstream: c.u.Name, Tool: t.Name, Status: ReviewNew, Digest: digest, Definition: def}
+			if e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: t.Name}); ok {
+				r.Status = ReviewApproved
+				if e.Digest != digest {
+					r.Status, r.Changes = ReviewChanged, baseline.Diff(e.Definition, def)
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out, failed, nil
+}
+
+// listOnce connects to the upstream, reads its tools within the listing
+// bounds, and closes the connection; nothing is published.
+func (c *upconn) listOnce(ctx context.Context) ([]*mcp.Tool, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.d.g.opts.ConnectTimeout)
+	defer cancel()
+	cs, err := c.connect(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
+	}
+	defer func() { _ = cs.Close() }()
+	return listAll(cctx, c.d.g.opts, "tools/list", func(cursor string) ([]*mcp.Tool, string, error) {
+		r, err := cs.ListTools(cctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Tools, r.NextCursor, nil
+	})
+}
+
+// ErrNotReviewed: ApproveBaseline was given a tool the review does not
+// hold.
+var ErrNotReviewed = errors.New("mcpgateway: not in the review")
+
+// ApproveBaseline writes the reviewed definitions of the named tools
+// ("UPSTREAM:TOOL" or the tool's name when only one upstream lists it; none
+// means every new or changed tool) into the trust baseline, approved by
+// by, and records each approval (mcp_tool_approved) in the event log. It
+// returns what it approved. A name that matches no reviewed tool is an
+// error (ErrNotReviewed), and nothing is written.
+func (g *Gateway) ApproveBaseline(ctx context.Context, reviews []ToolReview, names []string, by string) ([]ToolReview, error) {
+	var pick []ToolReview
+	if len(names) == 0 {
+		for _, r := range reviews {
+			if r.Status != ReviewApproved {
+				pick = append(pick, r)
+			}
+		}
+	}
+	for _, n := range names {
+		var match []ToolReview
+		for _, r := range reviews {
+			if n == r.Upstream+":"+r.Tool || n == "mcp."+r.Upstream+":"+r.Tool || n == r.Tool {
+				match = append(match, r)
+			}
+		}
+		switch len(match) {
+		case 0:
+			return nil, fmt.Errorf("%w: %q matches no listed tool%s", ErrNotReviewed, n, suggest(n, reviews))
+		case 1:
+			pick = append(pick, match[0])
+		default:
+			return nil, fmt.Errorf("%w: %q is listed by several upstreams; name it as UPSTREAM:TOOL", ErrNotReviewed, n)
+		}
+	}
+	if len(pick) == 0 {
+		return nil, nil
+	}
+	now := time.Now().UTC()
+	entries := make([]baseline.Entry, 0, len(pick))
+	for _, r := range pick {
+		e, err := baseline.NewEntry(r.Upstream, r.Tool, r.Definition, by, now)
+		if err != nil {
+			return nil, fmt.Errorf("mcpgateway: %s:%s: %w", r.Upstream, r.Tool, err)
+		}
+		entries = append(entries, e)
+	}
+	if _, err := g.opts.Baseline.Approve(ctx, entries); err != nil {
+		return nil, fmt.Errorf("mcpgateway: trust baseline: %w", err)
+	}
+	for _, e := range entries {
+		g.recordEdge(kindBaselineApproved, map[string]any{"upstream": e.Upstream, "tool": e.Tool, "digest": e.Digest, "approved_by": e.ApprovedBy})
+	}
+	return pick, nil
+}
+
+// suggest names the reviewed tool closest to n, for an error message.
+func suggest(n string, reviews []ToolReview) string {
+	best, bestD := "", len(n)/2+2
+	for _, r := range reviews {
+		for _, cand := range []string{r.Tool, r.Upstream + ":" + r.Tool} {
+			if d := editDistance(n, cand); d < bestD {
+				best, bestD = r.Upstream+":"+r.Tool, d
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// editDistance is the Levenshtein distance of two strings, by rune.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = slices.Min([]int{prev[j] + 1, cur[j-1] + 1, prev[j-1] + cost})
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
