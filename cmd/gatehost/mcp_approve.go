@@ -122,4 +122,3 @@ func orAbsent(s string) string {
 	}
 	return s
 }
-
