@@ -1,12 +1,14 @@
 package mcpgateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +39,7 @@ type downstream struct {
 	key       string
 	reserved  bool
 	sid       string // the transport's session id (HTTP), bound to key
+	version   string // the protocol revision negotiated with the client
 	// closeOnce makes close run once, and every caller of close wait for
 	// it: Gateway.Close must not return while the session is still being
 	// removed from the store by the session's own ending.
@@ -121,6 +124,14 @@ func (d *downstream) doClose() {
 		d.g.table.unbind(sid)
 	}
 	d.g.sessions.Delete(d)
+}
+
+// protocolVersion is the revision the session speaks with its client, or
+// the gateway's newest before initialize.
+func (d *downstream) protocolVersion() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return cmp.Or(d.version, protocolVersions[0])
 }
 
 func (d *downstream) serverSession() *mcp.ServerSession {
@@ -222,6 +233,10 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 		d.sid = ss.ID()
 	}
 	d.ss, d.id, d.caps = ss, id, p.Capabilities
+	d.version = protocolVersions[0]
+	if slices.Contains(protocolVersions, p.ProtocolVersion) {
+		d.version = p.ProtocolVersion
+	}
 	d.mu.Unlock()
 	d.g.table.bind(d.sid, key)
 	d.g.sessions.Store(d, struct{}{})

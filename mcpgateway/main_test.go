@@ -82,7 +82,7 @@ func stdioUpstream(t *testing.T, name string) mcpgateway.Upstream {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	return mcpgateway.Upstream{Name: name, Command: []string{exe, "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}}
+	return mcpgateway.Upstream{Name: name, Command: []string{exe, "-test.run=^$"}, Env: []string{upstreamEnv + "=1", nameEnv + "=" + name}}
 }
 
 // newGateway returns a gateway with the "exec" pipeline over a host built

@@ -239,7 +239,7 @@ func TestCollisionNamespacing(t *testing.T) {
 	// neither.
 	res, err := cs.ListResources(context.Background(), nil)
 	require.NoError(t, err)
-	assert.Len(t, res.Resources, 2)
+	assert.Len(t, res.Resources, 4) // note://readme twice, note://left/only, note://right/only
 	_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "note://readme"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "more than one upstream lists this item")

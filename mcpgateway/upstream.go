@@ -172,7 +172,11 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	// Requests from the upstream to the client (roots, sampling,
 	// elicitation) are forwarded to the downstream client.
 	client.AddReceivingMiddleware(c.fromUpstream)
-	cs, err := client.Connect(ctx, t, nil)
+	// The upstream speaks the revision the downstream session speaks (the
+	// gateway's newest when there is no client yet): a newer one would
+	// forbid what the gateway relays during a call, such as an upstream's
+	// elicitation (MCP 2026-07-28 moves those into the call's answer).
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: c.d.protocolVersion()})
 	if err != nil {
 		return nil, err
 	}
