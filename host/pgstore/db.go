@@ -1,8 +1,9 @@
 // Package pgstore keeps gatehost's shared state in PostgreSQL, so that
 // several replicas decide against the same sessions, catalog snapshots and
 // event log (docs/FLEET.md): a session.Store (Sessions), an event log with
-// one hash chain per node or one global chain (EventLog), and published
-// catalog snapshots named by their content digest (Catalogs).
+// one hash chain per node or one global chain (EventLog), published
+// catalog snapshots named by their content digest (Catalogs), and the MCP
+// gateway's tool trust baseline (Baseline).
 //
 // Every operation runs under Options.OpTimeout. Any failure — the database
 // unreachable, slow, read-only, or a constraint refused — is returned as an
