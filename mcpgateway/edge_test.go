@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/identity"
+	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
@@ -127,6 +129,31 @@ func TestBaselineOutlivesSessions(t *testing.T) {
 			assert.False(t, r.IsError, text(r))
 		})
 	}
+}
+
+// TestBaselineSharedByReplicas: two gateway replicas on one PostgreSQL
+// store share the trust baseline: a definition first trusted on replica a
+// is pinned on replica b, whose upstream lists it changed.
+func TestBaselineSharedByReplicas(t *testing.T) {
+	c := pgtest.Shared(t)
+	dsn := c.NewDatabase(t)
+	replica := func(node string) baseline.Store {
+		db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node})
+		require.NoError(t, err)
+		t.Cleanup(db.Close)
+		return db.Baseline()
+	}
+	f := newFixture(t, nil, nil)
+	ga := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		ActivateOnList: []string{"*"}, Baseline: replica("a")})
+	csa := connect(t, ga, nil)
+	toolNames(t, csa)
+	require.False(t, call(t, csa, "write_note", map[string]any{"name": "a", "text": "on a"}).IsError)
+	gb := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{variantUpstream(t, "notes", "description")},
+		ActivateOnList: []string{"*"}, Baseline: replica("b")})
+	csb := connect(t, gb, nil)
+	toolNames(t, csb)
+	assert.Equal(t, []string{"tool_drifted"}, findingCodes(t, call(t, csb, "write_note", map[string]any{"name": "a", "text": "on b"})))
 }
 
 // TestBaselineInSession: a change of any model-visible field within a

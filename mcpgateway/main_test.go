@@ -13,6 +13,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 	"github.com/gatehost/gatehost/mcpgateway"
 )
@@ -23,13 +24,22 @@ func TestMain(m *testing.M) {
 	if os.Getenv(upstreamEnv) == "1" {
 		serveTestUpstream()
 	}
-	testwasm.Main(m, func() (err error) {
+	testwasm.Main(stopPostgres{m}, func() (err error) {
 		if execWasm, err = testwasm.Go("plugins/exec/wasm"); err != nil {
 			return err
 		}
 		preconditionsWasm, err = testwasm.Go("plugins/preconditions/wasm")
 		return err
 	})
+}
+
+// stopPostgres stops the shared PostgreSQL cluster the tests started, if
+// any, once the tests have run.
+type stopPostgres struct{ m *testing.M }
+
+func (s stopPostgres) Run() int {
+	defer pgtest.StopShared()
+	return s.m.Run()
 }
 
 // confirmNonIdempotent is the exec policy of the fixtures: non_idempotent

@@ -182,11 +182,17 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 	return g, logger, cfg, closeAll, nil
 }
 
-// openBaseline opens the gateway's trust baseline: mcp.baseline.path, or
-// else a lock file beside the session file (sessions.path), shared by
-// every gatehost process on the host; with neither, memory (the gateway's
-// life).
-func openBaseline(cfg *config.Loaded, _ *config.Backends) (baseline.Store, error) {
+// openBaseline opens the gateway's trust baseline: with a PostgreSQL
+// store, the fleet's (every replica shares it); else mcp.baseline.path, or
+// a lock file beside the session file (sessions.path), shared by every
+// gatehost process on the host; with neither, memory (the gateway's life).
+func openBaseline(cfg *config.Loaded, b *config.Backends) (baseline.Store, error) {
+	if b != nil && b.DB != nil {
+		if cfg.MCP.Baseline.Path != "" {
+			return nil, fmt.Errorf("config %s: mcp.baseline.path: the baseline is the PostgreSQL store's with store.kind postgres; remove the key", cfg.File)
+		}
+		return b.DB.Baseline(), nil
+	}
 	path := cfg.MCP.Baseline.Path
 	if path == "" && cfg.SessionPath != "" {
 		path = filepath.Join(filepath.Dir(cfg.SessionPath), DefaultBaselineFile)
