@@ -117,14 +117,14 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // in order.
 func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *mcpgateway.Gateway, logger *slog.Logger, cfg *config.Loaded, closeAll func(), err error) {
 	var closers []func()
-	closeAll = func() {
+	cleanup := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			closeAll()
+			cleanup()
 		}
 	}()
 	if extra := fs.Args(); len(extra) > 0 {
@@ -179,7 +179,7 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 		return nil, nil, nil, nil, err
 	}
 	closers = append(closers, func() { _ = g.Close() })
-	return g, logger, cfg, closeAll, nil
+	return g, logger, cfg, cleanup, nil
 }
 
 // openBaseline opens the gateway's trust baseline: with a PostgreSQL

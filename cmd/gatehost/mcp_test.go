@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,6 +125,107 @@ func TestMCPStdio(t *testing.T) {
 	assert.Contains(t, out, "mcp.memory:create_entities")
 
 	require.NoError(t, cs.Close())
+	code, _, errOut = runCLI("log", "verify", "--config", cfg)
+	assert.Equal(t, 0, code, errOut)
+}
+
+func memoryServer(t *testing.T) string {
+	t.Helper()
+	server := filepath.Join(repoRoot, "testdata/mcp/node_modules/.bin/mcp-server-memory")
+	if _, err := os.Stat(server); err != nil {
+		if testing.Short() {
+			t.Skip("server-memory not installed (-short)")
+		}
+		t.Fatalf("%s is not installed: run make mcp-deps", server)
+	}
+	return server
+}
+
+// TestMCPStdioMalformedFrame: a frame on stdin that is not a JSON-RPC
+// message gets a JSON-RPC error, and the gateway goes on serving.
+func TestMCPStdioMalformedFrame(t *testing.T) {
+	server := memoryServer(t)
+	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n  sessions: {activate_on_list: [\"*\"]}\n")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "mcp", "--config", cfg, "--upstream-name", "memory", "--", server)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	next := func() map[string]any {
+		for lines.Scan() {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+			if _, ok := m["method"]; !ok { // skip notifications and requests
+				return m
+			}
+		}
+		t.Fatalf("gateway ended: %v", lines.Err())
+		return nil
+	}
+	write := func(s string) {
+		_, err := io.WriteString(stdin, s+"\n")
+		require.NoError(t, err)
+	}
+	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	assert.NotNil(t, next()["result"])
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/list"` + "\x00garbage")
+	e := next()
+	assert.Nil(t, e["id"])
+	assert.EqualValues(t, -32700, e["error"].(map[string]any)["code"])
+	write(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`)
+	r := next()
+	assert.EqualValues(t, 3, r["id"])
+	assert.Contains(t, fmt.Sprint(r["result"]), "create_entities")
+}
+
+// TestMCPApprove: gatehost mcp approve reviews the upstream's tools
+// against the trust baseline, writes nothing without --yes, approves with
+// it (one tool, or every new one), refuses a name that matches nothing
+// with the closest real name, and says so as JSON with --output json.
+func TestMCPApprove(t *testing.T) {
+	server := memoryServer(t)
+	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n  baseline: {require_approval: true}\n")
+	t.Setenv("MEMORY_FILE_PATH", filepath.Join(t.TempDir(), "memory.jsonl"))
+	lock := filepath.Join(filepath.Dir(cfg), "mcp-tools.lock.json")
+	up := []string{"--upstream-name", "memory", "--", server}
+
+	code, out, errOut := runCLI(append([]string{"mcp", "approve", "--config", cfg}, up...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "new      memory:create_entities")
+	assert.Contains(t, out, "run again with --yes")
+	assert.NoFileExists(t, lock)
+
+	code, _, errOut = runCLI(append([]string{"mcp", "approve", "--config", cfg, "--yes", "--tool", "create_entites"}, up...)...)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `did you mean "memory:create_entities"`)
+	assert.NoFileExists(t, lock)
+
+	code, out, errOut = runCLI(append([]string{"mcp", "approve", "--config", cfg, "--yes", "--tool", "memory:create_entities"}, up...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "approved 1: memory:create_entities")
+	assert.FileExists(t, lock)
+
+	code, out, errOut = runCLI(append([]string{"mcp", "approve", "--config", cfg, "--output", "json"}, up...)...)
+	require.Equal(t, 0, code, errOut)
+	var rep struct {
+		Tools []mcpgateway.ToolReview `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	status := map[string]string{}
+	for _, r := range rep.Tools {
+		status[r.Tool] = r.Status
+	}
+	assert.Equal(t, mcpgateway.ReviewApproved, status["create_entities"])
+	assert.Equal(t, mcpgateway.ReviewNew, status["delete_entities"])
+
 	code, _, errOut = runCLI("log", "verify", "--config", cfg)
 	assert.Equal(t, 0, code, errOut)
 }
