@@ -229,6 +229,9 @@ type Loaded struct {
 	SessionPath string
 	// MCP is the mcp: section, read by gatehost mcp.
 	MCP MCP
+	// FileCatalog is true when catalog.sources names at least one file:
+	// the catalog is then known at load (see CheckToolReferences).
+	FileCatalog bool
 	// Store is the store: section: where sessions, the event log and
 	// (optionally) the catalog live. Load opens nothing of it; a
 	// PostgreSQL store is opened by its user (Store.Open), once for all
@@ -423,6 +426,7 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg.Catalog = store
+	l.FileCatalog = len(fc.Catalog.Sources) > 0
 	if l.SessionPath != "" {
 		cfg.Sessions = session.NewFileStore(l.SessionPath)
 	}

@@ -85,7 +85,7 @@ func openDomain(ctx context.Context, field string, dc domainConfig, rel func(str
 	if err != nil {
 		return host.Domain{}, err
 	}
-	return host.Domain{Catalog: cat, Source: src}, nil
+	return host.Domain{Catalog: cat, Source: src, File: dc.Catalog}, nil
 }
 
 func openSource(ctx context.Context, field string, dc domainConfig, rel func(string) string) (datasource.DataSource, error) {

@@ -27,6 +27,8 @@ type Domain struct {
 	Catalog *domain.Catalog
 	// Source evaluates the catalog's views. The host does not close it.
 	Source datasource.DataSource
+	// File is where the catalog was read from, for messages; optional.
+	File string
 }
 
 // prepareDomains checks, at load time, that each domain's source can

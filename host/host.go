@@ -28,6 +28,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/engine"
 	"github.com/gatehost/gatehost/internal/hostkit"
 )
@@ -73,6 +74,7 @@ type stage struct {
 	quarantine   *quarantine
 	config       []byte // validated, compact JSON; nil for none
 	configDigest string
+	refs         []ToolReference // the config's tool references (ToolReferences)
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -211,7 +213,15 @@ func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind
 		q = newQuarantine(h.cfg.Quarantine)
 		h.quarantines[sc.Plugin] = q
 	}
-	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configDigest: digest(conf)}, nil
+	var refs []ToolReference
+	if conf != nil && pl.schemaDoc != nil {
+		doc, err := abischema.Decode(conf)
+		if err != nil {
+			return nil, &ConfigError{Field: field + ".config", Reason: "not one JSON value", Err: fmt.Errorf("%w: %w", ErrStageConfig, err)}
+		}
+		refs = collectRefs(field+".config", pl.schemaDoc, doc)
+	}
+	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configDigest: digest(conf), refs: refs}, nil
 }
 
 // impliedGrants returns granted with the capabilities that granting

@@ -66,6 +66,7 @@ type plugin struct {
 	sha256     string
 	descriptor abi.Descriptor
 	config     *jsonschema.Schema // nil: the gate takes no config
+	schemaDoc  any                // the config schema, decoded; for tool references
 	module     *engine.Module
 	pool       *pool
 }
@@ -148,6 +149,12 @@ func (p *plugin) describe(ctx context.Context, inst *engine.Instance) error {
 			return &engine.LoadError{Kind: ErrDescriptor, Detail: "config_schema does not compile", Err: err}
 		}
 		p.config = s
+		if err := json.Unmarshal(p.descriptor.ConfigSchema, &p.schemaDoc); err != nil {
+			return &engine.LoadError{Kind: ErrDescriptor, Detail: "config_schema does not decode", Err: err}
+		}
+		if err := checkRefAnnotations(p.schemaDoc); err != nil {
+			return &engine.LoadError{Kind: ErrDescriptor, Err: err}
+		}
 	}
 	return nil
 }

@@ -537,6 +537,10 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	if err != nil {
 		return nil, l.HostError(err)
 	}
+	if err := l.CheckToolReferences(h); err != nil {
+		_ = h.Close(context.Background())
+		return nil, err
+	}
 	if err := h.Warm(ctx); err != nil {
 		_ = h.Close(context.Background())
 		return nil, l.HostError(err)

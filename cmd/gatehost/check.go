@@ -73,6 +73,9 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fail(stderr, cfg.HostError(err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
+	if err := cfg.CheckToolReferences(h); err != nil {
+		return fail(stderr, err)
+	}
 
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {

@@ -17,10 +17,13 @@ import (
 // over the GitHub catalog at catalogPath.
 func writeExecConfig(t *testing.T, catalogPath string) string {
 	t.Helper()
-	return writeExecConfigServer(t, catalogPath, "github")
+	return writeExecConfigServer(t, catalogPath, "github", `["mcp.github:create_pull_request"]`)
 }
 
-func writeExecConfigServer(t *testing.T, catalogPath, server string) string {
+// writeExecConfigServer writes the exec config over the catalog at
+// catalogPath of the named server, with exempt_tools exempt (a YAML list):
+// every id it names must be in the catalog, or the config is refused.
+func writeExecConfigServer(t *testing.T, catalogPath, server, exempt string) string {
 	t.Helper()
 	execWasm, err := testwasm.Go("plugins/exec/wasm")
 	require.NoError(t, err)
@@ -48,8 +51,8 @@ pipelines:
         capabilities: [catalog, session]
         config:
           confirm_effects: [non_idempotent]
-          exempt_tools: ["mcp.github:create_pull_request"]
-`, catalogPath, server, testwasm.CacheDir(), execWasm)
+          exempt_tools: %s
+`, catalogPath, server, testwasm.CacheDir(), execWasm, exempt)
 	path := filepath.Join(dir, "gatehost.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o644))
 	return path
@@ -177,7 +180,7 @@ func writeCall(t *testing.T, tool string) string {
 func TestExecDestructiveHintCLI(t *testing.T) {
 	tools := t.TempDir()
 	copyDrift(t, "delete_repository.json", tools, "delete_repository.json")
-	cfg := writeExecConfigServer(t, tools, "demo")
+	cfg := writeExecConfigServer(t, tools, "demo", "[]")
 	code, _, errOut := runCLI("session", "activate", "--config", cfg, "--session", "s", "delete_repository")
 	require.Equal(t, 0, code, errOut)
 	code, out, _ := runCLI("check", "--config", cfg, "--session", "s", writeCall(t, "delete_repository"))
@@ -197,7 +200,7 @@ func TestExecDestructiveHintCLI(t *testing.T) {
 func TestExecAnnotationDriftCLI(t *testing.T) {
 	tools := t.TempDir()
 	copyDrift(t, "merge_pull_request.v1.json", tools, "merge_pull_request.json")
-	cfg := writeExecConfig(t, tools)
+	cfg := writeExecConfigServer(t, tools, "github", "[]")
 	callFile := writeCall(t, "merge_pull_request")
 
 	code, _, errOut := runCLI("session", "activate", "--config", cfg, "--session", "dev", "merge_pull_request")

@@ -11,6 +11,10 @@ import (
 	"github.com/gatehost/gatehost/sdk"
 )
 
+// configSchema marks the values that name tools (x-gatehost-ref, abi/SPEC.md
+// "Tool references"): canonical ids, matched against the catalog's ids only,
+// "*" standing for every tool in allow_tools alone. The host refuses a config
+// whose names match no tool of a catalog known at load.
 const configSchema = `{
   "type": "object",
   "properties": {
@@ -20,8 +24,8 @@ const configSchema = `{
       "uniqueItems": true,
       "default": ["non_idempotent"]
     },
-    "confirm_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
-    "exempt_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
+    "confirm_tools": {"type": "array", "items": {"type": "string", "minLength": 1, "x-gatehost-ref": "tool-id"}, "uniqueItems": true},
+    "exempt_tools": {"type": "array", "items": {"type": "string", "minLength": 1, "x-gatehost-ref": "tool-id"}, "uniqueItems": true},
     "principals": {
       "type": "array",
       "maxItems": 256,
@@ -43,7 +47,7 @@ const configSchema = `{
             },
             "additionalProperties": false
           },
-          "allow_tools": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true},
+          "allow_tools": {"type": "array", "items": {"type": "string", "minLength": 1, "x-gatehost-ref": "tool-id", "x-gatehost-wildcard": "*"}, "uniqueItems": true},
           "read_only": {"type": "boolean"}
         },
         "additionalProperties": false
@@ -58,7 +62,7 @@ var Gate = sdk.Gate{
 	Descriptor: abi.Descriptor{
 		ABIVersion:   abi.MajorVersion,
 		Name:         "exec",
-		Version:      "1.1.0",
+		Version:      "1.2.0",
 		Description:  "Authorizes one tool call right before it runs: exact name, cataloged id, the session's pinned schema digest, provenance and policy digest, source trust, the caller's principals rules and the confirmation policy.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
 		Capabilities: []string{abi.CapabilityCatalog, abi.CapabilitySession},

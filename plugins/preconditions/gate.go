@@ -70,7 +70,7 @@ const configSchema = `{
   "type": "object",
   "required": ["domain"],
   "properties": {
-    "domain": {"type": "string", "minLength": 1},
+    "domain": {"type": "string", "minLength": 1, "x-gatehost-ref": "domain"},
     "unknown_tools": {"enum": ["deny", "allow"], "default": "deny"}
   },
   "additionalProperties": false
@@ -81,7 +81,7 @@ var Gate = sdk.Gate{
 	Descriptor: abi.Descriptor{
 		ABIVersion:   abi.MajorVersion,
 		Name:         "preconditions",
-		Version:      "1.0.0",
+		Version:      "1.1.0",
 		Description:  "Denies domain writes whose catalog-declared preconditions do not hold, at plan time (proposal) and right before execution (tool_call).",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectProposal, abi.SubjectToolCall},
 		Capabilities: []string{abi.CapabilityQuery},
