@@ -47,6 +47,37 @@ func (g *Gateway) publishLocked(set *baseline.Set) error {
 	if set == g.published {
 		return nil
 	}
+	tools, routes := g.buildCatalog(set)
+	store := g.h.Catalog()
+	_, err := store.Update(func(b *catalog.Builder) error {
+		for _, id := range b.IDs() {
+			if t, _ := b.Get(id); g.owns(t) {
+				if err := b.Remove(id); err != nil {
+					return err
+				}
+			}
+		}
+		for _, t := range tools {
+			if err := b.Add(t); err != nil {
+				// One tool the catalog cannot hold (its name is another
+				// tool's id or alias) is left out; the rest go on.
+				g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "tool", t.ID, "error", err)
+				delete(routes, t.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("catalog update: %w", err)
+	}
+	g.routes.Store(&routes)
+	g.published = set
+	return nil
+}
+
+// buildCatalog converts the definitions of set into catalog records under
+// their exposed names, and the routes to them.
+func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]route) {
 	upIndex := map[string]int{}
 	for i, u := range g.opts.Upstreams {
 		upIndex[u.Name] = i
@@ -103,34 +134,7 @@ func (g *Gateway) publishLocked(set *baseline.Set) error {
 		routes[t.Name] = route{upstream: it.up, name: it.def.Name, outputSchema: it.def.OutputSchema != nil, def: it.def}
 		tools = append(tools, t)
 	}
-	store := g.h.Catalog()
-	var kept []catalog.Tool
-	_, err := store.Update(func(b *catalog.Builder) error {
-		for _, id := range b.IDs() {
-			if t, _ := b.Get(id); g.owns(t) {
-				if err := b.Remove(id); err != nil {
-					return err
-				}
-			}
-		}
-		for _, t := range tools {
-			if err := b.Add(t); err != nil {
-				// One tool the catalog cannot hold (its name is another
-				// tool's id or alias) is left out; the rest go on.
-				g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "tool", t.ID, "error", err)
-				delete(routes, t.Name)
-				continue
-			}
-			kept = append(kept, t)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("catalog update: %w", err)
-	}
-	g.routes.Store(&routes)
-	g.published = set
-	return nil
+	return tools, routes
 }
 
 // owned returns the snapshot's tools that came from this gateway's

@@ -274,6 +274,9 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 			ir.ServerInfo = r.ServerInfo
 		}
 	}
+	if err := d.g.checkNames(d); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gatehost mcp gateway: " + err.Error()}
+	}
 	ir.Capabilities = caps
 	ir.Instructions = strings.Join(instructions, "\n\n")
 	if err := d.g.createSession(ctx, id); err != nil {

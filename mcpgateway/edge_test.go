@@ -369,3 +369,56 @@ func TestResourcesRoutedToOwner(t *testing.T) {
 		assert.Equal(t, "served by "+name, rr.Contents[0].Text)
 	}
 }
+
+// TestConfigNamesMatchNothing: a tool name in the config that matches no
+// tool the upstreams list refuses every session, naming the key and the
+// closest real name; never a protection silently off.
+func TestConfigNamesMatchNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		exec     string
+		opts     mcpgateway.Options
+		want     []string
+		accepted bool
+	}{
+		{name: "all match", exec: `{"confirm_tools":["mcp.notes:delete_note"]}`,
+			opts: mcpgateway.Options{CoreTools: []string{"read_note"}, ActivateOnList: []string{"mcp.notes:write_note", "*"}}, accepted: true},
+		{name: "confirm_tools typo", exec: `{"confirm_tools":["mcp.notes:delete_not"]}`,
+			want: []string{"confirm_tools[0]", `"mcp.notes:delete_not" matches no tool`, `did you mean "mcp.notes:delete_note"`}},
+		{name: "confirm_tools other upstream name", exec: `{"confirm_tools":["mcp.fs:delete_note"]}`,
+			want: []string{"confirm_tools[0]", `did you mean "mcp.notes:delete_note"`}},
+		{name: "exempt_tools", exec: `{"exempt_tools":["mcp.notes:raed_note"]}`, want: []string{"exempt_tools[0]"}},
+		{name: "principals allow_tools", exec: `{"principals":[{"when":{"anonymous":true},"allow_tools":["mcp.notes:wrte_note"]}]}`,
+			want: []string{"allow_tools[0]", `did you mean "mcp.notes:write_note"`}},
+		{name: "sessions.core", opts: mcpgateway.Options{CoreTools: []string{"read_nte"}}, want: []string{"mcp.sessions.core[0]", `did you mean`}},
+		{name: "activate_on_list", opts: mcpgateway.Options{ActivateOnList: []string{"*", "writ_note"}}, want: []string{"mcp.sessions.activate_on_list[1]"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixtureWith(t, json.RawMessage(cmpOr(tc.exec, `{}`)), nil, nil)
+			tc.opts.Upstreams = []mcpgateway.Upstream{stdioUpstream(t, "notes")}
+			g := f.newGateway(t, tc.opts)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ct, st := mcp.NewInMemoryTransports()
+			go func() { _ = g.ServeTransport(ctx, st) }()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
+			if tc.accepted {
+				require.NoError(t, err)
+				_ = cs.Close()
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			assert.NotEmpty(t, logRecords(t, f.logPath, "mcp_config_refused"))
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -102,6 +102,10 @@ type Gateway struct {
 	published *baseline.Set
 	// driftSeen holds the drifted definitions already recorded.
 	driftSeen sync.Map
+	// namesMu guards the check of the config's tool names (checkNames).
+	namesMu      sync.Mutex
+	namesChecked bool
+	namesErr     error
 	// table binds HTTP sessions to their principals and counts sessions.
 	table *sessionTable
 

@@ -118,7 +118,7 @@ func TestNotActivatedWithoutListing(t *testing.T) {
 	assert.Equal(t, []string{"unknown_tool", "tool_not_approved"}, findingCodes(t, r))
 
 	// Core pins from the options authorize a new session at once.
-	g2 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, CoreTools: []string{"read_note", "missing_tool"}})
+	g2 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, CoreTools: []string{"read_note"}})
 	cs2 := connect(t, g2, nil)
 	r = call(t, cs2, "read_note", map[string]any{"name": "a"})
 	assert.False(t, r.IsError, text(r))

@@ -371,6 +371,9 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 	p := req.GetParams().(*mcp.CallToolParamsRaw)
 	ctx = d.continueTrace(ctx, req, p.Meta)
+	if err := d.g.checkNames(d); err != nil {
+		return errorResult("", "gatehost: %v; nothing was sent", err), nil
+	}
 	// What is decided is what is sent: absent or null arguments are the
 	// empty object both ways, and of the client's _meta only the progress
 	// token travels on (tracing adds its own keys).
