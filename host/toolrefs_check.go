@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/editdist"
 )
 
 // ErrUnmatchedTool is matched (errors.Is) by every *UnmatchedToolError.
@@ -144,7 +145,7 @@ func (x *nameIndex) suggest(r ToolReference) string {
 		best, bestD := "", -1
 		for _, id := range x.byName[raw] {
 			ons, _, _ := strings.Cut(id, ":")
-			if d := editDistance(ns, ons); bestD < 0 || d < bestD {
+			if d := editdist.OSA(ns, ons); bestD < 0 || d < bestD {
 				best, bestD = id, d
 			}
 		}
@@ -161,7 +162,7 @@ func (x *nameIndex) suggest(r ToolReference) string {
 	}
 	best, bestD := "", -1
 	for _, c := range cands {
-		if d := editDistance(name, c); bestD < 0 || d < bestD {
+		if d := editdist.OSA(name, c); bestD < 0 || d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -169,7 +170,7 @@ func (x *nameIndex) suggest(r ToolReference) string {
 		// Perhaps a typo in a wire name of a field that takes ids.
 		if r.Kind == RefToolID {
 			for _, w := range x.wire {
-				if editDistance(name, w) <= maxSuggestDistance(name) {
+				if editdist.OSA(name, w) <= maxSuggestDistance(name) {
 					return x.idOf[w]
 				}
 			}
@@ -183,38 +184,4 @@ func (x *nameIndex) suggest(r ToolReference) string {
 // from name: a quarter of its length, at least 1.
 func maxSuggestDistance(name string) int {
 	return max(1, len([]rune(name))/4)
-}
-
-// editDistance is the optimal string alignment distance between a and b
-// (Levenshtein plus transposition of two adjacent runes), over runes.
-func editDistance(a, b string) int {
-	s, t := []rune(a), []rune(b)
-	if len(s) == 0 {
-		return len(t)
-	}
-	if len(t) == 0 {
-		return len(s)
-	}
-	// Three rows: the one before last, last, current.
-	prev2 := make([]int, len(t)+1)
-	prev := make([]int, len(t)+1)
-	cur := make([]int, len(t)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(s); i++ {
-		cur[0] = i
-		for j := 1; j <= len(t); j++ {
-			cost := 1
-			if s[i-1] == t[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && s[i-1] == t[j-2] && s[i-2] == t[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(t)]
 }

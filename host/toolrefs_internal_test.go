@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/editdist"
 )
 
 func TestCollectRefs(t *testing.T) {
@@ -211,8 +212,8 @@ func TestEditDistance(t *testing.T) {
 		{"mcp.fs:a", "mcp.filesystem:a", 8},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
-		assert.Equal(t, tt.want, editDistance(tt.b, tt.a), "%q %q", tt.b, tt.a)
+		assert.Equal(t, tt.want, editdist.OSA(tt.a, tt.b), "%q %q", tt.a, tt.b)
+		assert.Equal(t, tt.want, editdist.OSA(tt.b, tt.a), "%q %q", tt.b, tt.a)
 	}
 }
 

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehost/gatehost/internal/editdist"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
@@ -166,7 +166,7 @@ func suggest(n string, reviews []ToolReview) string {
 	best, bestD := "", len(n)/2+2
 	for _, r := range reviews {
 		for _, cand := range []string{r.Tool, r.Upstream + ":" + r.Tool} {
-			if d := editDistance(n, cand); d < bestD {
+			if d := editdist.OSA(n, cand); d < bestD {
 				best, bestD = r.Upstream+":"+r.Tool, d
 			}
 		}
@@ -175,26 +175,4 @@ func suggest(n string, reviews []ToolReview) string {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
-}
-
-// editDistance is the Levenshtein distance of two strings, by rune.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = slices.Min([]int{prev[j] + 1, cur[j-1] + 1, prev[j-1] + cost})
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

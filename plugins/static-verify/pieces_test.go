@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/editdist"
 )
 
 func TestEditDistance(t *testing.T) {
@@ -25,8 +26,8 @@ func TestEditDistance(t *testing.T) {
 		{"héllo", "hello", 1}, // runes, not bytes
 		{"flaw", "lawn", 2},
 	} {
-		assert.Equal(t, tc.want, editDistance(tc.a, tc.b), "%q %q", tc.a, tc.b)
-		assert.Equal(t, tc.want, editDistance(tc.b, tc.a), "%q %q", tc.b, tc.a)
+		assert.Equal(t, tc.want, editdist.Levenshtein(tc.a, tc.b), "%q %q", tc.a, tc.b)
+		assert.Equal(t, tc.want, editdist.Levenshtein(tc.b, tc.a), "%q %q", tc.b, tc.a)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/editdist"
 )
 
 // maxSuggestRunes bounds the names the suggester compares, so a huge bogus
@@ -30,11 +31,11 @@ func suggest(name string, tools []abi.ToolEntry) string {
 		if m > maxSuggestRunes || m-n > limit || n-m > limit {
 			return // the length difference alone exceeds the limit
 		}
-		fold := editDistance(lname, strings.ToLower(cand))
+		fold := editdist.Levenshtein(lname, strings.ToLower(cand))
 		if fold > limit || fold > bestFold {
 			return
 		}
-		exact := editDistance(name, cand)
+		exact := editdist.Levenshtein(name, cand)
 		if fold < bestFold || exact < bestExact || (exact == bestExact && wire < best) {
 			best, bestFold, bestExact = wire, fold, exact
 		}
@@ -52,29 +53,4 @@ func suggest(name string, tools []abi.ToolEntry) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) < len(rb) {
-		ra, rb = rb, ra
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

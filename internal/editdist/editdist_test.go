@@ -1,0 +1,29 @@
+package editdist
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestDistances(t *testing.T) {
+	for _, tc := range []struct {
+		a, b     string
+		lev, osa int
+	}{
+		{"", "", 0, 0},
+		{"", "abc", 3, 3},
+		{"abc", "", 3, 3},
+		{"write", "write", 0, 0},
+		{"write", "wrtie", 2, 1},
+		{"move_fil", "move_file", 1, 1},
+		{"kitten", "sitting", 3, 3},
+		{"café", "cafe", 1, 1},
+		{"ab", "ba", 2, 1},
+	} {
+		assert.Equal(t, tc.lev, Levenshtein(tc.a, tc.b), "Levenshtein(%q, %q)", tc.a, tc.b)
+		assert.Equal(t, tc.osa, OSA(tc.a, tc.b), "OSA(%q, %q)", tc.a, tc.b)
+		assert.Equal(t, Levenshtein(tc.a, tc.b), Levenshtein(tc.b, tc.a))
+		assert.Equal(t, OSA(tc.a, tc.b), OSA(tc.b, tc.a))
+	}
+}
