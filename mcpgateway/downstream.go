@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -558,7 +559,15 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 				rec["outcome"] = "refused: imitates gatehost's approval prompt"
 				d.g.recordEdge(kindUpstreamRequest, rec)
 				d.g.opts.Logger.Warn("mcp gateway: upstream elicitation imitating gatehost's approval refused; upstream disconnected", "upstream", c.u.Name)
+				// No answer at all: an upstream that impersonates gatehost
+				// is cut off, and learns nothing from a reply.
 				c.close()
+				t := time.NewTimer(5 * time.Second)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
 			}
 			rec["outcome"] = "relayed"
