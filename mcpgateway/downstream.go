@@ -88,7 +88,7 @@ func (g *Gateway) newServer(d *downstream) *mcp.Server {
 func (g *Gateway) newSession() *downstream {
 	d := &downstream{g: g, ph: map[string]bool{}, gone: make(chan struct{})}
 	for i, u := range g.opts.Upstreams {
-		d.ups = append(d.ups, &upconn{d: d, idx: i, u: u})
+		d.ups = append(d.ups, &upconn{d: d, idx: i, u: u, connecting: make(chan struct{}, 1)})
 	}
 	d.server = g.newServer(d)
 	// The session is registered by initialize: a request that never

@@ -422,3 +422,20 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
+
+// TestUpstreamFailureIsolated: an upstream that cannot start leaves out
+// its own tools only; the others serve, and Readiness names it failing.
+func TestUpstreamFailureIsolated(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{
+		stdioUpstream(t, "notes"), {Name: "gone", Command: []string{"/nonexistent/mcp-server"}}}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, nil)
+	assert.Contains(t, toolNames(t, cs), "read_note")
+	assert.False(t, call(t, cs, "read_note", map[string]any{"name": "a"}).IsError)
+	r := g.Readiness()
+	assert.False(t, r.Ready)
+	require.Len(t, r.Upstreams, 2)
+	assert.Equal(t, "up", r.Upstreams[0].State)
+	assert.Equal(t, "failing", r.Upstreams[1].State)
+	assert.NotEmpty(t, r.Upstreams[1].Error)
+}

@@ -106,6 +106,8 @@ type Gateway struct {
 	namesMu      sync.Mutex
 	namesChecked bool
 	namesErr     error
+	// health is each upstream's latest state (Upstreams).
+	health healthBoard
 	// table binds HTTP sessions to their principals and counts sessions.
 	table *sessionTable
 

@@ -35,6 +35,10 @@ type upconn struct {
 	// listing is the connection's latest complete tools/list.
 	listing atomic.Pointer[listing]
 
+	// connecting admits one connection attempt at a time (a semaphore
+	// a waiter can leave when its context ends).
+	connecting chan struct{}
+
 	mu       sync.Mutex
 	client   *mcp.Client
 	rootsOn  bool // placeholder root toggle, see rootsChanged
@@ -44,14 +48,26 @@ type upconn struct {
 }
 
 // session returns a live client session, connecting (and listing tools)
-// when there is none.
+// when there is none. One caller connects at a time; the others wait for
+// it, or for their own context, whichever ends first: an upstream that
+// hangs while starting holds no caller past its deadline.
 func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cs != nil {
-		return c.cs, nil
+	if cs := c.current(); cs != nil {
+		return cs, nil
 	}
-	if wait := time.Until(c.notUntil); wait > 0 {
+	select {
+	case c.connecting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w %s: starting: %w", ErrUpstream, c.u.Name, context.Cause(ctx))
+	}
+	defer func() { <-c.connecting }()
+	c.mu.Lock()
+	cs, notUntil := c.cs, c.notUntil
+	c.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	if wait := time.Until(notUntil); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -72,11 +88,15 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 			_ = cs.Close()
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
 		c.failures++
 		c.notUntil = time.Now().Add(c.backoff())
+		c.d.g.health.failed(c.u.Name, err)
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
+	c.d.g.health.ok(c.u.Name)
 	c.cs = cs
 	go c.watch(cs)
 	return cs, nil
@@ -102,7 +122,8 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 		if !c.d.closed.Load() {
 			c.failures++
 			c.notUntil = time.Now().Add(c.backoff())
-			c.d.g.opts.Logger.Warn("mcp gateway: upstream connection closed", "upstream", c.u.Name, "session", c.d.id)
+			c.d.g.opts.Logger.Warn("mcp gateway: upstream connection closed", "upstream", c.u.Name, "session", c.d.sessionID())
+			c.d.g.health.failed(c.u.Name, errors.New("connection closed"))
 		}
 	}
 }
@@ -180,7 +201,9 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
 	c.client = client
+	c.mu.Unlock()
 	return cs, nil
 }
 

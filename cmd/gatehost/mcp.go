@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -88,6 +89,26 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", ids.Require(g.Handler()))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+	// Readiness takes no token, as serve's /readyz: it names each
+	// upstream's state, never error texts (they are in the log).
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		r := g.Readiness()
+		for i := range r.Upstreams {
+			r.Upstreams[i].Error = ""
+		}
+		if r.ConfigError != "" {
+			r.ConfigError = "the config names tools no upstream lists (see the log)"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if !r.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(r)
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	scheme := "http"
