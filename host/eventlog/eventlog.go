@@ -28,7 +28,8 @@ type Options struct {
 	// only for the length of one commit (see the package doc).
 	LockTimeout time.Duration
 	// OnCommit, if set, is called after each group commit (see Log), from
-	// the committing goroutine without the log's lock held: for metrics.
+	// the committing goroutine with neither the Log's mutex nor the file's
+	// lock held: for metrics.
 	// It must not call the Log.
 	OnCommit func(Commit)
 }
