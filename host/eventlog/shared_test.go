@@ -480,3 +480,47 @@ func TestForeignLineBreaksALog(t *testing.T) {
 	_, err = l.Append(sample(6))
 	require.ErrorIs(t, err, ErrBroken)
 }
+
+// TestOpenJudgesAgainUnderTheLock: a head that does not match the log as
+// read without the lock (here none yet beside a record, as while another
+// writer holds the lock in the middle of its work) is judged again under
+// the lock, where it holds, rather than refused at once.
+func TestOpenJudgesAgainUnderTheLock(t *testing.T) {
+	skipWithoutFlock(t)
+	path := newLog(t, 2)
+	head, err := os.ReadFile(HeadPath(path))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(HeadPath(path)))
+	other, err := os.Open(path)
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, filelock.Lock(other))
+
+	type result struct {
+		l   *Log
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		l, err := Open(path, Options{NoSync: true, Logger: discard()})
+		res <- result{l, err}
+	}()
+	select {
+	case r := <-res:
+		t.Fatalf("Open did not wait for the lock: %v", r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, os.WriteFile(HeadPath(path), head, 0o640))
+	require.NoError(t, filelock.Unlock(other))
+	r := <-res
+	require.NoError(t, r.err)
+	defer r.l.Close()
+	seq, _ := r.l.Last()
+	require.Equal(t, uint64(2), seq)
+
+	// Without the head under the lock either, the log is refused.
+	require.NoError(t, r.l.Close())
+	require.NoError(t, os.Remove(HeadPath(path)))
+	_, err = Open(path, Options{NoSync: true, Logger: discard()})
+	requireChainError(t, err, ReasonHeadMissing)
+}
