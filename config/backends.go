@@ -23,7 +23,8 @@ type Backends struct {
 	// Sessions is the session store; nil with files and no sessions.path
 	// (the caller keeps sessions in memory).
 	Sessions session.Store
-	// EventLog is the one writer of the event log.
+	// EventLog is this process's writer of the event log (other processes
+	// may append to the same file log).
 	EventLog eventlog.Appender
 	// Chain is the event log chain written: the node id or
 	// pgstore.GlobalChain; "" with files.

@@ -52,8 +52,8 @@ type Config struct {
 	// store's, such as pgstore's) the host appends to instead of opening
 	// EventLogPath (set at most one of the two). The host never
 	// closes it: its owner does, after every host using it is closed. This
-	// lets hosts that replace one another (a server's reload) share the one
-	// writer the log's lock allows.
+	// lets hosts that replace one another (a server's reload) share one
+	// writer, whose group commits batch every host's records.
 	EventLog eventlog.Appender
 	// Hooks receives decisions and quarantine changes, for metrics; nil
 	// means none.

@@ -99,8 +99,16 @@ func TestDecisionLogBadCursorFailsNew(t *testing.T) {
 	_, err := New(Options{ConfigPath: cfg}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "decision_log: http: decisionlog: bad cursor file")
-	// Everything New opened was closed: the log can be opened again.
-	l, err := eventlog.Open(filepath.Join(dir, "events.jsonl"), eventlog.Options{LockTimeout: -1})
+	// Everything New opened was closed: no descriptor of the log is left
+	// (where /proc tells), and the log can be opened again.
+	logPath := filepath.Join(dir, "events.jsonl")
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, fd := range fds {
+			target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+			assert.NotEqual(t, logPath, target, "the event log is still open")
+		}
+	}
+	l, err := eventlog.Open(logPath, eventlog.Options{LockTimeout: -1})
 	require.NoError(t, err)
 	require.NoError(t, l.Close())
 }

@@ -99,9 +99,10 @@ type Server struct {
 	logger  *slog.Logger
 	metrics *metrics
 
-	// evlog is the one writer of the event log, shared by every runtime:
-	// the log's lock admits one writer per file, and a reload must not
-	// close it between two decisions. The server closes it last.
+	// evlog is the server's one writer of the event log, shared by every
+	// runtime: a reload must not close it between two decisions, and one
+	// Log batches the group commits of every runtime. The server closes it
+	// last.
 	evlog   eventlog.Appender
 	dlog    *decisionLogs // exporters teed to evlog (decisionlog.go)
 	logPath string

@@ -60,20 +60,52 @@
 // Open writes the head of a new, empty log as seq 0 with hash GenesisPrev.
 //
 // Verify reads the head before the log, so a concurrent append can only make
-// the log longer than the head it read.
+// the log longer than the head it read. Every writer replaces the head under
+// the lock, after the fsync of its records, so the head only moves forward.
 //
 // # Torn tail
 //
 // A crash during an append can leave a partial last line. When the final
 // line of the file lacks its newline, or is not syntactically valid JSON,
 // it is a torn tail: Verify reports it (Report.TornTail) and checks the
-// chain up to the last complete record; Open truncates it away, fsyncs, logs
-// a warning (see Log.Repaired) and appends a KindRepair record saying how many
-// bytes it dropped. Only the final line is treated this way.
+// chain up to the last complete record; Open, or the next commit of a Log
+// that is open (see Several writers), truncates it away under the lock,
+// fsyncs, logs a warning (see Log.Repaired) and appends a KindRepair record
+// saying how many bytes it dropped. Only the final line is treated this way.
 // A bad line anywhere else, or a final line that is valid JSON but fails any
 // check, is a *ChainError: Open refuses such a log so that a damaged or
 // tampered log is never silently appended to. Dropping a torn tail never
 // drops a record at or below the head; if it would, the log is refused.
+//
+// # Several writers
+//
+// Any number of Logs, in one process or in several processes on one host,
+// may append to one file; their records form one chain. Each group commit
+// takes an exclusive flock on the log file (the lock is held for that
+// commit only, never for the life of a Log) and, under it:
+//
+//  1. compares the file's size with the size after its last commit; if it
+//     grew, reads and verifies the records other writers appended since,
+//     learning the chain's current seq and hash (so re-reading costs only
+//     what others wrote);
+//  2. truncates a torn tail found there (no append is under way while the
+//     lock is held, so an incomplete last line was left by a writer that
+//     crashed), and writes a KindRepair record first;
+//  3. writes its batch, chained after that tail (records are sealed when
+//     queued and sealed again only if the tail moved), fsyncs it, and
+//     replaces the head, then releases the lock.
+//
+// Open reads and verifies the log without the lock, as Verify does, and
+// takes it only to read what was appended meanwhile, repair a torn tail and
+// bring the head up to date. A commit or an Open waits for the lock up to
+// Options.LockTimeout; an append that times out writes nothing and fails
+// with an error wrapping ErrLocked. Appends of one Log keep their order and
+// contiguity; appends of different writers interleave in the order they
+// took the lock. Record times are those of the appends, so with several
+// writers they need not be monotonic in seq order.
+//
+// Where flock is unavailable (not Unix) the lock is a no-op, and only one
+// writer at a time may append to a file.
 //
 // # Durability contract
 //

@@ -1,13 +1,14 @@
 package eventlog
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gatehost/gatehost/internal/filelock"
@@ -21,11 +22,14 @@ type Options struct {
 	NoSync bool
 	// Logger receives the report of a torn-tail repair. Default slog.Default().
 	Logger *slog.Logger
-	// LockTimeout is how long Open waits while another process holds the
-	// log (one writer at a time); default 10s, negative means fail at once.
+	// LockTimeout is how long Open, and each group commit, waits while
+	// another process (or another Log of this one) is appending to the
+	// file; default 10s, negative means fail at once. The lock is held
+	// only for the length of one commit (see the package doc).
 	LockTimeout time.Duration
 	// OnCommit, if set, is called after each group commit (see Log), from
-	// the committing goroutine without the log's lock held: for metrics.
+	// the committing goroutine with neither the Log's mutex nor the file's
+	// lock held: for metrics.
 	// It must not call the Log.
 	OnCommit func(Commit)
 }
@@ -38,7 +42,8 @@ type Commit struct {
 	// Fsync is the time the log file's fsync took; 0 with NoSync or when
 	// the write failed first.
 	Fsync time.Duration
-	// Err is the failure that broke the log, if any.
+	// Err is the failure that broke the log, or the lock wait that failed
+	// the commit, if any.
 	Err error
 }
 
@@ -51,51 +56,93 @@ var (
 	// ErrBroken is returned, wrapping the original cause, by every Append
 	// after a failed write, fsync or head update (see Log.Append).
 	ErrBroken = errors.New("eventlog: log unusable after a failed append; reopen it")
-	// ErrLocked is returned by Open when another Log holds the file.
+	// ErrLocked is returned by Open, and wrapped by Append, when another
+	// writer held the file's lock for longer than Options.LockTimeout.
 	ErrLocked = errors.New("eventlog: log is locked by another writer")
 )
 
 // file is what Log needs of its *os.File; tests substitute failing ones.
 type file interface {
 	Write([]byte) (int, error)
+	ReadAt([]byte, int64) (int, error)
+	Stat() (os.FileInfo, error)
+	Truncate(int64) error
 	Sync() error
 	Close() error
+	SyscallConn() (syscall.RawConn, error)
 }
 
-// Log is an open event log. Its methods are safe for concurrent use.
+// Log is an open event log. Its methods are safe for concurrent use, and
+// several Logs, in one process or in several, may append to one file.
 //
 // Concurrent appends are committed in groups: while one goroutine writes,
 // fsyncs and checkpoints a batch, others queue their encoded records, and the
 // next of them commits all queued records at once. The fsyncs and the head
 // update are then paid once per group rather than once per call.
+//
+// Each commit takes the file's lock (an flock), reads what other writers
+// appended since this Log's last commit, if anything, and chains its batch
+// after it: records are sealed when queued, chained after the tail this Log
+// knows, and sealed again under the lock only if another writer moved the
+// tail in between.
 type Log struct {
 	path     string
 	headPath string
 	opts     Options
 	logger   *slog.Logger
-	repaired int64
 
-	mu   sync.Mutex
-	cond sync.Cond // broadcast when a commit finishes
-	f    file      // written only by the committing goroutine
-	dir  *os.File
-	// seq and hash are the chain's tail including queued records;
-	// durableSeq and durableHash, the tail that is written, fsynced and
-	// checkpointed.
+	mu       sync.Mutex
+	cond     sync.Cond // broadcast when a commit finishes
+	f        file      // written only by the committing goroutine
+	dir      *os.File
+	repaired int64
+	// seq and hash are the provisional tail: the last queued record, or
+	// the last on the chain if none is queued. durableSeq and durableHash
+	// are the tail as of this Log's last commit (its own records, or
+	// others' it read).
 	seq, durableSeq   uint64
 	hash, durableHash string
-	queue, spare      []byte // encoded lines awaiting commit; a buffer to swap in
+	cur               *batch   // the queue: appends awaiting the next commit
+	spare             [][]byte // up to two buffers for the queue to reuse
 	committing        bool
 	err               error // sticky: set by the first failed commit
 	closed            bool
+
+	// Owned by the committing goroutine (or by Open, before the Log is
+	// shared): the chain's tail as this Log last saw it under the lock,
+	// and the pending wait for the lock that a timed-out commit left.
+	tail        tail
+	lockPending *lockWait
+}
+
+// tail is where a file's chain ends: its last record's seq and hash, and
+// the file's size through that record's newline.
+type tail struct {
+	seq  uint64
+	hash string
+	size int64
+}
+
+// batch is one group commit's records: encoded in buf, chained after
+// (seq, hash); outs holds each Append's records, returned to its caller.
+type batch struct {
+	buf  []byte
+	outs [][]Record
+	one  [1][]Record // outs' first backing array: most batches hold one call
+	seq  uint64
+	hash string
+	done bool
+	err  error
 }
 
 // Open opens the log at path, creating it and its directories if needed.
 // It verifies the whole chain and the head file first and refuses, with a
 // *ChainError, a log that fails; a torn tail is truncated away (see the
-// package doc and Repaired). Only one Log may hold a file at a time. A
-// path that is not a regular file (a named pipe, a device, a directory;
-// symbolic links are followed) is refused at once, never read.
+// package doc and Repaired). Other Logs, in this process or others, may
+// have the same file open and append to it; Open takes the file's lock
+// only briefly, after reading the log. A path that is not a regular file (a
+// named pipe, a device, a directory; symbolic links are followed) is
+// refused at once, never read.
 func Open(path string, opts Options) (*Log, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -118,19 +165,71 @@ func Open(path string, opts Options) (*Log, error) {
 }
 
 func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Logger) (*Log, error) {
-	if err := lockLog(f, opts.LockTimeout); err != nil {
-		if errors.Is(err, filelock.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+	l := &Log{path: path, headPath: headPath(path), opts: opts, logger: logger, f: f}
+	l.cond.L = &l.mu
+	// Read and verify the log without the lock, as Verify does, so that a
+	// long log does not hold other writers up; what they append meanwhile
+	// is read under the lock below. Should the head not match, a writer
+	// may have been creating the log or moving its head during the read:
+	// read again under the lock, where nothing moves, before refusing.
+	h1, t, err := readChain(f, l.headPath)
+	locked := false
+	if err != nil {
+		var ce *ChainError
+		if !errors.As(err, &ce) {
+			return nil, withPath(err, path)
 		}
-		return nil, fmt.Errorf("eventlog: lock %s: %w", path, err)
+		if err := l.lock(); err != nil {
+			return nil, err
+		}
+		locked = true
+		if h1, t, err = readChain(f, l.headPath); err != nil {
+			l.unlock()
+			return nil, withPath(err, path)
+		}
 	}
-	hp := headPath(path)
+	dir, err := safefile.OpenDir(dirPath)
+	if err != nil {
+		if locked {
+			l.unlock()
+		}
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	l.dir = dir
+	l.tail = t
+	if !locked {
+		if err := l.lock(); err != nil {
+			dir.Close()
+			return nil, err
+		}
+	}
+	err = l.openLocked(h1)
+	if uerr := l.unlock(); err == nil && uerr != nil {
+		err = fmt.Errorf("eventlog: open %s: unlock: %w", path, uerr)
+	}
+	if err != nil {
+		dir.Close()
+		return nil, err
+	}
+	l.seq, l.hash = l.tail.seq, l.tail.hash
+	l.durableSeq, l.durableHash = l.tail.seq, l.tail.hash
+	return l, nil
+}
+
+// readChain reads the head, then verifies the log from its start to the
+// end of its last complete record, which it returns as the tail; h1 is the
+// head it checked the chain against.
+func readChain(f *os.File, hp string) (h1 Head, t tail, err error) {
 	head, haveHead, err := readHead(hp)
 	if err != nil {
-		return nil, withPath(err, path)
+		return Head{}, tail{}, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return Head{}, tail{}, err
 	}
 	var headHash string
-	res, err := scan(f, func(r *Record) error {
+	res, err := scan(io.NewSectionReader(f, 0, st.Size()), func(r *Record) error {
 		if r.Seq == head.Seq {
 			headHash = r.Hash
 		}
@@ -140,64 +239,220 @@ func open(path string, f *os.File, dirPath string, opts Options, logger *slog.Lo
 		err = checkHead(res, head, haveHead, headHash)
 	}
 	if err != nil {
-		return nil, withPath(err, path)
+		return Head{}, tail{}, err
 	}
-	dir, err := safefile.OpenDir(dirPath)
+	return head, tail{seq: res.records, hash: res.lastHash, size: res.goodEnd}, nil
+}
+
+// openLocked finishes Open under the file's lock: it reads what other
+// writers appended since readChain, repairs a torn tail, checks the head as
+// it is now (h1 was checked by readChain) and brings it up to the log.
+func (l *Log) openLocked(h1 Head) error {
+	head, haveHead, err := readHead(l.headPath)
 	if err != nil {
-		return nil, fmt.Errorf("eventlog: %w", err)
+		return withPath(err, l.path)
 	}
-	l := &Log{
-		path: path, headPath: hp, opts: opts, logger: logger, f: f, dir: dir,
-		seq: res.records, hash: res.lastHash, durableSeq: res.records, durableHash: res.lastHash,
-	}
-	l.cond.L = &l.mu
-	fail := func(err error) (*Log, error) {
-		dir.Close()
-		return nil, fmt.Errorf("eventlog: open %s: %w", path, err)
-	}
-	if res.torn {
-		if err := f.Truncate(res.goodEnd); err != nil {
-			return fail(err)
+	var headHash string
+	verified := l.tail.seq // readChain checked these against h1
+	c, err := l.catchUp(func(r *Record) {
+		if r.Seq == head.Seq {
+			headHash = r.Hash
 		}
-		if err := l.sync(f); err != nil {
-			return fail(err)
-		}
-		l.repaired = res.tornBytes
-		logger.Warn("eventlog: truncated torn tail left by an interrupted append",
-			"path", path, "bytes_dropped", res.tornBytes, "last_seq", res.records)
+	})
+	if haveHead && head.Seq <= verified && (head == h1 || head.Seq > h1.Seq) {
+		// The head is the one readChain checked, or moved on within the
+		// records it verified: only a writer that appended them moves it.
+		headHash = head.Hash
+	}
+	if err == nil {
+		err = withPath(checkHead(scanResult{records: l.tail.seq}, head, haveHead, headHash), l.path)
+	}
+	if err != nil {
+		return err
 	}
 	// Persist the log's directory entry if Open just created the file.
 	if err := l.syncDir(); err != nil {
-		return fail(err)
+		return fmt.Errorf("eventlog: open %s: %w", l.path, err)
 	}
-	if !haveHead || head.Seq != l.seq {
+	if c.repair != nil {
+		_, err := l.write(nil, c) // writes the head too
+		return err
+	}
+	if !haveHead || head.Seq != l.tail.seq {
 		if haveHead {
-			logger.Info("eventlog: head checkpoint behind log, catching up",
-				"path", path, "head_seq", head.Seq, "last_seq", l.seq)
+			l.logger.Info("eventlog: head checkpoint behind log, catching up",
+				"path", l.path, "head_seq", head.Seq, "last_seq", l.tail.seq)
 		}
-		if err := l.writeHead(l.seq, l.hash); err != nil {
-			return fail(err)
-		}
-	}
-	if res.torn {
-		// The repair is itself on the chain, so a reader of the log sees
-		// that bytes were dropped here, and how many.
-		data := fmt.Appendf(nil, `{"bytes_dropped":%d,"after_seq":%d}`, res.tornBytes, res.records)
-		if _, err := l.Append(Record{Kind: KindRepair, Data: data}); err != nil {
-			_ = l.f.Close()
-			return fail(err)
+		if err := l.writeHead(l.tail.seq, l.tail.hash); err != nil {
+			return fmt.Errorf("eventlog: open %s: %w", l.path, err)
 		}
 	}
-	return l, nil
+	return nil
 }
 
-// Repaired reports how many bytes of torn tail Open truncated; 0 if none.
-// Open records each repair as a KindRepair record, the first it appends.
-func (l *Log) Repaired() (bytesDropped int64) { return l.repaired }
+// caughtUp is what catchUp found: a repair record to write first, if it
+// truncated a torn tail.
+type caughtUp struct {
+	repair *Record
+}
 
-// Last returns the seq and hash of the last durable record: the hash the
-// next record's prev will hold. For an empty log it returns 0 and GenesisPrev.
-// Keeping this hash outside the log's reach makes it an anchor for Verify.
+// catchUp runs under the file's lock. It reads and verifies what other
+// writers appended after l.tail, advancing l.tail, and truncates a torn
+// tail: under the lock no append is under way, so an incomplete last line
+// was left by a writer that crashed or failed. It costs a stat when nothing
+// was appended, and otherwise the reading of what was. visit, if set, sees
+// each record read.
+func (l *Log) catchUp(visit func(*Record)) (caughtUp, error) {
+	st, err := l.f.Stat()
+	if err != nil {
+		return caughtUp{}, fmt.Errorf("eventlog: %s: %w", l.path, err)
+	}
+	size := st.Size()
+	switch {
+	case size == l.tail.size:
+		return caughtUp{}, nil
+	case size < l.tail.size:
+		return caughtUp{}, &ChainError{Path: l.path, Seq: l.tail.seq, Reason: ReasonTruncated,
+			Detail: fmt.Sprintf("log shrank to %d bytes, below the %d of its seq %d", size, l.tail.size, l.tail.seq)}
+	}
+	from := Position{Offset: l.tail.size, Seq: l.tail.seq, Hash: l.tail.hash}
+	n := size - l.tail.size
+	// A buffer no larger than what there is to read: typically a few
+	// records of another writer.
+	bufSize := int(min(n+1, 64<<10))
+	pos, err := readRecords(io.NewSectionReader(l.f, l.tail.size, n), bufSize, from, 0, func(r Record) error {
+		if visit != nil {
+			visit(&r)
+		}
+		return nil
+	})
+	if err != nil {
+		return caughtUp{}, withPath(err, l.path)
+	}
+	l.tail = tail{seq: pos.Seq, hash: pos.Hash, size: pos.Offset}
+	if l.tail.seq == 0 {
+		l.tail.hash = GenesisPrev
+	}
+	if size == pos.Offset {
+		return caughtUp{}, nil
+	}
+	torn := size - pos.Offset
+	if err := l.f.Truncate(pos.Offset); err != nil {
+		return caughtUp{}, fmt.Errorf("eventlog: truncate torn tail of %s: %w", l.path, err)
+	}
+	if err := l.sync(l.f); err != nil {
+		return caughtUp{}, fmt.Errorf("eventlog: fsync %s: %w", l.path, err)
+	}
+	l.mu.Lock()
+	l.repaired += torn
+	l.mu.Unlock()
+	l.logger.Warn("eventlog: truncated torn tail left by an interrupted append",
+		"path", l.path, "bytes_dropped", torn, "last_seq", l.tail.seq)
+	// The repair is itself on the chain, so a reader of the log sees that
+	// bytes were dropped here, and how many.
+	data := fmt.Appendf(nil, `{"bytes_dropped":%d,"after_seq":%d}`, torn, l.tail.seq)
+	return caughtUp{repair: &Record{Kind: KindRepair, Data: data}}, nil
+}
+
+// write runs under the file's lock, after catchUp: it writes c's repair
+// record, if any, then b's records (sealed again if the chain's tail is
+// not the one b was sealed after), fsyncs, and replaces the head. It
+// advances l.tail only once everything is durable.
+func (l *Log) write(b *batch, c caughtUp) (Commit, error) {
+	var buf []byte
+	var records int
+	if b != nil {
+		buf = b.buf
+		for _, out := range b.outs {
+			records += len(out)
+		}
+	}
+	seq, hash := l.tail.seq, l.tail.hash
+	if c.repair != nil || (b != nil && (b.seq != seq || b.hash != hash)) {
+		var err error
+		if buf, seq, hash, err = reseal(buf[:0], seq, hash, c.repair, b); err != nil {
+			return Commit{}, err
+		}
+		if b != nil {
+			b.buf = buf
+		}
+		if c.repair != nil {
+			records++
+		}
+	} else if records > 0 {
+		last := b.outs[len(b.outs)-1]
+		seq, hash = last[len(last)-1].Seq, last[len(last)-1].Hash
+	}
+	cm := Commit{Records: records, Bytes: len(buf)}
+	if _, err := l.f.Write(buf); err != nil {
+		return cm, fmt.Errorf("eventlog: write %s: %w", l.path, err)
+	}
+	start := time.Now()
+	if err := l.sync(l.f); err != nil {
+		return cm, fmt.Errorf("eventlog: fsync %s: %w", l.path, err)
+	}
+	if !l.opts.NoSync {
+		cm.Fsync = time.Since(start)
+	}
+	if err := l.writeHead(seq, hash); err != nil {
+		return cm, fmt.Errorf("eventlog: head update %s: %w", l.path, err)
+	}
+	l.tail = tail{seq: seq, hash: hash, size: l.tail.size + int64(len(buf))}
+	return cm, nil
+}
+
+// reseal encodes repair, if set, and then b's records after (seq, hash)
+// onto dst, completing the records in place.
+func reseal(dst []byte, seq uint64, hash string, repair *Record, b *batch) ([]byte, uint64, string, error) {
+	one := func(r *Record) error {
+		seq++
+		r.Seq, r.Prev = seq, hash
+		if r.Time.IsZero() {
+			r.Time = time.Now().UTC()
+		}
+		start := len(dst)
+		var err error
+		if dst, r.Hash, err = appendLine(dst, r); err != nil {
+			return err
+		}
+		if len(dst)-start > MaxRecordBytes {
+			return fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, len(dst)-start)
+		}
+		dst = append(dst, '\n')
+		hash = r.Hash
+		return nil
+	}
+	if repair != nil {
+		if err := one(repair); err != nil {
+			return nil, 0, "", err
+		}
+	}
+	if b != nil {
+		for _, out := range b.outs {
+			for i := range out {
+				if err := one(&out[i]); err != nil {
+					return nil, 0, "", fmt.Errorf("eventlog: sealing after seq %d: %w", seq-1, err)
+				}
+			}
+		}
+	}
+	return dst, seq, hash, nil
+}
+
+// Repaired reports how many bytes of torn tail this Log truncated, in Open
+// or, when another writer left one, before a commit; 0 if none. Each repair
+// is recorded as a KindRepair record, the first the repairing commit writes.
+func (l *Log) Repaired() (bytesDropped int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.repaired
+}
+
+// Last returns the seq and hash of the last durable record as of this Log's
+// last commit (its own or another writer's record): the hash the next
+// record's prev will hold unless another writer appends first. For an empty
+// log it returns 0 and GenesisPrev. Keeping this hash outside the log's
+// reach makes it an anchor for Verify.
 func (l *Log) Last() (seq uint64, hash string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -217,6 +472,9 @@ func (l *Log) Last() (seq uint64, hash string) {
 // error, so a retried fsync can report success for data that is gone. Open
 // the log again to re-scan it and repair any torn tail. An error from Append
 // therefore means the records may or may not be in the log, as after a crash.
+// The one exception is an error wrapping ErrLocked: another writer held the
+// file for longer than Options.LockTimeout, nothing of the call was written,
+// and the Log stays usable.
 func (l *Log) Append(recs ...Record) ([]Record, error) {
 	if len(recs) == 0 {
 		return nil, nil
@@ -233,66 +491,197 @@ func (l *Log) Append(recs ...Record) ([]Record, error) {
 	// Encode straight onto the queue, chaining from the queued tail; on a
 	// bad record seal leaves the queue as it was, so nothing of this call
 	// is written.
-	queue, out, err := seal(l.queue, l.seq, l.hash, time.Now(), recs, nil)
+	b := l.cur
+	if b == nil {
+		b = &batch{seq: l.seq, hash: l.hash}
+		b.outs = b.one[:0]
+		if n := len(l.spare); n > 0 {
+			b.buf, l.spare = l.spare[n-1], l.spare[:n-1]
+		}
+	}
+	buf, out, err := seal(b.buf, l.seq, l.hash, time.Now(), recs, nil)
 	if err != nil {
+		if l.cur == nil && cap(buf) > 0 {
+			l.spare = append(l.spare, buf)
+		}
 		return nil, err
 	}
-	l.queue = queue
-	seq := out[len(out)-1].Seq
-	l.seq, l.hash = seq, out[len(out)-1].Hash
+	b.buf = buf
+	b.outs = append(b.outs, out)
+	l.cur = b
+	l.seq, l.hash = out[len(out)-1].Seq, out[len(out)-1].Hash
 
-	for l.durableSeq < seq {
-		switch {
-		case l.err != nil:
-			return nil, l.err
-		case l.committing:
+	// Batches commit in order, one at a time: while b is not done and no
+	// commit is under way, b is the queue.
+	for !b.done {
+		if l.committing {
 			l.cond.Wait()
-		default:
+		} else {
 			l.commit()
 		}
 	}
-	return out, nil
+	if b.err != nil {
+		return nil, b.err
+	}
+	return out, nil // resealed in place if the chain moved
 }
 
-// commit writes, fsyncs and checkpoints everything queued. It is called with
-// l.mu held and releases it during I/O; l.committing keeps it to one at a time.
+// commit takes the file's lock, catches up with other writers, and writes,
+// fsyncs and checkpoints everything queued. It is called with l.mu held and
+// releases it during I/O; l.committing keeps it to one at a time.
 func (l *Log) commit() {
-	batch, seq, hash := l.queue, l.seq, l.hash
-	records := int(seq - l.durableSeq)
-	l.queue, l.spare = l.spare[:0], nil
+	b := l.cur
+	l.cur = nil
+	if l.err != nil {
+		b.done, b.err = true, l.err
+		l.cond.Broadcast()
+		return
+	}
 	l.committing = true
 	l.mu.Unlock()
 
-	op, err := "write", error(nil)
-	var fsync time.Duration
-	if _, err = l.f.Write(batch); err == nil {
-		start := time.Now()
-		op, err = "fsync", l.sync(l.f)
-		if !l.opts.NoSync {
-			fsync = time.Since(start)
-		}
-	}
+	var c Commit
+	sticky := false
+	err := l.lock()
 	if err == nil {
-		op, err = "head update", l.writeHead(seq, hash)
+		var cu caughtUp
+		if cu, err = l.catchUp(nil); err == nil {
+			c, err = l.write(b, cu)
+		}
+		if uerr := l.unlock(); err == nil && uerr != nil {
+			err = fmt.Errorf("eventlog: unlock %s: %w", l.path, uerr)
+		}
+		sticky = err != nil
+	} else if !errors.Is(err, ErrLocked) {
+		sticky = true
 	}
+	c.Err = err
 	if l.opts.OnCommit != nil {
-		l.opts.OnCommit(Commit{Records: records, Bytes: len(batch), Fsync: fsync, Err: err})
+		l.opts.OnCommit(c)
 	}
 
 	l.mu.Lock()
 	l.committing = false
-	if err != nil {
-		l.err = fmt.Errorf("eventlog: %s %s: %w", op, l.path, err)
+	b.done, b.err = true, err
+	switch {
+	case sticky:
+		l.err = err
 		l.logger.Error("eventlog: append failed; refusing further appends until reopened",
-			"path", l.path, "op", op, "err", err)
-	} else {
-		l.durableSeq, l.durableHash = seq, hash
+			"path", l.path, "err", err)
+	case err == nil:
+		l.durableSeq, l.durableHash = l.tail.seq, l.tail.hash
 	}
-	if cap(batch) <= 1<<20 { // keep a modest buffer; let a huge one go
-		l.spare = batch[:0]
+	if l.cur == nil {
+		// Queue the next append after the chain's actual tail, so that it
+		// need not be sealed again unless another writer appends first.
+		l.seq, l.hash = l.tail.seq, l.tail.hash
+	}
+	// Keep a modest buffer, and no more than two: one for the batch being
+	// committed, one for the queue filling meanwhile; let a huge one go.
+	if cap(b.buf) <= 1<<20 && len(l.spare) < 2 {
+		l.spare = append(l.spare, b.buf[:0])
 	}
 	l.cond.Broadcast()
 }
+
+// lock takes the file's lock, waiting up to Options.LockTimeout. It is
+// called by one goroutine at a time (Open, then the committing one).
+//
+// The lock is tried first without waiting, which is all an uncontended
+// commit pays. Otherwise a goroutine waits in flock, so that the kernel
+// hands the lock over as soon as it is released (polling would lose it,
+// time after time, to a busy writer that takes it again at once). A
+// waiting flock cannot be cancelled: when the wait times out it is left
+// pending, and the next call waits on it rather than starting another (two
+// waits on one descriptor would share the lock, and the first unlock would
+// release it for both); a lock it takes while no call waits is released at
+// once, so an idle Log never keeps other writers out.
+func (l *Log) lock() error {
+	timeout := l.opts.LockTimeout
+	if timeout == 0 {
+		timeout = DefaultLockTimeout
+	}
+	var timer <-chan time.Time
+	for {
+		p := l.lockPending
+		if p == nil {
+			err := filelock.TryLock(l.f)
+			if !errors.Is(err, filelock.ErrLocked) {
+				if err != nil {
+					return fmt.Errorf("eventlog: lock %s: %w", l.path, err)
+				}
+				return nil
+			}
+			if timeout < 0 {
+				return fmt.Errorf("%w: %s", ErrLocked, l.path)
+			}
+			p = &lockWait{done: make(chan error, 1)}
+			f := l.f
+			go p.run(f)
+			l.lockPending = p
+		}
+		p.mu.Lock()
+		p.abandoned = false
+		p.mu.Unlock()
+		if timer == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case err := <-p.done:
+			l.lockPending = nil
+			if errors.Is(err, errLockReleased) {
+				continue // taken and let go while no one waited: try again
+			}
+			if err != nil {
+				return fmt.Errorf("eventlog: lock %s: %w", l.path, err)
+			}
+			return nil
+		case <-timer:
+		}
+		p.mu.Lock()
+		select {
+		case err := <-p.done: // it came just in time
+			p.mu.Unlock()
+			l.lockPending = nil
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, errLockReleased) {
+				return fmt.Errorf("eventlog: lock %s: %w", l.path, err)
+			}
+		default:
+			p.abandoned = true
+			p.mu.Unlock()
+		}
+		return fmt.Errorf("%w: %s (waited %v)", ErrLocked, l.path, timeout)
+	}
+}
+
+// lockWait is a flock under way in its own goroutine.
+type lockWait struct {
+	done      chan error // receives the outcome, once
+	mu        sync.Mutex
+	abandoned bool // no one waits for it: release the lock once taken
+}
+
+var errLockReleased = errors.New("lock taken and released: no one waited")
+
+func (p *lockWait) run(f file) {
+	err := filelock.Lock(f)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil && p.abandoned {
+		err = filelock.Unlock(f)
+		if err == nil {
+			err = errLockReleased
+		}
+	}
+	p.done <- err
+}
+
+func (l *Log) unlock() error { return filelock.Unlock(l.f) }
 
 func (l *Log) sync(f interface{ Sync() error }) error {
 	if l.opts.NoSync {
@@ -356,8 +745,8 @@ func writeHeadFile(path string, h Head, sync func(interface{ Sync() error }) err
 	return err
 }
 
-// Close waits for queued appends to finish, then closes the log and releases
-// its lock. Further appends return ErrClosed. Closing twice is harmless.
+// Close waits for queued appends to finish, then closes the log. Further
+// appends return ErrClosed. Closing twice is harmless.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -365,29 +754,17 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	for l.committing || (len(l.queue) > 0 && l.err == nil) {
+	for l.committing || (l.cur != nil && l.err == nil) {
 		l.cond.Wait()
 	}
+	// A lock wait left pending by a timed-out commit holds a reference to
+	// the descriptor: closing it waits for that flock to return, that is
+	// for the other writer's commit to end, and then releases the lock.
 	err := l.f.Close()
 	if derr := l.dir.Close(); err == nil {
 		err = derr
 	}
 	return err
-}
-
-// lockLog takes the log's exclusive lock, waiting up to timeout while
-// another process holds it: a short run of concurrent CLI checks then
-// queues instead of failing.
-func lockLog(f *os.File, timeout time.Duration) error {
-	if timeout < 0 {
-		return filelock.TryLock(f)
-	}
-	if timeout == 0 {
-		timeout = DefaultLockTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return filelock.LockContext(ctx, f)
 }
 
 // Appender is what a writer of decisions needs of an event log. *Log

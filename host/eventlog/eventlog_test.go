@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehost/gatehost/internal/filelock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -325,25 +326,74 @@ func TestCreatesWithModes(t *testing.T) {
 	}
 }
 
+// TestLocked holds the log's lock from another descriptor, as another
+// writer in the middle of a very long commit would: Open and Append wait up
+// to LockTimeout, then fail with ErrLocked, and the Log stays usable.
 func TestLocked(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no flock")
 	}
 	path := newLog(t, 1)
-	l := openLog(t, path)
-	_, err := Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: -1})
+	holder, err := os.Open(path)
+	require.NoError(t, err)
+	defer holder.Close()
+	require.NoError(t, filelock.Lock(holder))
+
+	_, err = Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: -1})
 	require.ErrorIs(t, err, ErrLocked)
 	_, err = Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: 50 * time.Millisecond})
 	require.ErrorIs(t, err, ErrLocked)
+	require.ErrorContains(t, err, path)
 
-	// A waiting Open gets the log once the holder closes it.
+	// A waiting Open gets the log once the holder lets go.
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		_ = l.Close()
+		_ = filelock.Unlock(holder)
 	}()
-	l2, err := Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: 10 * time.Second})
+	l, err := Open(path, Options{NoSync: true, Logger: discard(), LockTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	require.NoError(t, l2.Close())
+	defer l.Close()
+
+	// Appends wait the same way, and a timed-out one writes nothing and
+	// leaves the Log usable.
+	require.NoError(t, filelock.Lock(holder))
+	l.opts.LockTimeout = 50 * time.Millisecond
+	_, err = l.Append(sample(1))
+	require.ErrorIs(t, err, ErrLocked)
+	require.NotErrorIs(t, err, ErrBroken)
+	l.opts.LockTimeout = -1
+	_, err = l.Append(sample(2))
+	require.ErrorIs(t, err, ErrLocked)
+	l.opts.LockTimeout = 10 * time.Second
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = filelock.Unlock(holder)
+	}()
+	out, err := l.Append(sample(3))
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), out[0].Seq, "the timed-out appends left no gap")
+	rep, err := Verify(path)
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), rep.Records)
+
+	// A wait that timed out and then got the lock while no append waited
+	// lets it go at once: an idle Log never keeps other writers out.
+	require.NoError(t, filelock.Lock(holder))
+	l.opts.LockTimeout = 20 * time.Millisecond
+	_, err = l.Append(sample(4))
+	require.ErrorIs(t, err, ErrLocked)
+	require.NoError(t, filelock.Unlock(holder))
+	require.Eventually(t, func() bool {
+		if filelock.TryLock(holder) != nil {
+			return false
+		}
+		require.NoError(t, filelock.Unlock(holder))
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+	l.opts.LockTimeout = 10 * time.Second
+	out, err = l.Append(sample(5))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), out[0].Seq)
 }
 
 func TestClose(t *testing.T) {
@@ -1079,5 +1129,46 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}
 		})
+	}
+	// Two Logs of one file taking turns, as two processes sharing a log
+	// do: every append first reads the other's last record and chains
+	// after it (its records were sealed after the tail it knew, so they
+	// are sealed again).
+	b.Run("nosync-two-logs", func(b *testing.B) {
+		path := filepath.Join(b.TempDir(), "events.jsonl")
+		var logs [2]*Log
+		for i := range logs {
+			l, err := Open(path, Options{NoSync: true, Logger: discard()})
+			require.NoError(b, err)
+			defer l.Close()
+			logs[i] = l
+		}
+		r := sample(1)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := logs[i%2].Append(r); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkLockCatchUp is what sharing a file adds to a commit when no
+// other writer appended: take the lock, stat the file, release the lock.
+func BenchmarkLockCatchUp(b *testing.B) {
+	l := openLog(b, filepath.Join(b.TempDir(), "events.jsonl"))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.lock(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.catchUp(nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.unlock(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func ReadAfter(path string, from Position, afterSeq uint64, fn func(Record) erro
 	if _, err := f.Seek(from.Offset, io.SeekStart); err != nil {
 		return from, fmt.Errorf("eventlog: %s: %w", path, err)
 	}
-	pos, err := readRecords(f, from, afterSeq, fn)
+	pos, err := readRecords(f, 64<<10, from, afterSeq, fn)
 	var ce *ChainError
 	if errors.As(err, &ce) {
 		ce.Path = path
@@ -85,9 +85,10 @@ func ReadAfter(path string, from Position, afterSeq uint64, fn func(Record) erro
 	return pos, err
 }
 
-// readRecords is ReadAfter's loop over an open file positioned at pos.
-func readRecords(r io.Reader, pos Position, afterSeq uint64, fn func(Record) error) (Position, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+// readRecords is ReadAfter's loop over an open file positioned at pos,
+// reading through a buffer of bufSize bytes.
+func readRecords(r io.Reader, bufSize int, pos Position, afterSeq uint64, fn func(Record) error) (Position, error) {
+	br := bufio.NewReaderSize(r, bufSize)
 	var buf, scratch []byte
 	for lineNo := 1; ; lineNo++ {
 		var terminated bool

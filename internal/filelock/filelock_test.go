@@ -38,3 +38,23 @@ func TestLocking(t *testing.T) {
 	require.NoError(t, LockContext(ctx2, b))
 	<-released
 }
+
+func TestUnlock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	a, err := os.Create(path)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := os.Open(path)
+	require.NoError(t, err)
+	defer b.Close()
+
+	for range 3 { // the lock passes back and forth without closing either
+		require.NoError(t, TryLock(a))
+		assert.ErrorIs(t, TryLock(b), ErrLocked)
+		require.NoError(t, Unlock(a))
+		require.NoError(t, TryLock(b))
+		assert.ErrorIs(t, TryLock(a), ErrLocked)
+		require.NoError(t, Unlock(b))
+	}
+	require.NoError(t, Unlock(a), "unlocking an unlocked file is harmless")
+}

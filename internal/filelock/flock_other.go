@@ -2,6 +2,6 @@
 
 package filelock
 
-import "os"
+func lock(File, bool) error { return nil }
 
-func lock(*os.File, bool) error { return nil }
+func unlock(File) error { return nil }

@@ -4,32 +4,38 @@ package filelock
 
 import (
 	"errors"
-	"os"
 	"syscall"
 )
 
-func lock(f *os.File, wait bool) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
+func lock(f File, wait bool) error {
 	how := syscall.LOCK_EX
 	if !wait {
 		how |= syscall.LOCK_NB
 	}
-	var lerr error
+	err := flock(f, how)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return ErrLocked
+	}
+	return err
+}
+
+func unlock(f File) error { return flock(f, syscall.LOCK_UN) }
+
+func flock(f File, how int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			lerr = syscall.Flock(int(fd), how)
-			if lerr != syscall.EINTR {
+			ferr = syscall.Flock(int(fd), how)
+			if ferr != syscall.EINTR {
 				return
 			}
 		}
 	}); err != nil {
 		return err
 	}
-	if errors.Is(lerr, syscall.EWOULDBLOCK) {
-		return ErrLocked
-	}
-	return lerr
+	return ferr
 }
