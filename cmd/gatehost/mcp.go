@@ -2,9 +2,9 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
