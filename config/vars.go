@@ -38,7 +38,8 @@ func upstreamCommands(given map[string][]string, file map[string]MCPUpstream) up
 // starts the upstream). An upstream that is not known here (gatehost
 // check or serve, or gatehost mcp without that upstream) leaves the var
 // unbound: the host then answers no capability that reads it, and the
-// gate denies its calls.
+// gate denies its calls. A var the config does not set takes the
+// catalog's default, when it declares one.
 func bindVars(field string, cat *domain.Catalog, vars map[string]any, rel func(string) string, ups upstreams) (*domain.Catalog, error) {
 	declared := cat.Vars()
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
@@ -53,6 +54,11 @@ func bindVars(field string, cat *domain.Catalog, vars map[string]any, rel func(s
 	for _, name := range declared {
 		f := field + "." + name
 		raw, ok := vars[name]
+		if !ok {
+			raw = cat.VarDefault(name)
+			ok = raw != nil
+			f = "the default of " + f
+		}
 		if !ok {
 			what := ""
 			if d := cat.VarDescription(name); d != "" {

@@ -15,8 +15,9 @@ import (
 // TestDomainVars: domains.NAME.vars sets the variables of the fs catalog
 // (testdata/mcp/fs-domain.yaml): a string, or an argument of an MCP
 // upstream's command, given on the command line or in mcp.upstreams. A
-// var the catalog reads must be set, and only declared vars may be; an
-// upstream not known here leaves it unbound.
+// var the catalog reads must be set (or have a default in the catalog),
+// and only declared vars may be; an upstream not known here leaves it
+// unbound.
 func TestDomainVars(t *testing.T) {
 	dir := t.TempDir()
 	catalog, err := filepath.Abs("../testdata/mcp/fs-domain.yaml")
@@ -46,8 +47,9 @@ func TestDomainVars(t *testing.T) {
 			mcp: "mcp: {upstreams: {fs: {command: [npx, /srv/cfg]}}}", given: map[string][]string{"fs": {"x", "/srv/cli"}}, root: "/srv/cli/public"},
 		{name: "an upstream not known here leaves it unbound", vars: "{root: {upstream: fs, arg: -1}}",
 			given: map[string][]string{"everything": {"mcp-server-everything"}}, unbounds: true},
-		{name: "missing", err: "domains.fs.vars.root: required: catalog fs reads var root (the directory server-filesystem serves (an absolute path)); set it in the config"},
-		{name: "missing among others", vars: "{}", err: "domains.fs.vars.root: required"},
+		{name: "unset takes the catalog's default (the last argument of upstream fs)",
+			given: map[string][]string{"fs": {"mcp-server-filesystem", "/srv/default"}}, root: "/srv/default/public"},
+		{name: "unset, and the default's upstream is not here: unbound", vars: "{}", unbounds: true},
 		{name: "not declared", vars: "{root: /srv, rooot: /srv}", err: "domains.fs.vars.rooot: catalog fs declares no var rooot (it declares root)"},
 		{name: "a number", vars: "{root: 7}", err: "domains.fs.vars.root: want a string or {upstream: NAME, arg: N}, not 7"},
 		{name: "a list", vars: "{root: [/srv]}", err: "domains.fs.vars.root: want a string or {upstream: NAME, arg: N}"},
@@ -86,4 +88,31 @@ func TestDomainVars(t *testing.T) {
 			assert.Equal(t, &abi.Operand{Kind: abi.OperandLiteral, Value: c.root}, w.Preconditions[0].Require.Match.Under)
 		})
 	}
+}
+
+// TestDomainVarRequired: a var without a default that the config does not
+// set refuses to load, naming the key.
+func TestDomainVarRequired(t *testing.T) {
+	dir := t.TempDir()
+	cat := `domain: d
+version: 4
+vars:
+  root: {description: the served directory}
+capabilities:
+  write_file:
+    kind: update
+    parameters: [path]
+    preconditions:
+      - id: under_root
+        require: {match: {field: path, under: {var: root}}}
+        message: writes under the root only
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "d.yaml"), []byte(cat), 0o644))
+	db, err := filepath.Abs("../testdata/mcp/empty-db.json")
+	require.NoError(t, err)
+	p := filepath.Join(dir, "gatehost.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("event_log: {path: events.jsonl}\ndomains:\n  d:\n    catalog: d.yaml\n    source: {path: %s}\n", db)), 0o644))
+	_, err = LoadWith(p, Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "domains.d.vars.root: required: catalog d reads var root (the served directory); set it in the config")
 }

@@ -35,6 +35,8 @@ func TestV4Accepted(t *testing.T) {
 		{"a var in object form", withVars(rootVar, `{id: p1, require: {match: {field: a, under: {kind: var, name: root, join: public}}}, message: m}`)},
 		{"a var elsewhere", withVars(`{tenant: {}}`, `{id: p1, deny_when: {field: b, not_equals: {var: tenant}}, message: m}`)},
 		{"a var in bind", withVars(`{tenant: {}}`, `{id: p1, view: v, bind: {a: {var: tenant}}, deny_when: {field: f, equals: 1}, message: m}`)},
+		{"a var with a default upstream argument", withVars(`{root: {default: {upstream: fs, arg: -1}}}`, `{id: p1, require: {match: {field: a, under: {var: root}}}, message: m}`)},
+		{"a var with a default string", withVars(`{root: {default: /srv}}`, `{id: p1, require: {match: {field: a, under: {var: root}}}, message: m}`)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,6 +71,10 @@ func TestV4Errors(t *testing.T) {
 			`require.match.under: a literal for under must be an absolute path, not a number`},
 		{"under a relative path", withVars("", `{id: p1, require: {match: {field: a, under: srv/public}}, message: m}`),
 			`require.match.under: a literal for under must be an absolute path (starting with /), not "srv/public"`},
+		{"a default of another shape", withVars(`{root: {default: 7}}`, `{id: p1, require: {match: {field: a, under: {var: root}}}, message: m}`),
+			`vars.root.default: want a string or {upstream: NAME, arg: N}`},
+		{"a default upstream without arg", withVars(`{root: {default: {upstream: fs}}}`, `{id: p1, require: {match: {field: a, under: {var: root}}}, message: m}`),
+			`vars.root.default: want a string or {upstream: NAME, arg: N}`},
 		{"under and contains", withVars("", `{id: p1, require: {match: {field: a, under: /x, contains: y}}, message: m}`),
 			`want exactly one operator of equals, not_equals, in, not_in, exists, gt, gte, lt, lte, contains, starts_with, under`},
 	}

@@ -22,6 +22,10 @@ import (
 // varFile is a declared variable.
 type varFile struct {
 	Description string `json:"description,omitempty"`
+	// Default is the value when the host config sets none: a string, or
+	// {upstream: NAME, arg: N} (an argument of an MCP upstream's command),
+	// in the forms of domains.NAME.vars.
+	Default any `json:"default,omitempty"`
 }
 
 // varNameRE is a variable's name: lower case, as config keys are folded to
@@ -31,13 +35,14 @@ var varNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // catVars are a catalog's variables: declared, how they are used, bound.
 type catVars struct {
 	declared map[string]string          // name → description
+	defaults map[string]any             // name → default value, when declared
 	path     map[string]bool            // used as a path: its value must be absolute
 	uses     map[string]map[string]bool // capability → the variables it reads
 	values   map[string]string          // bound so far
 }
 
 func newCatVars() *catVars {
-	return &catVars{declared: map[string]string{}, path: map[string]bool{}, uses: map[string]map[string]bool{}, values: map[string]string{}}
+	return &catVars{declared: map[string]string{}, defaults: map[string]any{}, path: map[string]bool{}, uses: map[string]map[string]bool{}, values: map[string]string{}}
 }
 
 func (cv *catVars) usedAsPath(name string) { cv.path[name] = true }
@@ -50,6 +55,21 @@ func (v *validator) declareVars(vars map[string]varFile) {
 			continue
 		}
 		v.vars.declared[name] = strings.Join(strings.Fields(vars[name].Description), " ")
+		switch d := vars[name].Default.(type) {
+		case nil:
+		case string:
+			v.vars.defaults[name] = d
+		case map[string]any:
+			up, ok := d["upstream"].(string)
+			_, hasArg := d["arg"].(float64)
+			if !ok || up == "" || !hasArg || len(d) != 2 {
+				v.add(&Error{Field: "vars." + name + ".default", Reason: "want a string or {upstream: NAME, arg: N}"})
+				continue
+			}
+			v.vars.defaults[name] = d
+		default:
+			v.add(&Error{Field: "vars." + name + ".default", Reason: "want a string or {upstream: NAME, arg: N}"})
+		}
 	}
 }
 
@@ -111,6 +131,10 @@ func rootProblem(v any) string {
 // Vars lists the catalog's declared variables, sorted.
 func (c *Catalog) Vars() []string { return slices.Sorted(maps.Keys(c.vars.declared)) }
 
+// VarDefault is a declared variable's default value (a string, or a
+// map {upstream, arg}), nil when it declares none.
+func (c *Catalog) VarDefault(name string) any { return c.vars.defaults[name] }
+
 // VarDescription is a declared variable's description.
 func (c *Catalog) VarDescription(name string) string { return c.vars.declared[name] }
 
@@ -171,7 +195,7 @@ func (c *Catalog) Bind(values map[string]string) (*Catalog, error) {
 			return nil, &VarError{c.Name, name, "empty"}
 		}
 	}
-	nv := &catVars{declared: c.vars.declared, path: c.vars.path, uses: c.vars.uses, values: maps.Clone(c.vars.values)}
+	nv := &catVars{declared: c.vars.declared, defaults: c.vars.defaults, path: c.vars.path, uses: c.vars.uses, values: maps.Clone(c.vars.values)}
 	maps.Copy(nv.values, values)
 	out := &Catalog{Name: c.Name, Description: c.Description, Version: c.Version, LocalTimeOffset: c.LocalTimeOffset,
 		views: c.views, caps: maps.Clone(c.caps), tools: c.tools, synth: c.synth, vars: nv}
