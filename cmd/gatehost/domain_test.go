@@ -169,7 +169,7 @@ func TestDomainValidateV2(t *testing.T) {
 			`capability w: precondition p: bind.a: path "items.-0.id": -0 is not an index from the end`},
 		{"set from the end", head + "    effects:\n      - {collection: c, id: {param: a}, set: {\"lines.-1\": 1}}\n",
 			`capability w: effects[0].set.lines.-1: path "lines.-1": -1 does not name a place to set`},
-		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1, 2 or 3)"},
+		{"version", strings.Replace(head, "version: 2", "version: 9", 1), "version: 9 is not a supported version (want 1 to 4)"},
 	}
 	dir := t.TempDir()
 	for _, c := range cases {
