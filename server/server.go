@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
@@ -104,7 +105,7 @@ type Server struct {
 	// Log batches the group commits of every runtime. The server closes it
 	// last.
 	evlog   eventlog.Appender
-	dlog    *decisionLogs // exporters teed to evlog (decisionlog.go)
+	dlog    *compose.DecisionLogs // exporters teed to evlog (decisionlog.go)
 	logPath string
 	// backends hold the event log and, with store.kind: postgres, the
 	// shared store (docs/FLEET.md); store is the store: section they
@@ -130,7 +131,7 @@ type Server struct {
 	// approvals live in this process's memory, across reloads.
 	approvals *approvalStore
 	// tracer exports the hosts' spans (tracing: at start); nil is off.
-	tracer *Tracer
+	tracer *compose.Tracer
 
 	ready    atomic.Bool
 	stopping atomic.Bool
@@ -260,21 +261,30 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 		s.sessions = session.NewMemStore()
 	}
 	s.metrics.store = newStoreMetrics()
-	s.backends, err = l.OpenBackends(context.Background(), logger, config.BackendOptions{OnCommit: s.metrics.onCommit, OnOp: s.metrics.onStoreOp})
+	if l.LogPath == "" && !l.Store.Postgres() {
+		_ = l.Close()
+		return nil, fmt.Errorf("config %s: event_log.path: required: gatehost serve records every decision", path)
+	}
+	// The composition root opens the store, the tracer and the
+	// decision-log export; they live as long as the server, across
+	// reloads, and the server closes them (Close).
+	rt, err := compose.Open(context.Background(), l, compose.Options{Logger: logger, Version: serviceVersion(), ExportDecisions: true,
+		Backend: config.BackendOptions{OnCommit: s.metrics.onCommit, OnOp: s.metrics.onStoreOp}})
 	if err != nil {
 		_ = l.Close()
 		return nil, err
 	}
+	s.backends, s.tracer, s.dlog = rt.Backends, rt.Tracer, rt.DecisionLogs
 	s.evlog, s.store = s.backends.EventLog, l.Store
 	if s.backends.DB != nil {
 		s.sessions = s.backends.Sessions
 		s.metrics.registerStore(s)
 	}
-	if err := s.openDecisionLog(l); err != nil {
-		return nil, err
+	if s.dlog != nil {
+		s.metrics.reg.MustRegister(s.dlog.Collector())
 	}
-	if err := s.startTracing(l); err != nil {
-		return nil, errors.Join(err, s.closeDecisionLog(), s.backends.Close(), l.Close())
+	if s.tracer != nil {
+		s.logger.Info("gatehost serve: tracing", "tracing", l.Tracing)
 	}
 	s.first = l
 	return s, nil

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"syscall"
@@ -16,12 +15,10 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/oneline"
-	"github.com/gatehost/gatehost/server"
 )
 
 const (
@@ -54,21 +51,15 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.Host.Logger = logger
 	*pipelineName = pipelineFlag(*pipelineName)
 	onlyPipeline(&cfg.Host, *pipelineName)
 	defer cfg.Close()
-	stopTracing, err := server.StartTracing(ctx, cfg, buildVersion(), logger)
+	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion()})
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer stopTracing() // after the host is closed
-	backends, err := useStore(ctx, cfg, logger)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer backends.Close()
-	h, err := host.New(ctx, cfg.Host)
+	defer rt.Close() // after the host is closed
+	h, err := host.New(ctx, rt.Host())
 	if err != nil {
 		return fail(stderr, cfg.HostError(err))
 	}
@@ -106,46 +97,6 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "gatehost:", err)
 	}
 	return verdictExit(d.Verdict)
-}
-
-// useStore points cfg.Host at the PostgreSQL store of a config that has
-// one (store.kind postgres): its event log chain, its sessions and the
-// catalog it decides against (store.catalog), so that a one-shot command
-// decides and records as a replica of the fleet does. With the file store
-// it opens nothing and returns nil backends: the host opens
-// event_log.path itself. The caller closes the backends after the host.
-func useStore(ctx context.Context, cfg *config.Loaded, logger *slog.Logger) (*config.Backends, error) {
-	if !cfg.Store.Postgres() {
-		return nil, nil
-	}
-	b, err := cfg.OpenBackends(ctx, logger, config.BackendOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if err := adoptBackends(ctx, cfg, b); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return b, nil
-}
-
-// adoptBackends makes cfg.Host append to b's event log and, with a
-// PostgreSQL store, read b's sessions and decide against the catalog the
-// store's config names (Backends.CatalogTools).
-func adoptBackends(ctx context.Context, cfg *config.Loaded, b *config.Backends) error {
-	cfg.Host.EventLogPath, cfg.Host.EventLog = "", b.EventLog
-	if b.DB == nil {
-		return nil
-	}
-	cfg.Host.Sessions = b.Sessions
-	tools, _, err := b.CatalogTools(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if cfg.Host.Catalog, err = catalog.NewStore(tools...); err != nil {
-		return fmt.Errorf("config %s: catalog: %w", cfg.File, err)
-	}
-	return nil
 }
 
 // verdictExit is the exit code of a decided run, the verdict's (README's

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
@@ -158,11 +159,6 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 		return nil, nil, nil, nil, err
 	}
 	closers = append(closers, func() { _ = cfg.Close() })
-	stopTracing, err := server.StartTracing(ctx, cfg, buildVersion(), logger)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	closers = append(closers, stopTracing) // after the gateway's host is closed
 	opts, err := gatewayOptions(cfg.MCP)
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("config %s: %w", cfg.File, err)
@@ -171,18 +167,15 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 		opts.Upstreams = append(opts.Upstreams, mcpgateway.Upstream{Name: upstreamName, Command: extra})
 	}
 	opts.Pipeline = cmp.Or(pipelineFlag(fs.pipeline), opts.Pipeline)
-	// With a PostgreSQL store, sessions and the log are the fleet's.
-	backends, err := cfg.OpenBackends(ctx, logger, config.BackendOptions{})
+	// The composition root opens the store (with PostgreSQL, the fleet's
+	// sessions, log and catalog), the tracer and the decision-log export.
+	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion(), ExportDecisions: true})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	closers = append(closers, func() { _ = backends.Close() })
-	cfg.Host.Logger = logger
-	if err := adoptBackends(ctx, cfg, backends); err != nil {
-		return nil, nil, nil, nil, err
-	}
+	closers = append(closers, func() { _ = rt.Close() })
 	opts.Logger = logger
-	if opts.Baseline, err = openBaseline(cfg, backends); err != nil {
+	if opts.Baseline, err = openBaseline(cfg, rt.Backends); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if opts.Pipeline != "" {
@@ -190,7 +183,7 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 	}
 	// The gateway builds and owns the host: its approvals are the host's
 	// Confirmer.
-	g, err = mcpgateway.New(ctx, cfg.Host, opts)
+	g, err = mcpgateway.New(ctx, rt.Host(), opts)
 	if err != nil {
 		if errors.Is(err, mcpgateway.ErrOptions) {
 			err = fmt.Errorf("config %s: mcp: %w (or --pipeline / -- UPSTREAM)", cfg.File, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/gitchanges"
 	"github.com/gatehost/gatehost/internal/safefile"
@@ -50,13 +51,13 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg.Host.Logger = logger
-	backends, err := useStore(ctx, cfg, logger)
+	defer cfg.Close()
+	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion()})
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer backends.Close()
-	h, err := host.New(ctx, cfg.Host)
+	defer rt.Close() // after the host is closed
+	h, err := host.New(ctx, rt.Host())
 	if err != nil {
 		return fail(stderr, err)
 	}
