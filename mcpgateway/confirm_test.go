@@ -112,7 +112,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 				assert.Contains(t, kinds, "approval_used")
 			} else {
 				assert.True(t, d.IsError)
-				assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+				assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
 				assert.Equal(t, "note: keep", after, "nothing was deleted")
 				assert.Contains(t, kinds, "approval_refused")
 				assert.Contains(t, reasons, tc.reason)
@@ -158,7 +158,7 @@ func TestApprovalNotRecordedNotUsed(t *testing.T) {
 	require.NoError(t, err)
 	d := call(t, cs, "delete_note", map[string]any{"name": "a"})
 	assert.True(t, d.IsError)
-	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+	assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
 }
 
 // TestClientGoneDuringElicitation: a client connection that ends while
@@ -251,7 +251,7 @@ func TestApprovalBoundToRunSnapshot(t *testing.T) {
 
 	w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "new"})
 	assert.True(t, w.IsError, text(w))
-	assert.Equal(t, []string{"confirmation_required", "tool_drifted"}, findingCodes(t, w))
+	assert.Equal(t, []string{abi.CodeConfirmationRequired, "tool_drifted"}, findingCodes(t, w))
 	assert.Equal(t, "note: ", text(call(t, cs, "read_note", map[string]any{"name": "a"})), "nothing was written")
 
 	require.Len(t, logRecords(t, f.logPath, "approval_minted"), 1)
@@ -327,7 +327,7 @@ func TestApprovalNotReplayable(t *testing.T) {
 			for _, f := range d.Findings {
 				codes = append(codes, f.Code)
 			}
-			assert.Equal(t, []string{"confirmation_required"}, codes)
+			assert.Equal(t, []string{abi.CodeConfirmationRequired}, codes)
 			var refused []string
 			for _, r := range logRecords(t, f.logPath, "approval_refused") {
 				if r.RunID == d.RunID {

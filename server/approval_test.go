@@ -240,7 +240,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		require.Equal(t, 200, a.status, string(a.body))
 		d := a.decision(t)
 		assert.Equal(t, abi.Rejected, d.Verdict)
-		assert.True(t, hasFinding(d, "confirmation_required"), "rejected for want of a confirmation: %s", a.body)
+		assert.True(t, hasFinding(d, abi.CodeConfirmationRequired), "rejected for want of a confirmation: %s", a.body)
 		return d
 	}
 
