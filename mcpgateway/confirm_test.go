@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
@@ -63,23 +64,23 @@ func TestConfirmationByElicitation(t *testing.T) {
 	}{
 		{"approve", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-		}, true, "approved"},
+		}, true, ""},
 		{"accept without approving", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil
-		}, false, "declined"},
+		}, false, approval.CodeDeclined},
 		{"decline", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
-		}, false, "declined"},
+		}, false, approval.CodeDeclined},
 		{"cancel", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "cancel"}, nil
-		}, false, "cancelled"},
+		}, false, approval.CodeCancelled},
 		{"client error", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("no person here")
-		}, false, "failed"},
+		}, false, approval.CodeNotAnswered},
 		{"timeout", func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			<-ctx.Done() // the person never answers
 			return nil, ctx.Err()
-		}, false, "timeout"},
+		}, false, approval.CodeTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil, nil)
@@ -194,7 +195,7 @@ func TestClientGoneDuringElicitation(t *testing.T) {
 	for {
 		kinds, reasons := logKinds(t, f.logPath)
 		if slices.Contains(kinds, "approval_refused") {
-			assert.Contains(t, reasons, "failed")
+			assert.Contains(t, reasons, approval.CodeNotAnswered)
 			assert.NotContains(t, kinds, "approval_used")
 			return
 		}
@@ -312,11 +313,11 @@ func TestApprovalNotReplayable(t *testing.T) {
 	require.NotEmpty(t, ap.ID)
 
 	for _, tc := range []struct {
-		name, token, params string
+		name, token, params, reason string
 	}{
-		{"same call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"once"}}`},
-		{"another call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"twice"}}`},
-		{"never minted", "ap-00000000000000000000000000000000", `{"name":"write_note","arguments":{"name":"a","text":"once"}}`},
+		{"same call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"once"}}`, approval.CodeUsed},
+		{"another call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"twice"}}`, approval.CodeUsed},
+		{"never minted", "ap-00000000000000000000000000000000", `{"name":"write_note","arguments":{"name":"a","text":"once"}}`, approval.CodeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := g.Host().Check(context.Background(), "exec", []byte(tc.params),
@@ -334,7 +335,7 @@ func TestApprovalNotReplayable(t *testing.T) {
 					refused = append(refused, r.Reason)
 				}
 			}
-			assert.Equal(t, []string{"approval unknown or already used"}, refused)
+			assert.Equal(t, []string{tc.reason}, refused)
 		})
 	}
 	assert.Len(t, logRecords(t, f.logPath, "approval_used"), 1, "used once")
