@@ -182,6 +182,14 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 		return nil, nil, nil, nil, err
 	}
 	opts.Logger = logger
+	// The one approval TTL and store of gatehost serve and gatehost mcp.
+	for _, d := range cfg.Approvals.Deprecated {
+		logger.Warn("gatehost mcp: config " + cfg.File + ": " + d)
+	}
+	opts.ApprovalTTL = cfg.Approvals.TTL
+	if opts.ApprovalStore, err = cfg.OpenApprovals(backends); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	if opts.Baseline, err = openBaseline(cfg, backends); err != nil {
 		return nil, nil, nil, nil, err
 	}
