@@ -190,6 +190,15 @@ const (
 // (SPEC.md §9.4): such a subject is never accepted, whatever the gates say.
 const CodeUndecodableArguments = "undecodable_arguments"
 
+// CodeConfirmationRequired is the code of a gate's blocking finding on a
+// tool call that needs a person's confirmation and carries none that
+// confirms it (the exec gate's check 6, docs/GATES.md). The front ends
+// read it: a rejection whose only blocking findings carry it is one a
+// person's approval would decide (gatehost mcp asks through elicitation;
+// gatehost serve answers it like any rejection, and an approver may mint
+// an approval with POST /v1/approvals).
+const CodeConfirmationRequired = "confirmation_required"
+
 // Capability names: the families of host operations an operator grants to
 // a stage (SPEC.md §7.6). An operation "family.verb" belongs to capability
 // "family" (CapabilityOf).

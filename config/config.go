@@ -63,6 +63,7 @@ type fileConfig struct {
 		Rules []policyRule `mapstructure:"rules"`
 	} `mapstructure:"policy"`
 	MCP         MCP               `mapstructure:"mcp"`
+	Approvals   approvalsConfig   `mapstructure:"approvals"`
 	DecisionLog decisionLogConfig `mapstructure:"decision_log"`
 	Tracing     tracingConfig     `mapstructure:"tracing"`
 	Auth        authConfig        `mapstructure:"auth"`
@@ -229,6 +230,9 @@ type Loaded struct {
 	SessionPath string
 	// MCP is the mcp: section, read by gatehost mcp.
 	MCP MCP
+	// Approvals is the approvals: section, read by gatehost serve and
+	// gatehost mcp.
+	Approvals Approvals
 	// FileCatalog is true when catalog.sources names at least one file:
 	// the catalog is then known at load (see CheckToolReferences).
 	FileCatalog bool
@@ -343,6 +347,9 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st, Auth: auth}
 	if l.MCP.Baseline.Path != "" {
 		l.MCP.Baseline.Path = rel(l.MCP.Baseline.Path)
+	}
+	if l.Approvals, err = resolveApprovals(fc.Approvals, fc.MCP.ApprovalTTL, st, l.LogPath, rel); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if l.DecisionLog, err = resolveDecisionLog(fc.DecisionLog, l.LogPath, rel); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)

@@ -15,7 +15,9 @@ type MCP struct {
 		ActivateOnList       []string `mapstructure:"activate_on_list"`
 		ListSessionToolsOnly bool     `mapstructure:"list_session_tools_only"`
 	} `mapstructure:"sessions"`
-	CallTimeout    time.Duration `mapstructure:"call_timeout"`
+	CallTimeout time.Duration `mapstructure:"call_timeout"`
+	// ApprovalTTL is deprecated: approvals.ttl (Loaded.Approvals.TTL),
+	// which it sets when approvals.ttl does not.
 	ApprovalTTL    time.Duration `mapstructure:"approval_ttl"`
 	MaxResultBytes byteSize      `mapstructure:"max_result_bytes"`
 	// Baseline is where the trust baseline lives: a lock file (Path,

@@ -10,28 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
-)
-
-// Event-log record kinds of approvals obtained through elicitation. The
-// kinds are those of `gatehost serve`'s approvals, so that one audit reads
-// both.
-const (
-	kindApprovalMinted  = "approval_minted"
-	kindApprovalUsed    = "approval_used"
-	kindApprovalRefused = "approval_refused"
 )
 
 // MetaApproval marks, in the elicitation's _meta, a prompt that is
@@ -39,114 +27,21 @@ const (
 // strips gatehost's _meta namespace from everything they send.
 const MetaApproval = "gatehost/approval"
 
-// Answers recorded with an approval request.
+// Answers recorded with an approval request (approval.Record's Answer),
+// and the refusal code of each answer short of an approval.
 const (
 	answerApproved  = "approved"
 	answerDeclined  = "declined"  // accept without approve: true, or decline
 	answerCancelled = "cancelled" // the person dismissed the request
-	answerTimeout   = "timeout"   // no answer within ApprovalTTL
+	answerTimeout   = "timeout"   // no answer within the approval TTL
 	answerFailed    = "failed"    // the client did not answer (disconnect, protocol error)
 )
 
-// Errors of an approval presented for a call it does not fit.
-var (
-	errApprovalUnknown  = errors.New("approval unknown or already used")
-	errApprovalExpired  = errors.New("approval expired")
-	errApprovalMismatch = errors.New("approval bound to another call")
-)
-
-// approval is a person's yes to one call: bound to the session, the
-// tool's canonical id, its schema digest and the SHA-256 of the native
-// subject (the subject_sha256 of the decision record); single-use.
-type approval struct {
-	ID            string    `json:"approval_id"`
-	Pipeline      string    `json:"pipeline"`
-	Session       string    `json:"session"`
-	Tool          string    `json:"tool"`
-	SchemaDigest  string    `json:"schema_digest"`
-	SubjectSHA256 string    `json:"subject_sha256"`
-	ExpiresAt     time.Time `json:"expires_at"`
-	Answer        string    `json:"answer"`
-}
-
-// approvals holds the approvals granted and not yet used.
-type approvals struct {
-	ttl time.Duration
-	now func() time.Time
-
-	mu sync.Mutex
-	m  map[string]approval
-}
-
-func newApprovals(ttl time.Duration) *approvals {
-	return &approvals{ttl: ttl, now: time.Now, m: map[string]approval{}}
-}
-
-func (a *approvals) add(ap approval) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.now()
-	for id, x := range a.m { // expired ones are never usable: drop them
-		if now.After(x.ExpiresAt) {
-			delete(a.m, id)
-		}
-	}
-	a.m[ap.ID] = ap
-}
-
-// take consumes the approval id for exactly the call described by want;
-// whatever the outcome, the approval is gone afterwards. It returns the
-// approval as granted, or want (under id) when there is none.
-func (a *approvals) take(id string, want approval) (approval, error) {
-	a.mu.Lock()
-	ap, ok := a.m[id]
-	delete(a.m, id)
-	a.mu.Unlock()
-	switch {
-	case !ok:
-		want.ID = id
-		return want, errApprovalUnknown
-	case a.now().After(ap.ExpiresAt):
-		return ap, errApprovalExpired
-	case ap.Session != want.Session || ap.Tool != want.Tool || ap.SchemaDigest != want.SchemaDigest ||
-		ap.SubjectSHA256 != want.SubjectSHA256 || ap.Pipeline != want.Pipeline:
-		return ap, errApprovalMismatch
-	}
-	return ap, nil
-}
-
-// confirmer is the gateway as its host's Confirmer (host.Config.Confirmer):
-// it resolves the approval ids the gateway presents as confirmation tokens.
-type confirmer Gateway
-
-// Confirm takes the approval req.Token for the call req describes: the
-// pipeline, the session, and the tool's id and schema digest in the run's
-// pinned snapshot, and the SHA-256 of the native subject the run checks.
-// Its use, or its refusal, is recorded under req.RunID before the run; an
-// approval that does not fit confirms nothing (nil: the gates deny what
-// needs a confirmation), and is gone either way. A failed record is an
-// error: the run does not happen (host.ErrConfirmation).
-func (c *confirmer) Confirm(_ context.Context, req host.ConfirmationRequest) (*abi.Confirmation, error) {
-	g := (*Gateway)(c)
-	want := approval{Pipeline: req.Pipeline, Session: req.Session, Tool: req.ToolName, SubjectSHA256: req.SubjectSHA256}
-	if req.Tool != nil {
-		want.Tool, want.SchemaDigest = req.Tool.ID, req.Tool.SchemaDigest
-	}
-	ap, err := g.approvals.take(req.Token, want)
-	if err == nil && req.Tool == nil { // no tool, nothing to confirm
-		err = errApprovalMismatch
-	}
-	if err != nil {
-		g.opts.Logger.Warn("mcp gateway: approval refused", "run_id", req.RunID, "approval_id", ap.ID, "reason", err)
-		if rerr := g.record(kindApprovalRefused, req.RunID, err.Error(), ap); rerr != nil {
-			return nil, fmt.Errorf("mcpgateway: approval refusal not recorded: %w", rerr)
-		}
-		return nil, nil
-	}
-	if err := g.record(kindApprovalUsed, req.RunID, "", ap); err != nil {
-		return nil, fmt.Errorf("mcpgateway: approval use not recorded: %w", err)
-	}
-	return &abi.Confirmation{Tool: req.Tool.ID, Token: req.Token}, nil
+var answerCodes = map[string]string{
+	answerDeclined:  approval.CodeDeclined,
+	answerCancelled: approval.CodeCancelled,
+	answerTimeout:   approval.CodeTimeout,
+	answerFailed:    approval.CodeNotAnswered,
 }
 
 // confirm asks the person, through elicitation/create, to approve a call
@@ -175,16 +70,15 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		return dec, nil
 	}
 	sum := sha256.Sum256(native)
-	ap := approval{ID: "ap-" + randomHex(16), Pipeline: g.opts.Pipeline, Session: c.session, Tool: t.ID,
-		SchemaDigest: t.SchemaDigest, SubjectSHA256: hex.EncodeToString(sum[:]),
-		ExpiresAt: g.approvals.now().Add(g.opts.ApprovalTTL)}
+	b := approval.Binding{Pipeline: g.opts.Pipeline, Session: c.session, Tool: t.ID,
+		SchemaDigest: t.SchemaDigest, SubjectSHA256: hex.EncodeToString(sum[:])}
+	from := approval.Origin{RunID: dec.RunID}
 
 	msg, err := approvalMessage(t.ID, string(t.Effect), up.u.Name, c.args, g.opts.MaxApprovalArgumentBytes)
 	if err != nil {
 		// What cannot be shown whole cannot be approved.
 		g.opts.Logger.Warn("mcp gateway: approval not asked", "run_id", dec.RunID, "tool", t.ID, "reason", err)
-		ap.Answer = answerFailed
-		_ = g.record(kindApprovalRefused, dec.RunID, "not shown: "+err.Error(), ap)
+		_ = g.approvals.Refuse(b, approval.CodeNotShown, "", from)
 		return dec, nil
 	}
 	ectx, cancel := context.WithTimeout(ctx, g.opts.ApprovalTTL)
@@ -209,28 +103,34 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 	})
 	timedOut := errors.Is(ectx.Err(), context.DeadlineExceeded)
 	cancel()
+	var answer string
 	switch {
 	case err != nil && timedOut:
-		ap.Answer = answerTimeout
+		answer = answerTimeout
 	case err != nil:
-		ap.Answer = answerFailed
+		answer = answerFailed
 	case res.Action == "accept" && res.Content["approve"] == true:
-		ap.Answer = answerApproved
+		answer = answerApproved
 	case res.Action == "cancel":
-		ap.Answer = answerCancelled
+		answer = answerCancelled
 	default:
-		ap.Answer = answerDeclined
+		answer = answerDeclined
 	}
-	kind := kindApprovalMinted
-	if ap.Answer != answerApproved {
-		kind = kindApprovalRefused
-	}
-	if err := g.record(kind, dec.RunID, ap.Answer, ap); err != nil {
-		g.opts.Logger.Error("mcp gateway: approval not recorded; not used", "run_id", dec.RunID, "error", err)
+	g.opts.Logger.Info("mcp gateway: confirmation asked", "run_id", dec.RunID, "tool", t.ID, "answer", answer)
+	if answer != answerApproved {
+		if err := g.approvals.Refuse(b, answerCodes[answer], answer, from); err != nil {
+			g.opts.Logger.Error("mcp gateway: refused approval not recorded", "run_id", dec.RunID, "error", err)
+		}
 		return dec, nil
 	}
-	g.opts.Logger.Info("mcp gateway: confirmation asked", "run_id", dec.RunID, "tool", t.ID, "answer", ap.Answer)
-	if ap.Answer != answerApproved || ctx.Err() != nil {
+	// Minted (stored, then recorded) before the second run: an approval
+	// the log or the store refuses is not used.
+	ap, err := g.approvals.Mint(ctx, b, approval.ApproverMCPClient, answer, from)
+	if err != nil {
+		g.opts.Logger.Error("mcp gateway: approval not minted; not used", "run_id", dec.RunID, "error", err)
+		return dec, nil
+	}
+	if ctx.Err() != nil {
 		return dec, nil
 	}
 	// The person took time: the upstream may have changed its tools
@@ -250,7 +150,6 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		// without the approval, which stays unused until it expires.
 		return g.decide(ctx, c)
 	}
-	g.approvals.add(ap)
 	c.token = ap.ID
 	dec2, err := g.decide(ctx, c)
 	if dec2 == nil {
@@ -258,18 +157,6 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		return nil, err
 	}
 	return dec2, err
-}
-
-// record appends an approval record to the event log, if there is one.
-func (g *Gateway) record(kind, runID, reason string, ap approval) error {
-	if g.appendRecord == nil {
-		return nil
-	}
-	data, err := json.Marshal(ap)
-	if err != nil {
-		return err
-	}
-	return g.appendRecord(eventlog.Record{Kind: kind, RunID: runID, Pipeline: ap.Pipeline, Reason: reason, Data: data})
 }
 
 // effectWords say what an effect class means (host/catalog Effect); an

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
@@ -63,23 +64,23 @@ func TestConfirmationByElicitation(t *testing.T) {
 	}{
 		{"approve", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-		}, true, "approved"},
+		}, true, ""},
 		{"accept without approving", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}, nil
-		}, false, "declined"},
+		}, false, approval.CodeDeclined},
 		{"decline", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
-		}, false, "declined"},
+		}, false, approval.CodeDeclined},
 		{"cancel", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "cancel"}, nil
-		}, false, "cancelled"},
+		}, false, approval.CodeCancelled},
 		{"client error", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("no person here")
-		}, false, "failed"},
+		}, false, approval.CodeNotAnswered},
 		{"timeout", func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			<-ctx.Done() // the person never answers
 			return nil, ctx.Err()
-		}, false, "timeout"},
+		}, false, approval.CodeTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil, nil)
@@ -112,7 +113,7 @@ func TestConfirmationByElicitation(t *testing.T) {
 				assert.Contains(t, kinds, "approval_used")
 			} else {
 				assert.True(t, d.IsError)
-				assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+				assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
 				assert.Equal(t, "note: keep", after, "nothing was deleted")
 				assert.Contains(t, kinds, "approval_refused")
 				assert.Contains(t, reasons, tc.reason)
@@ -158,7 +159,7 @@ func TestApprovalNotRecordedNotUsed(t *testing.T) {
 	require.NoError(t, err)
 	d := call(t, cs, "delete_note", map[string]any{"name": "a"})
 	assert.True(t, d.IsError)
-	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+	assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
 }
 
 // TestClientGoneDuringElicitation: a client connection that ends while
@@ -194,7 +195,7 @@ func TestClientGoneDuringElicitation(t *testing.T) {
 	for {
 		kinds, reasons := logKinds(t, f.logPath)
 		if slices.Contains(kinds, "approval_refused") {
-			assert.Contains(t, reasons, "failed")
+			assert.Contains(t, reasons, approval.CodeNotAnswered)
 			assert.NotContains(t, kinds, "approval_used")
 			return
 		}
@@ -251,7 +252,7 @@ func TestApprovalBoundToRunSnapshot(t *testing.T) {
 
 	w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "new"})
 	assert.True(t, w.IsError, text(w))
-	assert.Equal(t, []string{"confirmation_required", "tool_drifted"}, findingCodes(t, w))
+	assert.Equal(t, []string{abi.CodeConfirmationRequired, "tool_drifted"}, findingCodes(t, w))
 	assert.Equal(t, "note: ", text(call(t, cs, "read_note", map[string]any{"name": "a"})), "nothing was written")
 
 	require.Len(t, logRecords(t, f.logPath, "approval_minted"), 1)
@@ -312,11 +313,11 @@ func TestApprovalNotReplayable(t *testing.T) {
 	require.NotEmpty(t, ap.ID)
 
 	for _, tc := range []struct {
-		name, token, params string
+		name, token, params, reason string
 	}{
-		{"same call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"once"}}`},
-		{"another call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"twice"}}`},
-		{"never minted", "ap-00000000000000000000000000000000", `{"name":"write_note","arguments":{"name":"a","text":"once"}}`},
+		{"same call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"once"}}`, approval.CodeUsed},
+		{"another call", ap.ID, `{"name":"write_note","arguments":{"name":"a","text":"twice"}}`, approval.CodeUsed},
+		{"never minted", "ap-00000000000000000000000000000000", `{"name":"write_note","arguments":{"name":"a","text":"once"}}`, approval.CodeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := g.Host().Check(context.Background(), "exec", []byte(tc.params),
@@ -327,14 +328,14 @@ func TestApprovalNotReplayable(t *testing.T) {
 			for _, f := range d.Findings {
 				codes = append(codes, f.Code)
 			}
-			assert.Equal(t, []string{"confirmation_required"}, codes)
+			assert.Equal(t, []string{abi.CodeConfirmationRequired}, codes)
 			var refused []string
 			for _, r := range logRecords(t, f.logPath, "approval_refused") {
 				if r.RunID == d.RunID {
 					refused = append(refused, r.Reason)
 				}
 			}
-			assert.Equal(t, []string{"approval unknown or already used"}, refused)
+			assert.Equal(t, []string{tc.reason}, refused)
 		})
 	}
 	assert.Len(t, logRecords(t, f.logPath, "approval_used"), 1, "used once")

@@ -37,10 +37,12 @@
 // person is asked; an approval is minted bound to the session, the tool's
 // id and schema digest, and the SHA-256 of the host's native subject, and
 // the call runs again carrying its id as the confirmation token. The
-// gateway is the host's Confirmer: it takes the approval against the tool
-// as that run's pinned catalog snapshot has it, single use, within
-// Options.ApprovalTTL, and records its use (or refusal) under the run's id
-// before any stage runs.
+// host's Confirmer is package approval's, the rule gatehost serve applies
+// too: it takes the approval against the tool as that run's pinned catalog
+// snapshot has it, single use, within Options.ApprovalTTL, and records
+// its use (or refusal) under the run's id before any stage runs. With a
+// shared Options.ApprovalStore, an approval minted by gatehost serve
+// (POST /v1/approvals) is presented the same way.
 package mcpgateway
 
 import (
@@ -57,6 +59,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
@@ -111,7 +114,7 @@ type Gateway struct {
 	// table binds HTTP sessions to their principals and counts sessions.
 	table *sessionTable
 
-	approvals *approvals
+	approvals *approval.Approvals
 	impl      *mcp.Implementation
 	sessions  sync.Map // *downstream, for Close
 	// principals maps a request's principal reference to its principal
@@ -144,8 +147,8 @@ func (g *Gateway) background(f func()) {
 
 // New builds a host from cfg and returns a gateway that checks every
 // tools/call with its pipeline opts.Pipeline. The gateway owns the host
-// (Host returns it; Close closes it): it installs its approval store as
-// cfg.Confirmer, so that a person's approval is resolved against the
+// (Host returns it; Close closes it): it installs its approvals
+// (approval.Approvals on Options.ApprovalStore) as cfg.Confirmer, so that a person's approval is resolved against the
 // catalog snapshot each run pins, and cfg.Confirmer must be nil. Approvals
 // are recorded in the host's event log: cfg.EventLog, or the log New opens
 // at cfg.EventLogPath (and Close closes). New connects to nothing yet:
@@ -159,8 +162,17 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	if cfg.Confirmer != nil {
 		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
-	g := &Gateway{opts: o, table: newSessionTable(),
-		approvals: newApprovals(o.ApprovalTTL), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
+	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
+	g.approvals, err = approval.New(approval.Options{Store: o.ApprovalStore, TTL: o.ApprovalTTL, Logger: o.Logger,
+		Record: func(r eventlog.Record) error {
+			if g.appendRecord == nil {
+				return nil
+			}
+			return g.appendRecord(r)
+		}})
+	if err != nil {
+		return nil, &OptionsError{Field: "approval_ttl", Reason: err.Error()}
+	}
 	g.routes.Store(&map[string]route{})
 	// One writer of the log: the host records decisions, the gateway
 	// approvals.
@@ -178,7 +190,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 			return err
 		}
 	}
-	cfg.Confirmer = (*confirmer)(g)
+	cfg.Confirmer = g.approvals
 	h, err := host.New(ctx, cfg)
 	if err == nil {
 		g.h = h

@@ -87,8 +87,8 @@ func TestGatedCalls(t *testing.T) {
 	// client cannot be asked (no elicitation capability).
 	d := call(t, cs, "delete_note", map[string]any{"name": "a", "text": "secret-argument"})
 	assert.True(t, d.IsError)
-	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
-	assert.Contains(t, text(d), "confirmation_required")
+	assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
+	assert.Contains(t, text(d), abi.CodeConfirmationRequired)
 	assert.NotContains(t, text(d), "secret-argument", "a denial never echoes arguments")
 	assert.Regexp(t, `^[0-9a-f]{32}$`, d.Meta[mcpgateway.MetaRunID])
 	assert.Equal(t, "note: hello", text(call(t, cs, "read_note", map[string]any{"name": "a"})), "the denied delete was not sent")

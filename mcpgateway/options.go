@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/gatehost/gatehost/approval"
+
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
@@ -14,8 +16,9 @@ import (
 const (
 	// DefaultCallTimeout bounds one forwarded tools/call upstream.
 	DefaultCallTimeout = 60 * time.Second
-	// DefaultApprovalTTL is how long a person's approval stays usable.
-	DefaultApprovalTTL = 5 * time.Minute
+	// DefaultApprovalTTL is how long a person's approval stays usable:
+	// approval.DefaultTTL.
+	DefaultApprovalTTL = approval.DefaultTTL
 	// DefaultMaxResultBytes caps one upstream tools/call result, as JSON.
 	DefaultMaxResultBytes = 8 << 20
 	// DefaultRestartBackoff is the first wait before a crashed upstream is
@@ -107,10 +110,14 @@ type Options struct {
 	// DefaultCallTimeout. At it the call is cancelled upstream and the
 	// agent gets an error result.
 	CallTimeout time.Duration
-	// ApprovalTTL is how long an approval obtained through elicitation is
-	// usable, and how long the gateway waits for the person's answer;
-	// default DefaultApprovalTTL.
+	// ApprovalTTL is how long an approval is usable (gatehost mcp: the
+	// config's approvals.ttl), and how long the gateway waits for the
+	// person's answer; default DefaultApprovalTTL, at most approval.MaxTTL.
 	ApprovalTTL time.Duration
+	// ApprovalStore holds the approvals the gateway mints and takes; nil
+	// is the gateway's memory. A store shared with gatehost serve (a file,
+	// PostgreSQL) lets an approval minted there confirm a call here.
+	ApprovalStore approval.Store
 	// MaxResultBytes caps one upstream tools/call result as JSON; default
 	// DefaultMaxResultBytes. A larger result is replaced by an error.
 	MaxResultBytes int

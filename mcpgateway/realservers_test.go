@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/domain"
@@ -112,7 +113,7 @@ func TestFilesystemServer(t *testing.T) {
 	edit := map[string]any{"path": pub, "edits": []map[string]any{{"oldText": "v1", "newText": "v2"}}}
 	e := call(t, cs, "edit_file", edit)
 	assert.True(t, e.IsError)
-	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, e))
+	assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, e))
 	b, _ = os.ReadFile(pub)
 	assert.Equal(t, "v1", string(b), "the declined edit was not sent")
 
@@ -211,7 +212,7 @@ func TestMemoryServer(t *testing.T) {
 
 	d := call(t, cs, "delete_entities", map[string]any{"entityNames": []string{"alice"}})
 	assert.True(t, d.IsError)
-	assert.Equal(t, []string{"confirmation_required"}, findingCodes(t, d))
+	assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
 	g2 := call(t, cs, "read_graph", map[string]any{})
 	assert.False(t, g2.IsError, text(g2))
 	assert.Contains(t, text(g2), "alice", "the entity is still there")

@@ -539,17 +539,13 @@ func onlyConfirmationMissing(d *host.Decision) bool {
 		if f.Advisory || f.Severity != abi.Blocking {
 			continue
 		}
-		if f.Code != codeConfirmationRequired {
+		if f.Code != abi.CodeConfirmationRequired {
 			return false
 		}
 		n++
 	}
 	return n > 0
 }
-
-// codeConfirmationRequired is the exec gate's code for a call that needs a
-// person's confirmation (docs/GATES.md, exec check 6).
-const codeConfirmationRequired = "confirmation_required"
 
 // deniedResult is what the agent gets for a call that was not accepted:
 // an error result naming each finding's code and message (gates' messages

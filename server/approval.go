@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,12 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/internal/oneline"
@@ -23,133 +22,20 @@ import (
 
 // Approvals: a person's confirmation of one tool call, minted through
 // POST /v1/approvals with an approver token and presented by the agent in
-// X-Gatehost-Confirmation. An approval is single-use, expires, and binds
-// the pipeline, the session, the SHA-256 of the compacted native subject
-// (the subject_sha256 of the run's decision record), the tool's canonical
-// id and its schema digest. The store is the process's memory: approvals
-// do not outlive a restart and are not shared between replicas.
+// X-Gatehost-Confirmation. The rule — the binding, expiry, single use, a
+// mismatch burns, the cap, the records — is package approval's, the same
+// as gatehost mcp's; the store is the approvals: section's (memory, a file
+// shared with the machine's other gatehost processes, or the fleet's
+// PostgreSQL store), kept across reloads.
 
 const (
-	// DefaultApprovalTTL is how long an approval stays usable: long enough
-	// for a person to approve and the agent to retry, short enough that a
-	// stale one is gone.
-	DefaultApprovalTTL = 5 * time.Minute
-	MaxApprovalTTL     = 24 * time.Hour
-	// maxApprovals caps the approvals held at once (unexpired, used or
-	// not), so that a runaway approver cannot exhaust memory.
-	maxApprovals = 10000
+	// DefaultApprovalTTL and MaxApprovalTTL are approval.DefaultTTL and
+	// approval.MaxTTL.
+	DefaultApprovalTTL = approval.DefaultTTL
+	MaxApprovalTTL     = approval.MaxTTL
 
 	approvalsRoute = "/v1/approvals"
 )
-
-// Event-log record kinds of approvals.
-const (
-	kindApprovalMinted  = "approval_minted"
-	kindApprovalUsed    = "approval_used"
-	kindApprovalRefused = "approval_refused"
-)
-
-// Why a presented approval confirms nothing: the reason of an
-// approval_refused record.
-const (
-	refuseUnknown          = "approval_unknown"
-	refuseExpired          = "approval_expired"
-	refuseUsed             = "approval_used"
-	refusePipeline         = "approval_pipeline_mismatch"
-	refuseSession          = "approval_session_mismatch"
-	refuseSubject          = "approval_subject_mismatch"
-	refuseTool             = "approval_tool_mismatch"
-	refuseSchemaDigest     = "approval_schema_digest_mismatch"
-	refuseToolNotCataloged = "approval_tool_not_in_catalog"
-)
-
-var approvalIDRE = regexp.MustCompile(`^ap-[0-9a-f]{32}$`)
-
-// approval is one minted approval.
-type approval struct {
-	ID            string    `json:"approval_id"`
-	Pipeline      string    `json:"pipeline"`
-	Session       string    `json:"session,omitempty"`
-	Tool          string    `json:"tool"`
-	SchemaDigest  string    `json:"schema_digest"`
-	SubjectSHA256 string    `json:"subject_sha256"`
-	ExpiresAt     time.Time `json:"expires_at"`
-	Approver      string    `json:"approver,omitempty"`
-
-	used bool
-}
-
-// binding is what a check presents an approval for.
-type binding struct {
-	pipeline, session, tool, schemaDigest, subjectSHA256 string
-}
-
-// approvalStore holds the approvals of this process.
-type approvalStore struct {
-	mu  sync.Mutex
-	m   map[string]*approval
-	max int
-}
-
-func newApprovalStore() *approvalStore {
-	return &approvalStore{m: map[string]*approval{}, max: maxApprovals}
-}
-
-var errApprovalStoreFull = errors.New("too many approvals outstanding")
-
-// reserve checks there is room for one more approval at now, dropping the
-// expired ones first.
-func (s *approvalStore) reserve(now time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, a := range s.m {
-		if !now.Before(a.ExpiresAt) {
-			delete(s.m, id)
-		}
-	}
-	if len(s.m) >= s.max {
-		return errApprovalStoreFull
-	}
-	return nil
-}
-
-func (s *approvalStore) add(a *approval) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[a.ID] = a
-}
-
-// consume resolves id for b at now. On a match it marks the approval used
-// and returns it; otherwise it returns the refusal reason. A mismatch
-// leaves the approval usable for what it was minted for; an expired one
-// is dropped.
-func (s *approvalStore) consume(id string, b binding, now time.Time) (*approval, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.m[id]
-	switch {
-	case !ok:
-		return nil, refuseUnknown
-	case !now.Before(a.ExpiresAt):
-		delete(s.m, id)
-		return nil, refuseExpired
-	case a.used:
-		return nil, refuseUsed
-	case a.Pipeline != b.pipeline:
-		return nil, refusePipeline
-	case a.Session != b.session:
-		return nil, refuseSession
-	case a.SubjectSHA256 != b.subjectSHA256:
-		return nil, refuseSubject
-	case a.Tool != b.tool:
-		return nil, refuseTool
-	case a.SchemaDigest != b.schemaDigest:
-		return nil, refuseSchemaDigest
-	}
-	a.used = true
-	c := *a
-	return &c, ""
-}
 
 // sha256Hex is the lowercase hex SHA-256 of b.
 func sha256Hex(b []byte) string {
@@ -157,17 +43,45 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func newApprovalID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "ap-" + hex.EncodeToString(b[:])
-}
-
 func (s *Server) now() time.Time {
 	if s.opts.Now != nil {
 		return s.opts.Now()
 	}
 	return time.Now()
+}
+
+// openApprovals opens the approvals of config l: its store, and the TTL of
+// approvals.ttl or the deprecated --approval-ttl (Options.ApprovalTTL). The
+// server's event log records them; the request's credential names the
+// agent that presents one.
+func (s *Server) openApprovals(l *config.Loaded) error {
+	ttl := l.Approvals.TTL
+	for _, d := range l.Approvals.Deprecated {
+		s.logger.Warn("gatehost serve: config " + l.File + ": " + d)
+	}
+	if o := s.opts.ApprovalTTL; o != 0 {
+		if l.Approvals.TTLSet && o != ttl {
+			return fmt.Errorf("%w: --approval-ttl %s: deprecated, replaced by approvals.ttl, which config %s sets to %s; drop the flag", ErrUsage, o, l.File, ttl)
+		}
+		s.logger.Warn("gatehost serve: --approval-ttl is deprecated: set approvals.ttl in the config, the one approval TTL of gatehost serve and gatehost mcp")
+		ttl = o
+	}
+	st, err := l.OpenApprovals(s.backends)
+	if err != nil {
+		return err
+	}
+	s.approvals, err = approval.New(approval.Options{Store: st, TTL: ttl, Now: s.now, Logger: s.logger,
+		Record: func(r eventlog.Record) error {
+			_, err := s.evlog.Append(r)
+			return err
+		},
+		Agent: func(ctx context.Context) string {
+			if c := credentialOf(ctx); c != nil {
+				return c.name
+			}
+			return ""
+		}})
+	return err
 }
 
 // handleMintApproval is POST /v1/approvals?pipeline=NAME[&session=ID][&format=F]
@@ -225,92 +139,29 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("tool %q is not in the catalog; a call to it is refused whatever is approved", cut(call.Tool, 64)), nil)
 		return
 	}
-	now := s.now()
-	if err := s.approvals.reserve(now); err != nil {
+	approver := ""
+	if c := credentialOf(r.Context()); c != nil {
+		approver = c.name
+	}
+	b := approval.Binding{Pipeline: name, Session: sess, Tool: tool.ID, SchemaDigest: tool.SchemaDigest, SubjectSHA256: sha256Hex(native)}
+	a, err := s.approvals.Mint(r.Context(), b, approver, "", approval.Origin{RequestID: r.Header.Get(headerRequestID)})
+	switch {
+	case errors.Is(err, approval.ErrFull):
 		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusTooManyRequests, errTooManyApprovals, "",
-			fmt.Sprintf("%d approvals are outstanding; wait for some to be used or expire", maxApprovals), nil)
+			fmt.Sprintf("%d approvals are outstanding; wait for some to be used or expire", s.approvals.MaxOutstanding()), nil)
 		return
-	}
-	a := &approval{ID: newApprovalID(), Pipeline: name, Session: sess, Tool: tool.ID, SchemaDigest: tool.SchemaDigest,
-		SubjectSHA256: sha256Hex(native), ExpiresAt: now.Add(s.approvalTTL()).UTC()}
-	if c := credentialOf(r.Context()); c != nil {
-		a.Approver = c.name
-	}
-	data, _ := json.Marshal(a)
-	if _, err := s.evlog.Append(eventlog.Record{Kind: kindApprovalMinted, Pipeline: name,
-		RequestID: r.Header.Get(headerRequestID), Time: now, Data: data}); err != nil {
+	case errors.Is(err, approval.ErrNotRecorded):
 		s.logger.Error("gatehost serve: approval not recorded; not issued", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
 		writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the approval could not be recorded; none was issued", nil)
 		return
+	case err != nil:
+		s.logger.Error("gatehost serve: approval store failed; not issued", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
+		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
+		writeError(w, r, http.StatusServiceUnavailable, errStoreFailure, "", "the approval store failed (the server's log has the cause); none was issued", nil)
+		return
 	}
-	s.approvals.add(a)
-	s.logger.Info("gatehost serve: approval minted", "approval_id", a.ID, "pipeline", name, "session", sess,
-		"tool", a.Tool, "approver", a.Approver, "expires_at", a.ExpiresAt)
 	writeJSON(w, http.StatusCreated, a)
-}
-
-func (s *Server) approvalTTL() time.Duration {
-	if s.opts.ApprovalTTL > 0 {
-		return s.opts.ApprovalTTL
-	}
-	return DefaultApprovalTTL
-}
-
-// approvalConfirmer is the host.Confirmer of every config generation the
-// server builds: the X-Gatehost-Confirmation value presented with a tool
-// call names an approval of s's store. Only an approval unexpired, unused,
-// and minted for this very pipeline, session, subject, tool and schema
-// digest confirms; anything else is recorded as refused and the run goes
-// on without a confirmation, so the gate rejects what needs one. The host
-// calls it on the run's pinned catalog snapshot, with the request's
-// context (whose credential names the agent); the use or the refusal is in
-// the event log under the run's id before any stage runs.
-type approvalConfirmer struct{ s *Server }
-
-// Confirm implements host.Confirmer. It returns an error only when the
-// use or refusal could not be recorded; the host then runs nothing and
-// Check returns host.ErrConfirmation.
-func (c approvalConfirmer) Confirm(ctx context.Context, req host.ConfirmationRequest) (*abi.Confirmation, error) {
-	s := c.s
-	b := binding{pipeline: req.Pipeline, session: req.Session, subjectSHA256: req.SubjectSHA256}
-	now := s.now()
-	var a *approval
-	reason := refuseToolNotCataloged
-	if req.Tool != nil {
-		b.tool, b.schemaDigest = req.Tool.ID, req.Tool.SchemaDigest
-		a, reason = s.approvals.consume(req.Token, b, now)
-	}
-	rec := struct {
-		ApprovalID    string `json:"approval_id"`
-		Session       string `json:"session,omitempty"`
-		Tool          string `json:"tool,omitempty"`
-		SubjectSHA256 string `json:"subject_sha256"`
-		Agent         string `json:"agent,omitempty"`
-	}{Session: req.Session, Tool: b.tool, SubjectSHA256: b.subjectSHA256}
-	if approvalIDRE.MatchString(req.Token) {
-		rec.ApprovalID = req.Token // anything else is the caller's free text
-	}
-	if cr := credentialOf(ctx); cr != nil {
-		rec.Agent = cr.name
-	}
-	data, _ := json.Marshal(rec)
-	kind := kindApprovalUsed
-	if a == nil {
-		kind = kindApprovalRefused
-	}
-	if _, err := s.evlog.Append(eventlog.Record{Kind: kind, RunID: req.RunID, Pipeline: req.Pipeline,
-		Reason: reason, RequestID: req.RequestID, Time: now, Data: data}); err != nil {
-		return nil, err
-	}
-	if a == nil {
-		s.logger.Warn("gatehost serve: confirmation refused; the call runs without one", "pipeline", req.Pipeline,
-			"run_id", req.RunID, "request_id", req.RequestID, "reason", reason, "approval_id", rec.ApprovalID)
-		return nil, nil
-	}
-	s.logger.Info("gatehost serve: approval used", "approval_id", a.ID, "pipeline", req.Pipeline, "run_id", req.RunID,
-		"session", req.Session, "tool", a.Tool)
-	return &abi.Confirmation{Tool: a.Tool, Token: a.ID}, nil
 }
 
 // readBody reads the request body within limit, answering the error itself

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
@@ -107,7 +108,7 @@ func startApprovalServe(t *testing.T, mod func(*Options)) (*testServer, *fakeClo
 	t.Setenv(ApproverTokenEnv, "")
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	ts := startServe(t, cfg, func(o *Options) {
-		o.TokenFile, o.ApproverTokenFile, o.Now, o.ApprovalTTL = tokFile, apprFile, clock.Now, 5*time.Minute
+		o.TokenFile, o.ApproverTokenFile, o.Now = tokFile, apprFile, clock.Now
 		if mod != nil {
 			mod(o)
 		}
@@ -146,13 +147,13 @@ func (ts *testServer) mint(t *testing.T, token, pipeline, sess string, body []by
 }
 
 // approve mints an approval with the approver token and returns it.
-func (ts *testServer) approve(t *testing.T, pipeline, sess string, body []byte) approval {
+func (ts *testServer) approve(t *testing.T, pipeline, sess string, body []byte) approval.Approval {
 	t.Helper()
 	a := ts.mint(t, approver, pipeline, sess, body)
 	require.Equal(t, 201, a.status, string(a.body))
-	var ap approval
+	var ap approval.Approval
 	require.NoError(t, json.Unmarshal(a.body, &ap))
-	require.Regexp(t, approvalIDRE, ap.ID)
+	require.True(t, approval.ValidID(ap.ID), ap.ID)
 	return ap
 }
 
@@ -240,7 +241,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		require.Equal(t, 200, a.status, string(a.body))
 		d := a.decision(t)
 		assert.Equal(t, abi.Rejected, d.Verdict)
-		assert.True(t, hasFinding(d, "confirmation_required"), "rejected for want of a confirmation: %s", a.body)
+		assert.True(t, hasFinding(d, abi.CodeConfirmationRequired), "rejected for want of a confirmation: %s", a.body)
 		return d
 	}
 
@@ -250,8 +251,8 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 			"ap-" + strings.Repeat("g", 32), strings.Repeat("x", 4000)} {
 			reqID := fmt.Sprintf("made-up-%d", i)
 			rejected(t, ts.checkCall(t, agentDev, "exec", "dev", v, callA, reqID))
-			r := recordFor(t, records(t, logPath), kindApprovalRefused, reqID)
-			assert.Equal(t, refuseUnknown, r.Reason)
+			r := recordFor(t, records(t, logPath), approval.KindRefused, reqID)
+			assert.Equal(t, approval.CodeUnknown, r.Reason)
 			got := dataOf(t, r)
 			if v == wellFormed {
 				assert.Equal(t, v, got.ApprovalID)
@@ -279,10 +280,10 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 
 		replay := rejected(t, ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "use-2"))
 		recs := records(t, logPath)
-		assert.Equal(t, refuseUsed, recordFor(t, recs, kindApprovalRefused, "use-2").Reason)
+		assert.Equal(t, approval.CodeUsed, recordFor(t, recs, approval.KindRefused, "use-2").Reason)
 
 		// The log ties the person's approval to the run it confirmed.
-		used := recordFor(t, recs, kindApprovalUsed, "use-1")
+		used := recordFor(t, recs, approval.KindUsed, "use-1")
 		assert.Equal(t, d.RunID, used.RunID)
 		assert.Equal(t, "exec", used.Pipeline)
 		decision := recordFor(t, recs, eventlog.KindDecision, "use-1")
@@ -293,7 +294,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		assert.Equal(t, dd.SubjectSHA256, ap.SubjectSHA256, "the approval binds the digest the decision records")
 		assert.Equal(t, dd.SubjectSHA256, dataOf(t, used).SubjectSHA256)
 		assert.Equal(t, "bot", dataOf(t, used).Agent)
-		minted := dataOf(t, recordOfApproval(t, recs, kindApprovalMinted, ap.ID))
+		minted := dataOf(t, recordOfApproval(t, recs, approval.KindMinted, ap.ID))
 		assert.Equal(t, "alice", minted.Approver)
 		assert.Equal(t, ap.SchemaDigest, minted.SchemaDigest)
 		assert.Equal(t, "dev", minted.Session)
@@ -337,15 +338,15 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 			reason             string
 		}{
 			{name: "subject A used for subject B", mintSess: "dev", mintPipe: "exec", useSess: "dev", usePipe: "exec",
-				useBody: callB, reason: refuseSubject},
+				useBody: callB, reason: approval.CodeSubjectMismatch},
 			{name: "another session of the same token", mintSess: "dev2", mintPipe: "exec", useSess: "dev", usePipe: "exec",
-				useBody: callA, reason: refuseSession},
+				useBody: callA, reason: approval.CodeSessionMismatch},
 			{name: "no session", mintSess: "dev", mintPipe: "exec", useSess: "", usePipe: "exec",
-				useBody: callA, reason: refuseSession},
+				useBody: callA, reason: approval.CodeSessionMismatch},
 			{name: "another pipeline", mintSess: "dev", mintPipe: "exec-b", useSess: "dev", usePipe: "exec",
-				useBody: callA, reason: refusePipeline},
+				useBody: callA, reason: approval.CodePipelineMismatch},
 			{name: "another agent's session", mintSess: "other", mintPipe: "exec", useSess: "dev", usePipe: "exec",
-				useBody: callA, reason: refuseSession},
+				useBody: callA, reason: approval.CodeSessionMismatch},
 		}
 		for i, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -358,15 +359,17 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 					require.Equal(t, 200, a.status, string(a.body))
 					assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
 				}
-				assert.Equal(t, c.reason, recordFor(t, records(t, logPath), kindApprovalRefused, reqID).Reason)
+				assert.Equal(t, c.reason, recordFor(t, records(t, logPath), approval.KindRefused, reqID).Reason)
 				if c.mintSess == "other" {
 					return // agentDev may not act there; agentOther's use is below
 				}
-				// A mismatch does not spend the approval: the call it was
-				// minted for, even in another format, is still confirmed.
-				a = ts.checkCall(t, agentDev, c.mintPipe, c.mintSess, ap.ID, nativeA, reqID+"-ok")
+				// A mismatch spends the approval (fail closed: a presented
+				// but wrong approval is burned): the call it was minted
+				// for, even in another format, is no longer confirmed.
+				a = ts.checkCall(t, agentDev, c.mintPipe, c.mintSess, ap.ID, nativeA, reqID+"-after")
 				require.Equal(t, 200, a.status, string(a.body))
-				assert.Equal(t, abi.Accepted, a.decision(t).Verdict, string(a.body))
+				assert.Equal(t, abi.Rejected, a.decision(t).Verdict, string(a.body))
+				assert.Equal(t, approval.CodeUsed, recordFor(t, records(t, logPath), approval.KindRefused, reqID+"-after").Reason)
 			})
 		}
 	})
@@ -377,10 +380,10 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 			clock.Add(past)
 			reqID := fmt.Sprintf("expired-%d", i)
 			rejected(t, ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, reqID))
-			assert.Equal(t, refuseExpired, recordFor(t, records(t, logPath), kindApprovalRefused, reqID).Reason)
+			assert.Equal(t, approval.CodeExpired, recordFor(t, records(t, logPath), approval.KindRefused, reqID).Reason)
 		}
 		ap := ts.approve(t, "exec", "dev", callA)
-		clock.Add(5*time.Minute - time.Nanosecond)
+		clock.Add(5*time.Minute - time.Microsecond) // expiries are kept to the microsecond
 		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "not-yet-expired")
 		assert.Equal(t, abi.Accepted, a.decision(t).Verdict, "usable until its expiry")
 	})
@@ -440,15 +443,12 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 	})
 
 	t.Run("too many outstanding", func(t *testing.T) {
-		ts.s.approvals.mu.Lock()
-		held := len(ts.s.approvals.m)
-		ts.s.approvals.max = held + 1
-		ts.s.approvals.mu.Unlock()
-		defer func() {
-			ts.s.approvals.mu.Lock()
-			ts.s.approvals.max = maxApprovals
-			ts.s.approvals.mu.Unlock()
-		}()
+		// A cap of one, on a store of its own.
+		prev := ts.s.approvals
+		capped, err := approval.New(approval.Options{TTL: prev.TTL(), MaxOutstanding: 1, Now: ts.s.now})
+		require.NoError(t, err)
+		ts.s.approvals = capped
+		defer func() { ts.s.approvals = prev }()
 		ts.approve(t, "exec", "dev", callA)
 		a := ts.mint(t, approver, "exec", "dev", callA)
 		require.Equal(t, 429, a.status, string(a.body))
@@ -496,7 +496,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "schema-changed")
 		require.Equal(t, 200, a.status, string(a.body))
 		assert.Equal(t, abi.Rejected, a.decision(t).Verdict)
-		assert.Equal(t, refuseSchemaDigest, recordFor(t, records(t, logPath), kindApprovalRefused, "schema-changed").Reason,
+		assert.Equal(t, approval.CodeSchemaDigestMismatch, recordFor(t, records(t, logPath), approval.KindRefused, "schema-changed").Reason,
 			"approvals outlive a reload, and still bind the schema they were minted for")
 	})
 
@@ -513,7 +513,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		assert.Equal(t, 401, ts.mint(t, approver, "exec", "dev", callA).status, "alice's token is gone")
 		a := ts.mint(t, bob, "exec", "dev", callA)
 		require.Equal(t, 201, a.status, string(a.body))
-		var ap approval
+		var ap approval.Approval
 		require.NoError(t, json.Unmarshal(a.body, &ap))
 		assert.Equal(t, "bob", ap.Approver)
 	})
@@ -562,7 +562,7 @@ func catalogWithChangedSchema(t *testing.T, dst, file string) string {
 // confirmed over HTTP: /v1/approvals refuses every caller before any
 // runtime is consulted.
 func TestServeApprovalsDisabled(t *testing.T) {
-	s := &Server{opts: Options{RetryAfter: time.Second}, logger: slog.New(slog.DiscardHandler), approvals: newApprovalStore()}
+	s := &Server{opts: Options{RetryAfter: time.Second}, logger: slog.New(slog.DiscardHandler)}
 	s.metrics = newMetrics(s)
 	agents, err := loadTokens("", agentDev)
 	require.NoError(t, err)
@@ -579,43 +579,6 @@ func TestServeApprovalsDisabled(t *testing.T) {
 		require.Equal(t, 403, rec.Code, rec.Body.String())
 		assert.Equal(t, errApprovalsOff, rec.Header().Get("X-Gatehost-Error"))
 	}
-}
-
-func TestApprovalStoreConsume(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	want := binding{pipeline: "exec", session: "dev", tool: "mcp.github:x", schemaDigest: "d1", subjectSHA256: "s1"}
-	cases := []struct {
-		name   string
-		b      func(b binding) binding
-		at     time.Duration
-		reason string
-	}{
-		{name: "match", b: func(b binding) binding { return b }},
-		{name: "pipeline", b: func(b binding) binding { b.pipeline = "exec-b"; return b }, reason: refusePipeline},
-		{name: "session", b: func(b binding) binding { b.session = "dev2"; return b }, reason: refuseSession},
-		{name: "subject", b: func(b binding) binding { b.subjectSHA256 = "s2"; return b }, reason: refuseSubject},
-		{name: "tool", b: func(b binding) binding { b.tool = "mcp.github:y"; return b }, reason: refuseTool},
-		{name: "schema digest", b: func(b binding) binding { b.schemaDigest = "d2"; return b }, reason: refuseSchemaDigest},
-		{name: "at expiry", b: func(b binding) binding { return b }, at: time.Minute, reason: refuseExpired},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s := newApprovalStore()
-			s.add(&approval{ID: "ap-1", Pipeline: want.pipeline, Session: want.session, Tool: want.tool,
-				SchemaDigest: want.schemaDigest, SubjectSHA256: want.subjectSHA256, ExpiresAt: now.Add(time.Minute)})
-			a, reason := s.consume("ap-1", c.b(want), now.Add(c.at))
-			assert.Equal(t, c.reason, reason)
-			if c.reason != "" {
-				assert.Nil(t, a)
-				return
-			}
-			require.NotNil(t, a)
-			_, reason = s.consume("ap-1", want, now)
-			assert.Equal(t, refuseUsed, reason)
-		})
-	}
-	_, reason := newApprovalStore().consume("ap-1", want, now)
-	assert.Equal(t, refuseUnknown, reason)
 }
 
 // nativeSubject is body as the server's current host records it on
@@ -642,7 +605,7 @@ var (
 
 // mintAs mints with the approver token, the body in format f ("" detects
 // it), and returns the approval.
-func (ts *testServer) mintAs(t *testing.T, pipeline, sess string, f subject.Format, body []byte) approval {
+func (ts *testServer) mintAs(t *testing.T, pipeline, sess string, f subject.Format, body []byte) approval.Approval {
 	t.Helper()
 	q := url.Values{"pipeline": {pipeline}, "session": {sess}}
 	if f != "" {
@@ -650,7 +613,7 @@ func (ts *testServer) mintAs(t *testing.T, pipeline, sess string, f subject.Form
 	}
 	a := ts.do(t, "POST", approvalsRoute+"?"+q.Encode(), body, "Authorization", "Bearer "+approver)
 	require.Equal(t, 201, a.status, string(a.body))
-	var ap approval
+	var ap approval.Approval
 	require.NoError(t, json.Unmarshal(a.body, &ap))
 	return ap
 }
@@ -678,23 +641,30 @@ func TestServeApprovalBindsHostSubject(t *testing.T) {
 		uses       []use
 	}{
 		{"minted as OpenAI, used as MCP then native", subject.FormatOpenAI, callAOpenAI, []use{
-			{subject.FormatAuto, callBNative, refuseSubject},
 			{subject.FormatMCP, callA, ""},
-			{subject.FormatNative, callANative, refuseUsed},
+			{subject.FormatNative, callANative, approval.CodeUsed},
+		}},
+		{"minted as OpenAI, presented for another call: burned", subject.FormatOpenAI, callAOpenAI, []use{
+			{subject.FormatAuto, callBNative, approval.CodeSubjectMismatch},
+			{subject.FormatMCP, callA, approval.CodeUsed},
 		}},
 		{"minted as OpenAI (detected), used as native", subject.FormatAuto, callAOpenAI, []use{
 			{subject.FormatNative, callANative, ""},
-			{subject.FormatAuto, callA, refuseUsed},
+			{subject.FormatAuto, callA, approval.CodeUsed},
 		}},
 		{"minted as spaced native, used as OpenAI", subject.FormatNative, callANative, []use{
-			{subject.FormatMCP, callB, refuseSubject},
 			{subject.FormatOpenAI, callAOpenAI, ""},
+		}},
+		{"minted as spaced native, presented for another call", subject.FormatNative, callANative, []use{
+			{subject.FormatMCP, callB, approval.CodeSubjectMismatch},
 		}},
 		// A native call is recorded as written: another member order is
 		// another recorded subject, which a re-encoding would have hidden.
 		{"minted as native in another member order", subject.FormatAuto, callAReordered, []use{
-			{subject.FormatMCP, callA, refuseSubject},
 			{subject.FormatNative, []byte(strings.ReplaceAll(string(callAReordered), ",", ", ")), ""},
+		}},
+		{"minted as native in another member order, presented as MCP", subject.FormatAuto, callAReordered, []use{
+			{subject.FormatMCP, callA, approval.CodeSubjectMismatch},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -718,13 +688,13 @@ func TestServeApprovalBindsHostSubject(t *testing.T) {
 					}
 					require.NoError(t, json.Unmarshal(recordFor(t, recs, eventlog.KindDecision, reqID).Data, &rec))
 					assert.Equal(t, ap.SubjectSHA256, rec.SubjectSHA256, "the approval binds the digest the decision records")
-					used := recordFor(t, recs, kindApprovalUsed, reqID)
+					used := recordFor(t, recs, approval.KindUsed, reqID)
 					assert.Equal(t, d.RunID, used.RunID, "the use is recorded under the run's own id")
 					assert.Equal(t, "bot", dataOf(t, used).Agent, "the agent is the request's credential")
 					continue
 				}
 				assert.Equal(t, abi.Rejected, d.Verdict, "use %d", j)
-				refused := recordFor(t, recs, kindApprovalRefused, reqID)
+				refused := recordFor(t, recs, approval.KindRefused, reqID)
 				assert.Equal(t, u.reason, refused.Reason, "use %d", j)
 				assert.Equal(t, d.RunID, refused.RunID)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
@@ -35,6 +36,7 @@ const (
 	errHostOverloaded   = abi.ReasonHostOverloaded
 	errNotReady         = "not_ready"
 	errEventLogFailed   = "event_log_failed"
+	errStoreFailure     = "store_failure"
 	errInternal         = "internal_error"
 	headerRequestID     = "X-Request-Id"
 	headerConfirmation  = "X-Gatehost-Confirmation"
@@ -363,12 +365,17 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	// A blank header confirms nothing: it is what a missing one looks like.
 	// Any other value is resolved by the host, on the run's own catalog
 	// snapshot, against the approvals minted through POST /v1/approvals
-	// (approvalConfirmer); a value the caller made up confirms nothing.
+	// (s.approvals); a value the caller made up confirms nothing.
 	opts := host.RunOptions{Format: sr.format, Session: sr.session, RequestID: r.Header.Get(headerRequestID),
 		ConfirmationToken: strings.TrimSpace(r.Header.Get(headerConfirmation))}
 	opts.Principal, _ = identity.FromContext(r.Context())
 	d, err := sr.rt.h.Check(r.Context(), name, sr.body, opts)
 	switch {
+	case errors.Is(err, host.ErrConfirmation) && errors.Is(err, approval.ErrStore):
+		s.logger.Error("gatehost serve: approval store failed; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
+		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
+		writeError(w, r, http.StatusServiceUnavailable, errStoreFailure, "", "the approval store failed (the server's log has the cause); the call was not checked", nil)
+		return
 	case errors.Is(err, host.ErrConfirmation):
 		s.logger.Error("gatehost serve: approval use not recorded; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
 		writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the confirmation's use could not be recorded; the call was not checked", nil)

@@ -23,7 +23,7 @@ func TestOptionsDefaults(t *testing.T) {
 	d := server.Options{}.Defaults()
 	assert.Equal(t, config.DefaultFile, d.ConfigPath)
 	assert.Equal(t, server.DefaultListen, d.Listen)
-	assert.Equal(t, server.DefaultApprovalTTL, d.ApprovalTTL)
+	assert.Zero(t, d.ApprovalTTL, "deprecated: 0 is the config's approvals.ttl")
 	assert.Equal(t, 30*time.Second, d.ShutdownTimeout)
 	assert.Equal(t, time.Second, d.RetryAfter)
 	assert.Zero(t, d.WatchInterval, "no watching unless asked")

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
@@ -65,8 +66,10 @@ type Options struct {
 	// ($GATEHOST_APPROVER_TOKEN too); none means no confirmation over
 	// HTTP.
 	ApproverTokenFile string
-	// ApprovalTTL is how long a minted approval stays usable, 1s to 24h;
-	// 0 means DefaultApprovalTTL.
+	// ApprovalTTL is deprecated (--approval-ttl): the config's
+	// approvals.ttl is the one approval TTL. When set (1s to 24h) it
+	// replaces the config's default, and is an error when the config sets
+	// another; 0 means the config's.
 	ApprovalTTL time.Duration
 	// Now is the clock of approvals (minting, expiry); nil means time.Now.
 	Now func() time.Time
@@ -83,7 +86,6 @@ func (o Options) Defaults() Options {
 	o.IdleTimeout = cmp.Or(o.IdleTimeout, 120*time.Second)
 	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, 30*time.Second)
 	o.RetryAfter = cmp.Or(o.RetryAfter, time.Second)
-	o.ApprovalTTL = cmp.Or(o.ApprovalTTL, DefaultApprovalTTL)
 	if o.Load == nil {
 		o.Load = config.Load
 	}
@@ -128,8 +130,9 @@ type Server struct {
 	approvers atomic.Pointer[tokenSet]
 	// ids are the auth: section's sources (OIDC, mTLS), fixed at New.
 	ids *identities
-	// approvals live in this process's memory, across reloads.
-	approvals *approvalStore
+	// approvals are the approvals: section's, kept across reloads; they
+	// are the Confirmer of every runtime's host.
+	approvals *approval.Approvals
 	// tracer exports the hosts' spans (tracing: at start); nil is off.
 	tracer *compose.Tracer
 
@@ -215,13 +218,15 @@ func (rt *loadedConfig) close() error {
 // name the file and key (config.Load). A nil logger discards.
 func New(o Options, logger *slog.Logger) (*Server, error) {
 	o = o.Defaults()
-	if o.ApprovalTTL < time.Second || o.ApprovalTTL > MaxApprovalTTL {
-		return nil, fmt.Errorf("%w: --approval-ttl %s: want 1s to %s", ErrUsage, o.ApprovalTTL, MaxApprovalTTL)
+	if o.ApprovalTTL != 0 {
+		if err := approval.CheckTTL(o.ApprovalTTL); err != nil {
+			return nil, fmt.Errorf("%w: --approval-ttl %w", ErrUsage, err)
+		}
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: o, logger: logger, built: make(chan struct{}), approvals: newApprovalStore()}
+	s := &Server{opts: o, logger: logger, built: make(chan struct{})}
 	s.runCtx, s.cancelRuns = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
 	toks, apprs, err := s.loadCredentials()
@@ -282,6 +287,11 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	}
 	if s.dlog != nil {
 		s.metrics.reg.MustRegister(s.dlog.Collector())
+	}
+	if err := s.openApprovals(l); err != nil {
+		_ = rt.Close()
+		_ = l.Close()
+		return nil, err
 	}
 	if s.tracer != nil {
 		s.logger.Info("gatehost serve: tracing", "tracing", l.Tracing)
@@ -542,7 +552,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	cfg := l.Host
 	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.eventLog(l)
 	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
-	cfg.Confirmer = approvalConfirmer{s}
+	cfg.Confirmer = s.approvals
 	cfg.TracerProvider = s.tracerProvider(l)
 	h, err := host.New(ctx, cfg)
 	if err != nil {

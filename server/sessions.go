@@ -135,7 +135,7 @@ var sessionStatus = map[string]int{
 	"not_activated":    http.StatusConflict,
 	"core_tool":        http.StatusConflict,
 	"version_overflow": http.StatusConflict,
-	"store_failure":    http.StatusServiceUnavailable,
+	errStoreFailure:    http.StatusServiceUnavailable,
 }
 
 // writeSessionError answers a session operation's error with its code. A

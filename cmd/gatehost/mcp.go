@@ -175,6 +175,14 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 	}
 	closers = append(closers, func() { _ = rt.Close() })
 	opts.Logger = logger
+	// The one approval TTL and store of gatehost serve and gatehost mcp.
+	for _, d := range cfg.Approvals.Deprecated {
+		logger.Warn("gatehost mcp: config " + cfg.File + ": " + d)
+	}
+	opts.ApprovalTTL = cfg.Approvals.TTL
+	if opts.ApprovalStore, err = cfg.OpenApprovals(rt.Backends); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	if opts.Baseline, err = openBaseline(cfg, rt.Backends); err != nil {
 		return nil, nil, nil, nil, err
 	}

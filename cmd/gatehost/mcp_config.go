@@ -18,7 +18,6 @@ func gatewayOptions(c config.MCP) (mcpgateway.Options, error) {
 		ActivateOnList:          c.Sessions.ActivateOnList,
 		ListSessionToolsOnly:    c.Sessions.ListSessionToolsOnly,
 		CallTimeout:             c.CallTimeout,
-		ApprovalTTL:             c.ApprovalTTL,
 		MaxResultBytes:          int(min(c.MaxResultBytes, 1<<40)),
 		RequireApproval:         c.Baseline.RequireApproval,
 		MaxSessions:             c.MaxSessions,

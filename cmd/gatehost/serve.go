@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/server"
 )
@@ -23,7 +24,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&o.InsecureListenAny, "insecure-listen-any", false, "allow a non-loopback address without auth")
 	fs.StringVar(&o.TokenFile, "token-file", "", "file of agent bearer tokens, one a line, each optionally bound with sessions=ID,... (also $"+server.TokenEnv+"); none means no auth")
 	fs.StringVar(&o.ApproverTokenFile, "approver-token-file", "", "file of approver bearer tokens, the only credentials POST /v1/approvals takes (also $"+server.ApproverTokenEnv+"); none means no confirmation over HTTP")
-	fs.DurationVar(&o.ApprovalTTL, "approval-ttl", server.DefaultApprovalTTL, "how long a minted approval stays usable (1s to 24h)")
+	fs.DurationVar(&o.ApprovalTTL, "approval-ttl", 0, "deprecated: set approvals.ttl in the config (how long a minted approval stays usable, 1s to 24h; default 5m)")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	maxBody := fs.String("max-body", "", "request body cap, such as 4MiB (default: the config's max_subject_bytes)")
@@ -38,9 +39,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	o.ConfigPath = fs.config
-	if o.ApprovalTTL < time.Second || o.ApprovalTTL > server.MaxApprovalTTL {
-		// 0 would be the library's default: from the flag it is a mistake.
-		return fail(stderr, fmt.Errorf("%w: --approval-ttl %s: want 1s to %s", errUsage, o.ApprovalTTL, server.MaxApprovalTTL))
+	if fs.Changed("approval-ttl") {
+		// 0 would be the library's "the config's": from the flag it is a
+		// mistake.
+		if err := approval.CheckTTL(o.ApprovalTTL); err != nil {
+			return fail(stderr, fmt.Errorf("%w: --approval-ttl %w", errUsage, err))
+		}
 	}
 	if *maxBody != "" {
 		n, err := config.ParseSize(*maxBody)

@@ -56,7 +56,7 @@ const (
 	CodeSourceProvenanceMismatch = "source_provenance_mismatch"
 	CodeToolDrifted              = "tool_drifted"
 	CodeUntrustedSource          = "untrusted_source"
-	CodeConfirmationRequired     = "confirmation_required"
+	CodeConfirmationRequired     = abi.CodeConfirmationRequired
 	// CodePrincipalNotAllowed (check 6) is in principals.go.
 )
 

@@ -1,0 +1,281 @@
+// Package approvaltest is the behavioural test every approval.Store
+// passes: the rule of package approval (expiry, single use, a mismatch
+// burns, the cap) applied through approval.Approvals on the store, one
+// table for all stores.
+package approvaltest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/eventlog"
+)
+
+// Instance is one empty store under test.
+type Instance struct {
+	Store approval.Store
+	// Open returns another handle on the same store: another process's
+	// File, another replica's database connection.
+	Open func(t *testing.T) approval.Store
+}
+
+// Epoch is the tests' clock start.
+var Epoch = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// Clock is a settable clock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set sets it.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// Log collects records.
+type Log struct {
+	mu   sync.Mutex
+	recs []eventlog.Record
+}
+
+// Append records r.
+func (l *Log) Append(r eventlog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r)
+	return nil
+}
+
+// Of returns the records of run runID.
+func (l *Log) Of(runID string) []eventlog.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []eventlog.Record
+	for _, r := range l.recs {
+		if r.RunID == runID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SHA is the subject digest of s.
+func SHA(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Call is the binding the tests approve.
+var Call = approval.Binding{Pipeline: "exec", Session: "dev", Tool: "mcp.github:merge_pull_request",
+	SchemaDigest: SHA("schema"), SubjectSHA256: SHA(`{"tool":"merge_pull_request"}`)}
+
+// Present is the confirmation request of a run presenting token for b
+// (tool nil: not in the snapshot).
+func Present(runID, token string, b approval.Binding, inCatalog bool) host.ConfirmationRequest {
+	req := host.ConfirmationRequest{Pipeline: b.Pipeline, Session: b.Session, RunID: runID, ToolName: "merge_pull_request",
+		SubjectSHA256: b.SubjectSHA256, Token: token}
+	if inCatalog {
+		req.Tool = &catalog.Tool{ID: b.Tool, SchemaDigest: b.SchemaDigest}
+	}
+	return req
+}
+
+// use is one presentation of a step: the binding (changed by edit), the
+// time after the mint, and the expected refusal code ("" confirms).
+type use struct {
+	edit      func(*approval.Binding)
+	notInCat  bool
+	after     time.Duration
+	token     string // "" is the minted id
+	want      string
+	otherOpen bool // presented through Open's handle
+}
+
+const ttl = 5 * time.Minute
+
+// Run runs the behavioural table against fresh instances.
+func Run(t *testing.T, open func(t *testing.T) Instance) {
+	t.Run("rules", func(t *testing.T) { runRules(t, open) })
+	t.Run("single use under concurrency", func(t *testing.T) { runConcurrent(t, open) })
+	t.Run("cap", func(t *testing.T) { runCap(t, open) })
+}
+
+func runRules(t *testing.T, open func(t *testing.T) Instance) {
+	set := func(f func(*approval.Binding)) func(*approval.Binding) { return f }
+	for _, c := range []struct {
+		name string
+		uses []use
+	}{
+		{"exact match confirms once; a replay is used", []use{{}, {want: approval.CodeUsed}}},
+		{"usable just before its expiry", []use{{after: ttl - time.Microsecond}}},
+		{"expired at its expiry", []use{{after: ttl, want: approval.CodeExpired}, {want: approval.CodeUnknown}}},
+		{"expired after it", []use{{after: time.Hour, want: approval.CodeExpired}}},
+		{"unknown id", []use{{token: "ap-" + fmt.Sprintf("%032x", 7), want: approval.CodeUnknown}, {}}},
+		{"free text is unknown", []use{{token: "yes", want: approval.CodeUnknown}, {}}},
+		{"another pipeline burns it", []use{{edit: set(func(b *approval.Binding) { b.Pipeline = "other" }), want: approval.CodePipelineMismatch}, {want: approval.CodeUsed}}},
+		{"another session burns it", []use{{edit: set(func(b *approval.Binding) { b.Session = "" }), want: approval.CodeSessionMismatch}, {want: approval.CodeUsed}}},
+		{"another subject burns it", []use{{edit: set(func(b *approval.Binding) { b.SubjectSHA256 = SHA("b") }), want: approval.CodeSubjectMismatch}, {want: approval.CodeUsed}}},
+		{"another tool burns it", []use{{edit: set(func(b *approval.Binding) { b.Tool = "mcp.github:create_issue" }), want: approval.CodeToolMismatch}, {want: approval.CodeUsed}}},
+		{"another schema burns it", []use{{edit: set(func(b *approval.Binding) { b.SchemaDigest = SHA("s2") }), want: approval.CodeSchemaDigestMismatch}, {want: approval.CodeUsed}}},
+		{"a tool not in the snapshot burns it", []use{{notInCat: true, want: approval.CodeToolNotInCatalog}, {want: approval.CodeUsed}}},
+		{"used on another handle", []use{{otherOpen: true}, {want: approval.CodeUsed}}},
+		{"replayed on another handle", []use{{}, {otherOpen: true, want: approval.CodeUsed}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := open(t)
+			clock := &Clock{now: Epoch}
+			log := &Log{}
+			mk := func(st approval.Store) *approval.Approvals {
+				a, err := approval.New(approval.Options{Store: st, TTL: ttl, Now: clock.Now, Record: log.Append,
+					Agent: func(context.Context) string { return "bot" }})
+				require.NoError(t, err)
+				return a
+			}
+			apps := mk(in.Store)
+			ap, err := apps.Mint(context.Background(), Call, "alice", "", approval.Origin{RequestID: "mint"})
+			require.NoError(t, err)
+			assert.Equal(t, Epoch.Add(ttl), ap.ExpiresAt)
+			for i, u := range c.uses {
+				b := Call
+				if u.edit != nil {
+					u.edit(&b)
+				}
+				if u.after != 0 {
+					clock.Set(Epoch.Add(u.after))
+				}
+				token := ap.ID
+				if u.token != "" {
+					token = u.token
+				}
+				by := apps
+				if u.otherOpen {
+					by = mk(in.Open(t))
+				}
+				runID := fmt.Sprintf("run-%d", i)
+				conf, err := by.Confirm(context.Background(), Present(runID, token, b, !u.notInCat))
+				require.NoError(t, err, "use %d", i)
+				recs := log.Of(runID)
+				require.Len(t, recs, 1, "use %d: one record under the run's id", i)
+				var data approval.Record
+				require.NoError(t, json.Unmarshal(recs[0].Data, &data))
+				assert.Equal(t, "bot", data.Agent)
+				require.NotNil(t, data.Presented)
+				want := b
+				if u.notInCat { // the tool as the call names it, no schema
+					want.Tool, want.SchemaDigest = "merge_pull_request", ""
+				}
+				assert.Equal(t, want, *data.Presented, "use %d: the presented binding", i)
+				if u.want == "" {
+					require.NotNil(t, conf, "use %d confirms", i)
+					assert.Equal(t, Call.Tool, conf.Tool)
+					assert.Equal(t, ap.ID, conf.Token)
+					assert.Equal(t, approval.KindUsed, recs[0].Kind)
+					assert.Equal(t, ap, data.Approval, "the approval as minted")
+					continue
+				}
+				assert.Nil(t, conf, "use %d confirms nothing", i)
+				assert.Equal(t, approval.KindRefused, recs[0].Kind)
+				assert.Equal(t, u.want, recs[0].Reason, "use %d", i)
+				if !approval.ValidID(token) {
+					assert.Empty(t, data.ID, "free text is not copied into the log")
+				}
+			}
+		})
+	}
+}
+
+func runConcurrent(t *testing.T, open func(t *testing.T) Instance) {
+	in := open(t)
+	stores := []approval.Store{in.Store, in.Open(t)}
+	log := &Log{}
+	apps := make([]*approval.Approvals, len(stores))
+	for i, st := range stores {
+		var err error
+		apps[i], err = approval.New(approval.Options{Store: st, Record: log.Append})
+		require.NoError(t, err)
+	}
+	ap, err := apps[0].Mint(context.Background(), Call, "alice", "", approval.Origin{})
+	require.NoError(t, err)
+	const n = 16
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			conf, err := apps[i%len(apps)].Confirm(context.Background(), Present(fmt.Sprint("race-", i), ap.ID, Call, true))
+			if assert.NoError(t, err) && conf != nil {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, ok.Load(), "exactly one of %d presentations confirms", n)
+	used := 0
+	for i := range n {
+		for _, r := range log.Of(fmt.Sprint("race-", i)) {
+			if r.Kind == approval.KindUsed {
+				used++
+			} else {
+				assert.Equal(t, approval.CodeUsed, r.Reason)
+			}
+		}
+	}
+	assert.Equal(t, 1, used)
+}
+
+func runCap(t *testing.T, open func(t *testing.T) Instance) {
+	in := open(t)
+	clock := &Clock{now: Epoch}
+	apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, MaxOutstanding: 3, Now: clock.Now})
+	require.NoError(t, err)
+	other, err := approval.New(approval.Options{Store: in.Open(t), TTL: ttl, MaxOutstanding: 3, Now: clock.Now})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var ids []string
+	for range 2 {
+		ap, err := apps.Mint(ctx, Call, "alice", "", approval.Origin{})
+		require.NoError(t, err)
+		ids = append(ids, ap.ID)
+	}
+	clock.Set(Epoch.Add(time.Minute))
+	_, err = other.Mint(ctx, Call, "alice", "", approval.Origin{})
+	require.NoError(t, err, "the cap counts across handles")
+	_, err = apps.Mint(ctx, Call, "alice", "", approval.Origin{})
+	require.ErrorIs(t, err, approval.ErrFull)
+	// A used approval still counts until it expires.
+	conf, err := apps.Confirm(ctx, Present("use", ids[0], Call, true))
+	require.NoError(t, err)
+	require.NotNil(t, conf)
+	_, err = other.Mint(ctx, Call, "alice", "", approval.Origin{})
+	require.ErrorIs(t, err, approval.ErrFull)
+	// At the first two's expiry there is room for two.
+	clock.Set(Epoch.Add(ttl))
+	for range 2 {
+		_, err = other.Mint(ctx, Call, "alice", "", approval.Origin{})
+		require.NoError(t, err)
+	}
+	_, err = apps.Mint(ctx, Call, "alice", "", approval.Origin{})
+	require.ErrorIs(t, err, approval.ErrFull)
+}
