@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -71,29 +70,7 @@ func writeCursor(path string, c Cursor) error {
 	b = append(b, `,"hash":"`...)
 	b = append(b, c.Hash...)
 	b = append(b, "\"}\n"...)
-	tmp := path + ".tmp"
-	f, err := safefile.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
-	if err != nil {
-		return fmt.Errorf("decisionlog: cursor: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = safefile.OpenDir(filepath.Dir(path)); err == nil {
-			err = d.Sync()
-			_ = d.Close()
-		}
-	}
-	if err != nil {
+	if err := (safefile.Replace{TempSuffix: ".tmp"}).WriteFile(path, b, 0o640); err != nil {
 		return fmt.Errorf("decisionlog: cursor %s: %w", path, err)
 	}
 	return nil

@@ -142,10 +142,26 @@ func (s *HTTPSink) Send(ctx context.Context, events []Event) error {
 		return nil
 	}
 	se := &StatusError{Code: resp.StatusCode, Body: oneline.Of(strings.ToValidUTF8(string(answer[:min(len(answer), 200)]), ""))}
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-		se.RetryAfter = time.Duration(min(secs, 3600)) * time.Second
-	}
+	se.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	return se
+}
+
+// parseRetryAfter reads a Retry-After value in either form RFC 9110
+// §10.2.3 allows, delay-seconds or an HTTP-date, as a wait of at most an
+// hour; 0 when absent, unreadable or not in the future.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, 3600)) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	// Whole seconds, as the delay form has: an HTTP-date has no finer.
+	return min(max(t.Sub(now).Truncate(time.Second), 0), time.Hour)
 }
 
 // Close implements Sink.

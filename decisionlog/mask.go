@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // Masked is the value that replaces a masked one in an exported event.
@@ -37,15 +38,9 @@ func ParsePointer(s string) (Pointer, error) {
 	if s == "" || s[0] != '/' {
 		return Pointer{}, fmt.Errorf("%w: %q: must start with \"/\" (the whole event cannot be masked)", ErrInvalidPointer, s)
 	}
-	raw := strings.Split(s[1:], "/")
-	tokens := make([]string, len(raw))
-	for i, t := range raw {
-		for j := 0; j < len(t); j++ {
-			if t[j] == '~' && (j+1 == len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
-				return Pointer{}, fmt.Errorf("%w: %q: \"~\" must be followed by 0 or 1", ErrInvalidPointer, s)
-			}
-		}
-		tokens[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	tokens, err := jsonptr.Split(s)
+	if err != nil {
+		return Pointer{}, fmt.Errorf("%w: %q: \"~\" must be followed by 0 or 1", ErrInvalidPointer, s)
 	}
 	for _, p := range protected {
 		if tokens[0] == p {

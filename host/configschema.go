@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // configSchemaError turns a stage config's failure against its gate's config
@@ -119,7 +121,7 @@ func splitPointer(p string) []string {
 		if u, err := url.PathUnescape(t); err == nil { // the validator path-escapes tokens
 			t = u
 		}
-		toks[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+		toks[i], _ = jsonptr.Unescape(t) // a stray "~" is kept as is
 	}
 	return toks
 }

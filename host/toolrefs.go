@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // Tool references: config values that name tools (abi/SPEC.md §6.1,
@@ -295,7 +296,7 @@ func markReachable(root, s any, ptr string, reach map[string]bool, depth int) {
 	}
 	if props, ok := m["properties"].(map[string]any); ok {
 		for k, sub := range props {
-			markReachable(root, sub, ptr+"/properties/"+escapePointer(k), reach, depth+1)
+			markReachable(root, sub, jsonptr.Append(ptr+"/properties", k), reach, depth+1)
 		}
 	}
 	for _, k := range []string{"additionalProperties", "items"} {
@@ -314,15 +315,11 @@ func findAnnotations(v any, ptr string, fn func(string, map[string]any)) {
 			fn(ptr, t)
 		}
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			findAnnotations(t[k], ptr+"/"+escapePointer(k), fn)
+			findAnnotations(t[k], jsonptr.Append(ptr, k), fn)
 		}
 	case []any:
 		for i, e := range t {
 			findAnnotations(e, ptr+"/"+strconv.Itoa(i), fn)
 		}
 	}
-}
-
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }

@@ -16,6 +16,7 @@ targets=(
   "./host/catalog FuzzMakeID"
   "./abi FuzzParseToolID"
   "./internal/runecut FuzzCut"
+  "./internal/jsonptr FuzzRoundTrip"
   "./host/eventlog FuzzVerify"
   "./internal/abischema FuzzCheckMemberNames"
   "./internal/ijson FuzzCheck"

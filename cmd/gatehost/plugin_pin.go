@@ -40,16 +40,11 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if string(out) != string(src) {
 		// Write beside, then rename: a crash never leaves half a config.
-		tmp := *configPath + ".pin.tmp"
 		mode := os.FileMode(0o644)
 		if st, err := os.Stat(*configPath); err == nil {
 			mode = st.Mode().Perm()
 		}
-		if err := writeRegularFile(tmp, out, mode); err != nil {
-			return fail(stderr, err)
-		}
-		if err := os.Rename(tmp, *configPath); err != nil {
-			_ = os.Remove(tmp)
+		if err := (safefile.Replace{TempSuffix: ".pin.tmp"}).WriteFile(*configPath, out, mode); err != nil {
 			return fail(stderr, err)
 		}
 	}

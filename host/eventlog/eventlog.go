@@ -694,14 +694,14 @@ func (l *Log) syncDir() error {
 	if l.opts.NoSync {
 		return nil
 	}
-	return syncDir(l.dir)
+	return safefile.SyncDir(l.dir)
 }
 
 // writeHead replaces the head file with the current (seq, hash) atomically:
 // a crash leaves either the old head or the new one, both valid because the
 // log was fsynced first.
 func (l *Log) writeHead(seq uint64, hash string) error {
-	return writeHeadFile(l.headPath, Head{Seq: seq, Hash: hash}, l.sync, l.syncDir)
+	return writeHeadFile(l.headPath, Head{Seq: seq, Hash: hash}, safefile.Replace{Dir: l.dir, NoSync: l.opts.NoSync})
 }
 
 // WriteHead writes h as the head file of the log at logPath (HeadPath),
@@ -710,39 +710,16 @@ func (l *Log) writeHead(seq uint64, hash string) error {
 // means, such as one exported from another store, so that Verify and Open
 // check it against h. It does not check h.
 func WriteHead(logPath string, h Head) error {
-	dir, err := safefile.OpenDir(filepath.Dir(logPath))
-	if err != nil {
-		return fmt.Errorf("eventlog: %w", err)
-	}
-	defer dir.Close()
-	err = writeHeadFile(headPath(logPath), h, func(f interface{ Sync() error }) error { return f.Sync() },
-		func() error { return syncDir(dir) })
-	if err != nil {
+	if err := writeHeadFile(headPath(logPath), h, safefile.Replace{}); err != nil {
 		return fmt.Errorf("eventlog: write head of %s: %w", logPath, err)
 	}
 	return nil
 }
 
-func writeHeadFile(path string, h Head, sync func(interface{ Sync() error }) error, syncDir func() error) error {
-	tmp := path + ".tmp"
-	f, err := safefile.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(AppendHead(make([]byte, 0, 96), h))
-	if err == nil {
-		err = sync(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir()
-	}
-	return err
+// writeHeadFile replaces the head file at path through path+".tmp".
+func writeHeadFile(path string, h Head, r safefile.Replace) error {
+	r.TempSuffix = ".tmp"
+	return r.WriteFile(path, AppendHead(make([]byte, 0, 96), h), 0o640)
 }
 
 // Close waits for queued appends to finish, then closes the log. Further

@@ -97,31 +97,7 @@ func (f *FileStore) write(sets map[string]*Set) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
-		return err
-	}
-	d, err := safefile.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return syncDir(d)
+	return safefile.WriteFileAtomic(f.path, append(data, '\n'), 0o600)
 }
 
 // lock takes the cross-process lock; the returned function releases it.

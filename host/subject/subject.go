@@ -41,6 +41,7 @@ import (
 
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/ijson"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 
 	"github.com/gatehost/gatehost/abi"
 )
@@ -484,7 +485,7 @@ type loc struct {
 
 // at descends into an object member.
 func (l loc) at(key string) loc {
-	l.ptr += "/" + strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+	l.ptr = jsonptr.Append(l.ptr, key)
 	return l
 }
 

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // Member-name rules. JSON Schema validation matches member names exactly,
@@ -304,28 +305,7 @@ func (s *scanner) pattern() string {
 }
 
 // isEscaped reports whether part is escape(seg), without building it.
-func isEscaped(part string, seg []byte) bool {
-	for _, c := range seg {
-		var want string
-		switch c {
-		case '~':
-			want = "~0"
-		case '/':
-			want = "~1"
-		default:
-			if part == "" || part[0] != c {
-				return false
-			}
-			part = part[1:]
-			continue
-		}
-		if !strings.HasPrefix(part, want) {
-			return false
-		}
-		part = part[len(want):]
-	}
-	return part == ""
-}
+func isEscaped(part string, seg []byte) bool { return jsonptr.EqualEscaped(part, seg) }
 
 // matchPath reports whether key, a Structs path, names segs: the path
 // pattern + "/" + escape(name) the decoder walk builds.
@@ -421,17 +401,8 @@ func where(pattern string) string {
 	return strconv.Quote(pattern)
 }
 
-// pointerEscaper escapes a member name as a JSON Pointer token (RFC 6901).
-// Built once: a Replacer builds its tables on first use, which per call
-// cost 5% of a gate call (docs/PERFORMANCE.md).
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-func escape(name string) string {
-	if !strings.ContainsAny(name, "~/") {
-		return name
-	}
-	return pointerEscaper.Replace(name)
-}
+// escape escapes a member name as a JSON Pointer token (RFC 6901).
+func escape(name string) string { return jsonptr.Escape(name) }
 
 // foldKey maps s to a canonical form under Unicode simple case folding: each
 // rune becomes the smallest rune of its folding orbit. Two names are equal

@@ -20,6 +20,7 @@ import (
 
 	rt "github.com/gatehost/gatehost/internal/engine/wasmrt"
 	"github.com/gatehost/gatehost/internal/filelock"
+	"github.com/gatehost/gatehost/internal/safefile"
 )
 
 // The compilation cache.
@@ -472,22 +473,10 @@ func (c *authCache) save(name string) error {
 }
 
 // writeAtomic writes b to a temporary file beside path (0600) and renames
-// it over path.
+// it over path. Not fsynced: an entry a crash tears fails its tag and is
+// compiled again.
 func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(b)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		_ = os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		_ = os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return safefile.Replace{NoSync: true}.WriteFile(path, b, 0o600)
 }
 
 // Close releases the runtime's cache and removes the staging directory.

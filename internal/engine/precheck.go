@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gatehost/gatehost/internal/engine/wasmop"
 )
 
 // A structural pre-check of a module's bytes, before the runtime compiles
@@ -360,18 +362,39 @@ func checkBody(r *reader, lim Limits, s *Shape, where string, params int) error 
 	return malformed(r.pos(), "%s: body ends without end", where)
 }
 
-// skipImmediates skips the immediates of op (WebAssembly Core 2.0 §5.4,
-// the features the engine enables: sign extension, saturating truncation,
-// bulk memory, reference types, multi-value, SIMD).
+// skipImmediates skips the immediates of op, by the table the interrupt
+// rewriter decodes with too (package wasmop).
 func skipImmediates(r *reader, op byte) error {
-	switch {
-	case op == 0x00, op == 0x01, op == 0x05, op == 0x0F, op == 0x1A, op == 0x1B, op == 0xD1,
-		op >= 0x45 && op <= 0xC4: // no immediates
+	imm := wasmop.Op(op)
+	var err error
+	var sub uint32
+	switch imm {
+	case wasmop.Misc:
+		if sub, err = r.u32(); err != nil {
+			return err
+		}
+		if imm = wasmop.MiscOp(sub); imm == wasmop.Unknown {
+			return fmt.Errorf("unsupported 0xfc instruction %d", sub)
+		}
+	case wasmop.SIMD:
+		if sub, err = r.u32(); err != nil {
+			return err
+		}
+		if imm = wasmop.SIMDOp(sub); imm == wasmop.Unknown {
+			return fmt.Errorf("unsupported 0xfd instruction %d", sub)
+		}
+	}
+	switch imm {
+	case wasmop.None:
 		return nil
-	case op == 0x0C, op == 0x0D, op == 0x10, op >= 0x20 && op <= 0x26, op == 0x3F, op == 0x40, op == 0xD2:
-		_, err := r.u32()
+	case wasmop.BlockType:
+		_, err = r.s(33)
 		return err
-	case op == 0x0E: // br_table
+	case wasmop.Label, wasmop.Func, wasmop.Local, wasmop.Global, wasmop.Table, wasmop.Memory,
+		wasmop.Data, wasmop.Elem:
+		_, err = r.u32()
+		return err
+	case wasmop.LabelTable: // br_table
 		n, err := r.u32()
 		if err != nil {
 			return err
@@ -382,70 +405,39 @@ func skipImmediates(r *reader, op byte) error {
 			}
 		}
 		return nil
-	case op == 0x11: // call_indirect
+	case wasmop.CallIndirect, wasmop.MemArg, wasmop.DataMemory, wasmop.MemoryPair, wasmop.ElemTable, wasmop.TablePair:
 		return r.u32s(2)
-	case op == 0x1C: // select t*
+	case wasmop.SelectTypes: // select t*
 		n, err := r.u32()
 		if err != nil {
 			return err
 		}
 		_, err = r.take(int(n))
 		return err
-	case op >= 0x28 && op <= 0x3E: // loads and stores
-		return r.u32s(2)
-	case op == 0x41:
-		_, err := r.s(32)
+	case wasmop.I32:
+		_, err = r.s(32)
 		return err
-	case op == 0x42:
-		_, err := r.s(64)
+	case wasmop.I64:
+		_, err = r.s(64)
 		return err
-	case op == 0x43:
-		_, err := r.take(4)
+	case wasmop.F32:
+		_, err = r.take(4)
 		return err
-	case op == 0x44:
-		_, err := r.take(8)
+	case wasmop.F64:
+		_, err = r.take(8)
 		return err
-	case op == 0xD0: // ref.null t
-		_, err := r.byte()
+	case wasmop.Bytes16:
+		_, err = r.take(16)
 		return err
-	case op == 0xFC:
-		sub, err := r.u32()
-		if err != nil {
+	case wasmop.RefType, wasmop.Lane:
+		_, err = r.byte()
+		return err
+	case wasmop.MemArgLane:
+		if err := r.u32s(2); err != nil {
 			return err
 		}
-		switch {
-		case sub <= 7:
-			return nil
-		case sub == 8, sub == 10, sub == 12, sub == 14:
-			return r.u32s(2)
-		case sub == 9, sub == 11, sub == 13, sub >= 15 && sub <= 17:
-			return r.u32s(1)
-		}
-		return fmt.Errorf("unsupported 0xfc instruction %d", sub)
-	case op == 0xFD:
-		sub, err := r.u32()
-		if err != nil {
-			return err
-		}
-		switch {
-		case sub <= 11, sub == 92, sub == 93: // memarg
-			return r.u32s(2)
-		case sub == 12, sub == 13: // v128.const, i8x16.shuffle
-			_, err := r.take(16)
-			return err
-		case sub >= 21 && sub <= 34: // lane index
-			_, err := r.byte()
-			return err
-		case sub >= 84 && sub <= 91: // memarg and lane index
-			if err := r.u32s(2); err != nil {
-				return err
-			}
-			_, err := r.byte()
-			return err
-		case sub <= 255:
-			return nil
-		}
-		return fmt.Errorf("unsupported 0xfd instruction %d", sub)
+		_, err = r.byte()
+		return err
 	}
 	return errors.New("unsupported opcode")
 }

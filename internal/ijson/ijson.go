@@ -20,6 +20,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 var (
@@ -374,7 +376,7 @@ func (s *scanner) pointer(object bool) string {
 		if f.key == nil {
 			break // no member name read yet
 		}
-		b.WriteString("/" + escapeToken(unquote(f.key)))
+		b.WriteString("/" + jsonptr.Escape(unquote(f.key)))
 	}
 	return b.String()
 }
@@ -388,9 +390,4 @@ func unquote(raw []byte) string {
 		return string(raw)
 	}
 	return k
-}
-
-// escapeToken escapes a member name as a JSON Pointer token (RFC 6901 §3).
-func escapeToken(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }

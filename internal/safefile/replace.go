@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 )
 
 // WriteFileAtomic replaces the file at path with data so that a reader
@@ -19,16 +18,47 @@ import (
 // Concurrent writers must be serialised by the caller (a lock file): the
 // last rename wins.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	return Replace{}.WriteFile(path, data, perm)
+}
+
+// Replace is WriteFileAtomic with options; the zero value is
+// WriteFileAtomic.
+type Replace struct {
+	// TempSuffix, when set, names the temporary file path+TempSuffix
+	// instead of a fresh name. It is opened with OpenFile and truncated,
+	// so a file of another kind there is refused (*Error, ErrNotRegular)
+	// and one left by a crash is reused; writers must be serialised.
+	TempSuffix string
+	// Dir is path's directory, already open (OpenDir), for a caller that
+	// replaces often; nil opens it for the call. It is not closed.
+	Dir *os.File
+	// NoSync skips both fsyncs: readers still see the old file or the new
+	// one, but after a crash the new one may be empty or missing.
+	NoSync bool
+}
+
+// WriteFile replaces the file at path with data, as WriteFileAtomic does,
+// with r's options.
+func (r Replace) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if err := CheckRegular(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	dir := filepath.Dir(path)
-	d, err := OpenDir(dir)
-	if err != nil {
-		return err
+	d := r.Dir
+	if d == nil {
+		var err error
+		if d, err = OpenDir(dir); err != nil {
+			return err
+		}
+		defer d.Close()
 	}
-	defer d.Close()
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	var f *os.File
+	var err error
+	if r.TempSuffix != "" {
+		f, err = OpenFile(path+r.TempSuffix, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	} else {
+		f, err = os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	}
 	if err != nil {
 		return err
 	}
@@ -37,7 +67,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && !r.NoSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -50,9 +80,8 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	// Directories cannot be fsynced on Windows; NTFS journals the rename.
-	if runtime.GOOS != "windows" {
-		if err := d.Sync(); err != nil {
+	if !r.NoSync {
+		if err := SyncDir(d); err != nil {
 			return &fs.PathError{Op: "sync", Path: dir, Err: err}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // validate checks v against s and returns the leaf violations sorted by
@@ -132,21 +133,14 @@ func instancePointer(loc string) string {
 	return b.String()
 }
 
-// escapePointerToken escapes one reference token (RFC 6901 §3): "~" first,
-// then "/".
-func escapePointerToken(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+// escapePointerToken escapes one reference token (RFC 6901 §3).
+func escapePointerToken(s string) string { return jsonptr.Escape(s) }
 
-// unescapePointerToken is the inverse: "~1" first, then "~0" (RFC 6901 §4).
+// unescapePointerToken is the inverse (RFC 6901 §4). The validator's
+// tokens are its own; a stray "~" in one is kept as is.
 func unescapePointerToken(s string) string {
-	if !strings.Contains(s, "~") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	u, _ := jsonptr.Unescape(s)
+	return u
 }
 
 // leafMessage rewrites the validator's message where it would echo the

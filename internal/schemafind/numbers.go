@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // MaxNumberLen bounds a number literal. The validator converts numbers to
@@ -68,7 +69,7 @@ func badNumbers(v any, path string, fn func(path string)) {
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			badNumbers(v[k], path+"/"+escapePointerToken(k), fn)
+			badNumbers(v[k], jsonptr.Append(path, k), fn)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 	"github.com/gatehost/gatehost/internal/runecut"
 )
 
@@ -84,7 +85,7 @@ func diffValue(out *[]Change, path string, a, b any, hasA, hasB bool) {
 				for _, k := range keys {
 					x, okA := av[k]
 					y, okB := bv[k]
-					diffValue(out, path+"/"+escapePointer(k), x, y, okA, okB)
+					diffValue(out, jsonptr.Append(path, k), x, y, okA, okB)
 				}
 				return
 			}
@@ -133,8 +134,3 @@ func text(v any) string {
 }
 
 func cutValue(s string) string { return runecut.Cut(s, MaxChangeValueBytes, "…") }
-
-// escapePointer escapes a key as an RFC 6901 reference token.
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-}

@@ -1,6 +1,10 @@
 package rewrite
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gatehost/gatehost/internal/engine/wasmop"
+)
 
 // instructions decodes a function body's expression up to its final end,
 // which must be the body's last byte, recording the edits.
@@ -12,16 +16,18 @@ func (m *module) instructions(r *reader) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case op == 0x0b: // end
-			if depth == 0 {
-				if !r.done() {
-					return r.malformed("function body has %d bytes past its final end", r.left())
+		switch wasmop.Op(op) {
+		case wasmop.None:
+			if op == 0x0b { // end
+				if depth == 0 {
+					if !r.done() {
+						return r.malformed("function body has %d bytes past its final end", r.left())
+					}
+					return nil
 				}
-				return nil
+				depth--
 			}
-			depth--
-		case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
+		case wasmop.BlockType: // block, loop, if
 			if err := m.blockType(r); err != nil {
 				return err
 			}
@@ -29,54 +35,54 @@ func (m *module) instructions(r *reader) error {
 			if op == 0x03 {
 				m.edits = append(m.edits, edit{at: r.off(), kind: editCheck})
 			}
-		case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0f || // unreachable, nop, else, return
-			op == 0x1a || op == 0x1b || // drop, select
-			op >= 0x45 && op <= 0xc4 || // numeric, sign extension
-			op == 0xd1: // ref.is_null
-		case op == 0x0c || op == 0x0d: // br, br_if
+		case wasmop.Label: // br, br_if
 			_, err = r.u32("branch label")
-		case op == 0x0e: // br_table
+		case wasmop.LabelTable: // br_table
 			err = vec(r, "br_table label", func() error { _, err := r.u32("br_table label"); return err })
 			if err == nil {
 				_, err = r.u32("br_table default label")
 			}
-		case op == 0x10:
-			err = m.funcIndex(r, "call")
-		case op == 0x11:
+		case wasmop.Func:
+			what := "call"
+			if op == 0xd2 {
+				what = "ref.func"
+			}
+			err = m.funcIndex(r, what)
+		case wasmop.CallIndirect:
 			if err = m.typeIndex(r, "call_indirect"); err == nil {
 				_, err = r.u32("call_indirect table")
 			}
-		case op == 0x1c: // select t*
+		case wasmop.SelectTypes: // select t*
 			err = vec(r, "select type", func() error { _, err := valType(r, "select"); return err })
-		case op >= 0x20 && op <= 0x22:
+		case wasmop.Local:
 			_, err = r.u32("local index")
-		case op == 0x23:
-			err = globalIndex(r, "global.get", m.totalGlobals())
-		case op == 0x24:
+		case wasmop.Global:
 			// The interrupt word is index totalGlobals: a guest must never
-			// be able to write it.
-			err = globalIndex(r, "global.set", m.totalGlobals())
-		case op == 0x25 || op == 0x26:
+			// be able to write it (global.set).
+			what := "global.get"
+			if op == 0x24 {
+				what = "global.set"
+			}
+			err = globalIndex(r, what, m.totalGlobals())
+		case wasmop.Table:
 			_, err = r.u32("table index")
-		case op >= 0x28 && op <= 0x3e:
+		case wasmop.MemArg:
 			err = memarg(r)
-		case op == 0x3f || op == 0x40:
+		case wasmop.Memory:
 			err = memIndex(r, "memory.size or memory.grow")
-		case op == 0x41:
+		case wasmop.I32:
 			_, err = r.sleb(32, "i32.const")
-		case op == 0x42:
+		case wasmop.I64:
 			_, err = r.sleb(64, "i64.const")
-		case op == 0x43:
+		case wasmop.F32:
 			_, err = r.bytes(4, "f32.const")
-		case op == 0x44:
+		case wasmop.F64:
 			_, err = r.bytes(8, "f64.const")
-		case op == 0xd0:
+		case wasmop.RefType:
 			err = refType(r, "ref.null")
-		case op == 0xd2:
-			err = m.funcIndex(r, "ref.func")
-		case op == 0xfc:
+		case wasmop.Misc:
 			err = m.miscOp(r, off)
-		case op == 0xfd:
+		case wasmop.SIMD:
 			err = simdOp(r, off)
 		default:
 			return r.unsupported(off, "opcode 0x%02x", op)
@@ -148,18 +154,18 @@ func (m *module) miscOp(r *reader, off int) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case sub <= 7:
+	switch wasmop.MiscOp(sub) {
+	case wasmop.None:
 		return nil
-	case sub == 8: // memory.init
+	case wasmop.DataMemory: // memory.init
 		if _, err := r.u32("memory.init data index"); err != nil {
 			return err
 		}
 		return memIndex(r, "memory.init")
-	case sub == 9:
+	case wasmop.Data:
 		_, err = r.u32("data.drop data index")
 		return err
-	case sub == 10 || sub == 11:
+	case wasmop.MemoryPair, wasmop.Memory: // memory.copy, memory.fill
 		if !m.usesCopy && !m.usesFill {
 			m.firstBulkOffset = off
 		}
@@ -177,26 +183,17 @@ func (m *module) miscOp(r *reader, off int) error {
 		}
 		m.edits = append(m.edits, edit{at: off, drop: r.off() - off, kind: kind})
 		return nil
-	case sub == 12 || sub == 14: // table.init elem table, table.copy table table
+	case wasmop.ElemTable, wasmop.TablePair: // table.init elem table, table.copy table table
 		if _, err := r.u32("table.init or table.copy index"); err != nil {
 			return err
 		}
 		_, err = r.u32("table.init or table.copy index")
 		return err
-	case sub <= 17: // elem.drop, table.grow, table.size, table.fill
+	case wasmop.Elem, wasmop.Table: // elem.drop, table.grow, table.size, table.fill
 		_, err = r.u32("element or table index")
 		return err
 	}
 	return r.unsupported(off, "opcode 0xfc %d", sub)
-}
-
-// simdGaps are the sub-opcodes below 256 the fixed-width SIMD proposal
-// leaves unassigned (https://github.com/WebAssembly/simd, "Binary
-// encoding"); 256 and up is relaxed SIMD, refused too.
-var simdGaps = map[uint32]bool{
-	154: true, 162: true, 165: true, 166: true, 175: true, 176: true, 178: true,
-	179: true, 180: true, 187: true, 194: true, 197: true, 198: true, 207: true,
-	208: true, 210: true, 211: true, 212: true, 226: true, 238: true,
 }
 
 // simdOp reads a 0xfd instruction by its immediate class.
@@ -205,20 +202,22 @@ func simdOp(r *reader, off int) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case sub <= 11 || sub == 92 || sub == 93: // loads, store, load_zero
+	switch wasmop.SIMDOp(sub) {
+	case wasmop.MemArg: // loads, store, load_zero
 		return memarg(r)
-	case sub == 12: // v128.const
-		_, err = r.bytes(16, "v128.const")
-	case sub == 13: // i8x16.shuffle
-		_, err = r.bytes(16, "i8x16.shuffle lanes")
-	case sub >= 21 && sub <= 34: // extract_lane, replace_lane
+	case wasmop.Bytes16:
+		what := "v128.const"
+		if sub == 13 {
+			what = "i8x16.shuffle lanes"
+		}
+		_, err = r.bytes(16, what)
+	case wasmop.Lane: // extract_lane, replace_lane
 		_, err = r.byte("lane index")
-	case sub >= 84 && sub <= 91: // load_lane, store_lane
+	case wasmop.MemArgLane: // load_lane, store_lane
 		if err = memarg(r); err == nil {
 			_, err = r.byte("lane index")
 		}
-	case sub < 256 && !simdGaps[sub]:
+	case wasmop.None:
 	default:
 		return r.unsupported(off, "opcode 0xfd %d", sub)
 	}

@@ -1,8 +1,0 @@
-//go:build !(darwin || dragonfly || freebsd || linux || netbsd || openbsd)
-
-package eventlog
-
-import "os"
-
-// syncDir is a no-op where directories cannot be fsynced.
-func syncDir(*os.File) error { return nil }
