@@ -88,7 +88,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			errUsage, *listen, server.TokenEnv))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", ids.Require(g.Handler()))
+	mux.Handle("/mcp", ids.Require(logger, g.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
