@@ -31,6 +31,9 @@ before anything is sent upstream; everything else passes through.
 
 Without --listen the agent speaks MCP on stdin/stdout (an mcp.json server
 command); with it, Streamable HTTP on http://ADDR/mcp.
+Exit codes (stdio): 0 the client ended the session; 1 the gateway failed,
+or no upstream could ever be started (each one's error is on stderr);
+2 a usage or config error.
 `
 
 // cmdMCP runs the MCP gateway. In stdio mode stdout is the protocol, so
@@ -63,6 +66,14 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		_, _ = stdin, stdout
 		if err := g.ServeTransport(ctx, mcpgateway.NewStdioTransport(os.Stdin, os.Stdout)); err != nil {
 			fmt.Fprintln(stderr, "gatehost mcp:", err)
+			return 1
+		}
+		if g.NoUpstreamEverUp() {
+			// The client saw a gateway with no tools; the exit code says
+			// why, for whoever reads the MCP client's server status.
+			for _, u := range g.Upstreams() {
+				fmt.Fprintf(stderr, "gatehost mcp: upstream %q never started: %s\n", u.Upstream, u.Error)
+			}
 			return 1
 		}
 		return 0
