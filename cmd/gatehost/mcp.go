@@ -9,13 +9,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/internal/editdist"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 	"github.com/gatehost/gatehost/server"
@@ -144,6 +147,23 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return 0
 }
 
+// checkMCPPipeline refuses a pipeline the config does not define, naming
+// where it was given (--pipeline, or mcp.pipeline in the file) and the
+// config's pipeline closest to it.
+func checkMCPPipeline(cfg *config.Loaded, name string, flag bool) error {
+	if _, ok := cfg.Host.Pipelines[name]; ok || name == "" {
+		return nil
+	}
+	hint := ""
+	if c, ok := editdist.Closest(name, slices.Sorted(maps.Keys(cfg.Host.Pipelines))); ok {
+		hint = fmt.Sprintf("; did you mean %q?", c)
+	}
+	if flag {
+		return fmt.Errorf("%w: --pipeline %q: no such pipeline in config %s%s", errUsage, name, cfg.File, hint)
+	}
+	return fmt.Errorf("config %s: mcp.pipeline: %q is not a pipeline of the config%s", cfg.File, name, hint)
+}
+
 // openGateway builds the gateway of the mcp command's flags: the config,
 // tracing, the store, the trust baseline and the host. closeAll undoes it
 // in order.
@@ -182,6 +202,9 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 		opts.Upstreams = append(opts.Upstreams, mcpgateway.Upstream{Name: upstreamName, Command: extra})
 	}
 	opts.Pipeline = cmp.Or(pipelineFlag(fs.pipeline), opts.Pipeline)
+	if err := checkMCPPipeline(cfg, opts.Pipeline, fs.pipeline != ""); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	// With a PostgreSQL store, sessions and the log are the fleet's.
 	backends, err := cfg.OpenBackends(ctx, logger, config.BackendOptions{})
 	if err != nil {

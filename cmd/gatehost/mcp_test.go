@@ -69,6 +69,9 @@ func TestMCPConfigErrors(t *testing.T) {
 		{"no pipeline", "  upstreams:\n    mem: {command: [x]}\n", nil, "pipeline: required"},
 		{"proposal pipeline", "  pipeline: admission\n  upstreams:\n    mem: {command: [x]}\n", nil, `pipeline "admission" checks proposal subjects`},
 		{"unknown pipeline", "  upstreams:\n    mem: {command: [x]}\n", []string{"--pipeline", "nope"}, `no such pipeline`},
+		{"pipeline flag typo", "  upstreams:\n    mem: {command: [x]}\n", []string{"--pipeline", "gaed"}, `--pipeline "gaed": no such pipeline in config `},
+		{"mcp.pipeline typo", "  pipeline: gaed\n  upstreams:\n    mem: {command: [x]}\n", nil, `: mcp.pipeline: "gaed" is not a pipeline of the config; did you mean "gated"?`},
+		{"top-level key typo", "  pipeline: gated\n  upstreams:\n    mem: {command: [x]}\npipelnes: {x: {subject: tool_call}}\n", nil, `: unknown key "pipelnes"; did you mean "pipelines"?`},
 		{"trust", "  pipeline: gated\n  upstreams:\n    mem: {command: [x], trust: maybe}\n", nil, `upstreams[0].trust: "maybe"`},
 		{"both", "  pipeline: gated\n  upstreams:\n    mem: {command: [x], url: http://x}\n", nil, "set command or url, not both"},
 		{"unknown key", "  pipeline: gated\n  upstreams:\n    mem: {comand: [x]}\n", nil, "comand"},
@@ -80,6 +83,9 @@ func TestMCPConfigErrors(t *testing.T) {
 			code, out, errOut := runCLI(append([]string{"mcp", "--config", cfg}, tc.args...)...)
 			assert.Equal(t, exitUsage, code, errOut)
 			assert.Contains(t, errOut, tc.want)
+			if strings.Contains(tc.want, "did you mean") {
+				assert.Contains(t, errOut, "config "+cfg+": ", "the error names the file")
+			}
 			assert.Empty(t, out)
 		})
 	}
