@@ -49,7 +49,7 @@ func TestAuthSection(t *testing.T) {
 		assert.Equal(t, identity.DefaultTokensName, l.Auth.TokensName)
 	})
 	for _, tc := range []struct{ name, auth, want string }{
-		{"unknown key", "auth:\n  oidc:\n    issuer: https://i\n    audience: [x]\n", "unknown key auth.oidc.audience"},
+		{"unknown key", "auth:\n  oidc:\n    issuer: https://i\n    audience: [x]\n", `unknown key "auth.oidc.audience"; did you mean "auth.oidc.audiences"?`},
 		{"no audiences", "auth:\n  oidc:\n    issuer: https://i\n", "auth.oidc.audiences"},
 		{"hmac", "auth:\n  oidc: {issuer: https://i, audiences: [x], algorithms: [HS256]}\n", "auth.oidc.algorithms: HS256: HMAC"},
 		{"none alg", "auth:\n  oidc: {issuer: https://i, audiences: [x], algorithms: [none]}\n", "auth.oidc.algorithms"},

@@ -83,6 +83,6 @@ func TestDecisionLogSectionErrors(t *testing.T) {
 func TestDecisionLogUnknownTopLevelKey(t *testing.T) {
 	_, err := Load(write(t, "gatehost.yaml", "event_log: {path: events.jsonl}\ndecision_logs: {http: {url: 'http://x'}}\n"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), ": unknown key decision_logs")
+	assert.Contains(t, err.Error(), `: unknown key "decision_logs"; did you mean "decision_log"?`)
 	assert.NotContains(t, err.Error(), "fileConfig")
 }

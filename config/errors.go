@@ -11,6 +11,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/editdist"
 	"github.com/gatehost/gatehost/internal/oneline"
 )
 
@@ -32,10 +33,7 @@ func decodeError(file string, err error) error {
 		}
 		if keys, ok := strings.CutPrefix(reason, "has invalid keys: "); ok {
 			for _, k := range strings.Split(keys, ", ") {
-				if key != "" {
-					k = key + "." + k
-				}
-				fromFile = append(fromFile, "unknown key "+k)
+				fromFile = append(fromFile, unknownKey(key, k))
 			}
 			continue
 		}
@@ -55,6 +53,79 @@ func decodeError(file string, err error) error {
 		parts = append(parts, fmt.Sprintf("config %s: %s", file, strings.Join(fromFile, "; ")))
 	}
 	return errors.New(strings.Join(parts, "; "))
+}
+
+// unknownKey says that key k under parent (a dotted path, "" for the
+// top level) is unknown, with the accepted key closest to it: `unknown key
+// "pipelnes"; did you mean "pipelines"?`.
+func unknownKey(parent, k string) string {
+	full, prefix := k, ""
+	if parent != "" {
+		prefix = parent + "."
+		full = prefix + k
+	}
+	msg := fmt.Sprintf("unknown key %q", full)
+	if c, ok := editdist.Closest(k, keysAt(parent)); ok {
+		msg += fmt.Sprintf("; did you mean %q?", prefix+c)
+	}
+	return msg
+}
+
+// keysAt lists the keys the config file accepts at a dotted path
+// ("pipelines.plan.stages[0]"), nil where the path is no section of
+// named keys.
+func keysAt(path string) []string {
+	t := reflect.TypeFor[fileConfig]()
+	var segs []string
+	if path != "" {
+		for _, part := range strings.Split(path, ".") {
+			name, _, _ := strings.Cut(part, "[")
+			segs = append(segs, name)
+			for range strings.Count(part, "[") { // an element of a list
+				segs = append(segs, "[]")
+			}
+		}
+	}
+	for _, seg := range segs {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := fieldByKey(t, seg)
+			if !ok {
+				return nil
+			}
+			t = f.Type
+		case reflect.Map, reflect.Slice, reflect.Array:
+			t = t.Elem()
+		default:
+			return nil
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// fieldByKey is t's field whose mapstructure name is key.
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ","); name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // leaves flattens joined errors and decode errors that wrap joined ones

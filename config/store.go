@@ -85,6 +85,23 @@ func (s Store) Open(ctx context.Context, logger *slog.Logger) (*pgstore.DB, erro
 	return db, nil
 }
 
+// OpenReadOnly opens a PostgreSQL store for reading only (nil, nil for
+// the file store): no migration, no node row, read-only transactions
+// (pgstore.Options.ReadOnly), so that a read-only role or a hot standby
+// can verify, export and show. The caller closes it.
+func (s Store) OpenReadOnly(ctx context.Context, logger *slog.Logger) (*pgstore.DB, error) {
+	if !s.Postgres() {
+		return nil, nil
+	}
+	o := s.Options(logger)
+	o.ReadOnly = true
+	db, err := pgstore.Open(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return db, nil
+}
+
 // resolveStore checks the store: section and the keys it excludes.
 func resolveStore(sc storeConfig, eventLogPath, sessionsPath string, rel func(string) string) (Store, error) {
 	s := Store{Kind: cmp.Or(strings.TrimSpace(sc.Kind), StoreFile), OpTimeout: sc.OpTimeout, MaxConns: sc.MaxConns,

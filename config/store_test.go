@@ -19,7 +19,7 @@ func TestStoreRefusals(t *testing.T) {
 		env           map[string]string
 		want          string
 	}{
-		{"unknown key", "{kind: postgres, dsn: '" + dsn + "', bogus: 1}", nil, "unknown key store.bogus"},
+		{"unknown key", "{kind: postgres, dsn: '" + dsn + "', bogus: 1}", nil, `unknown key "store.bogus"`},
 		{"bad kind", "{kind: postgress, dsn: '" + dsn + "'}", nil, `store.kind: "postgress": want file or postgres`},
 		{"no dsn", "{kind: postgres}", nil, "store.dsn: required with store.kind postgres"},
 		{"dsn and dsn_file", "{kind: postgres, dsn: '" + dsn + "', dsn_file: dsn}", nil, "store.dsn_file: set store.dsn (or $GATEHOST_STORE_DSN) or store.dsn_file, not both"},

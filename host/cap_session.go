@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/session"
@@ -23,9 +24,16 @@ type pinnedSession struct {
 	err error        // the store could not be read
 }
 
+// errSessionStore is what a stage is answered when the session store
+// failed: a fixed text, since the cause (a database's user, name, host and
+// port, or a file's path) is the operator's, not the agent's. The cause
+// goes to the host's log with the run id.
+var errSessionStore = &abi.CallError{Code: abi.ErrCodeUnavailable, Message: "session store unavailable"}
+
 // pinSession reads the session of a run whose pipeline grants the session
-// capability to some stage; otherwise it reads nothing.
-func (h *Host) pinSession(ctx context.Context, p *pipeline, id string) *pinnedSession {
+// capability to some stage; otherwise it reads nothing. A store failure is
+// (session.ErrStore) is logged with runID and pinned as errSessionStore.
+func (h *Host) pinSession(ctx context.Context, p *pipeline, id, runID string) *pinnedSession {
 	if id == "" {
 		return nil
 	}
@@ -33,6 +41,11 @@ func (h *Host) pinSession(ctx context.Context, p *pipeline, id string) *pinnedSe
 		for _, c := range s.cfg.Capabilities {
 			if c == abi.CapabilitySession {
 				set, err := h.sessions.Load(ctx, id)
+				if errors.Is(err, session.ErrStore) {
+					h.logger.Error("host: session store unavailable; the run's session stages are inconclusive",
+						"run_id", runID, "pipeline", p.name, "session", id, "err", err)
+					err = errSessionStore
+				}
 				return &pinnedSession{set: set, err: err}
 			}
 		}

@@ -214,7 +214,6 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 	release, refused := h.admit(ctx)
 	defer release()
 	rn := &run{p: p, subject: compact(native), snap: h.catalog.Snapshot(), opts: opts}
-	rn.session = h.pinSession(ctx, p, opts.Session)
 	rn.now = h.cfg.Now().UTC()
 	if !opts.Now.IsZero() {
 		rn.now = opts.Now.UTC()
@@ -223,6 +222,7 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 	if rn.id == "" {
 		rn.id = newRunID(rn.now)
 	}
+	rn.session = h.pinSession(ctx, p, opts.Session, rn.id)
 	// A run refused admission calls no stage: its token is not spent.
 	if refused == nil {
 		if err := h.confirm(ctx, rn, decoded); err != nil {

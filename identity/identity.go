@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -78,6 +79,10 @@ type Error struct {
 	Reason string
 	// Err is the cause, if any (ErrNoCredential when none was presented).
 	Err error
+	// Issuer and KeyID are the refused JWT's iss claim and kid header as
+	// read without verification, when they parse: for the log only (they
+	// are whatever the caller sent), never the challenge.
+	Issuer, KeyID string
 }
 
 func (e *Error) Error() string {
@@ -129,17 +134,61 @@ func quotable(s string) string {
 
 // Require answers 401 with Challenge(realm, err) and a plain-text body to
 // a request a refuses, and serves the others with the principal in their
-// context (FromContext). Nothing of the credential is written.
+// context (FromContext). Nothing of the credential is written. Refusals
+// are logged to slog.Default() (LogRefusal); RequireLogged names the
+// logger.
 func Require(a Authenticator, realm string, next http.Handler) http.Handler {
+	return RequireLogged(a, realm, nil, next)
+}
+
+// RequireLogged is Require logging each refusal to logger (nil:
+// slog.Default()) with LogRefusal.
+func RequireLogged(a Authenticator, realm string, logger *slog.Logger, next http.Handler) http.Handler {
+	if logger == nil {
+		logger = slog.Default()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.Authenticate(r)
 		if err != nil {
+			LogRefusal(r.Context(), logger, err, "remote", r.RemoteAddr, "path", r.URL.Path)
 			w.Header().Set("WWW-Authenticate", Challenge(realm, err))
 			http.Error(w, "unauthorized: "+quotable(reasonOf(err)), http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 	})
+}
+
+// LogRefusal logs why a request was refused, for the operator: at info
+// level when a credential was presented and refused ("identity: credential
+// refused"), at debug level when none was ("identity: no credential"),
+// with the source (method), the reason, the cause, and a refused JWT's
+// issuer and key id when they parse, then attrs. The credential itself is
+// never logged: the package's errors never hold it.
+func LogRefusal(ctx context.Context, logger *slog.Logger, err error, attrs ...any) {
+	var e *Error
+	if !errors.As(err, &e) {
+		logger.InfoContext(ctx, "identity: credential refused", append([]any{"err", err}, attrs...)...)
+		return
+	}
+	level, msg := slog.LevelInfo, "identity: credential refused"
+	if e.Code == "" {
+		level, msg = slog.LevelDebug, "identity: no credential"
+	}
+	if !logger.Enabled(ctx, level) {
+		return
+	}
+	args := []any{"method", e.Method, "reason", e.Reason}
+	if e.Err != nil && !errors.Is(e.Err, ErrNoCredential) {
+		args = append(args, "cause", e.Err.Error())
+	}
+	if e.Issuer != "" {
+		args = append(args, "issuer", e.Issuer)
+	}
+	if e.KeyID != "" {
+		args = append(args, "kid", e.KeyID)
+	}
+	logger.Log(ctx, level, msg, append(args, attrs...)...)
 }
 
 func reasonOf(err error) string {

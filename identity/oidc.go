@@ -3,6 +3,7 @@ package identity
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -230,6 +231,19 @@ func (o *OIDC) Authenticate(r *http.Request) (*abi.Principal, error) {
 	if strings.Count(tok, ".") != 2 {
 		return nil, noCredential(abi.MethodOIDC, "the bearer token is not a JWT")
 	}
+	p, err := o.verify(r, tok)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Code != "" {
+			e.Issuer, e.KeyID = unverifiedIDs(tok)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// verify is Authenticate's verification of tok, a JWS.
+func (o *OIDC) verify(r *http.Request, tok string) (*abi.Principal, error) {
 	idt, err := o.verifier.Verify(r.Context(), tok)
 	if err != nil {
 		var exp *oidc.TokenExpiredError
@@ -239,7 +253,7 @@ func (o *OIDC) Authenticate(r *http.Request) (*abi.Principal, error) {
 		return nil, invalid(abi.MethodOIDC, "the token is not valid", err)
 	}
 	if !slices.ContainsFunc(idt.Audience, func(a string) bool { return slices.Contains(o.cfg.Audiences, a) }) {
-		return nil, invalid(abi.MethodOIDC, "the token is not for this audience", nil)
+		return nil, invalid(abi.MethodOIDC, "the token is not for this audience", fmt.Errorf("its audience is %s", logText(strings.Join(idt.Audience, ", "))))
 	}
 	var raw map[string]json.RawMessage
 	if err := idt.Claims(&raw); err != nil {
@@ -272,6 +286,41 @@ func (o *OIDC) Authenticate(r *http.Request) (*abi.Principal, error) {
 		p.Claims[name] = val
 	}
 	return bounded(abi.MethodOIDC, p)
+}
+
+// unverifiedIDs reads a refused JWT's iss claim and kid header without
+// verifying anything, for the log: "" for what does not parse.
+func unverifiedIDs(tok string) (iss, kid string) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return "", ""
+	}
+	field := func(seg, name string) string {
+		if len(seg) > 8<<10 {
+			return ""
+		}
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(seg, "="))
+		if err != nil {
+			return ""
+		}
+		var m map[string]json.RawMessage
+		var v string
+		if json.Unmarshal(b, &m) != nil || json.Unmarshal(m[name], &v) != nil {
+			return ""
+		}
+		return logText(v)
+	}
+	return field(parts[1], "iss"), field(parts[0], "kid")
+}
+
+// logText is s, caller-supplied, fit for a log line: printable ASCII,
+// at most 200 bytes.
+func logText(s string) string {
+	s = quotable(s)
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
 }
 
 // boundedClient is base (nil: a new client) with every response capped at

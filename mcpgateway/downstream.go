@@ -162,6 +162,30 @@ func (d *downstream) clientCapabilities() *mcp.ClientCapabilities {
 // fromClient is the server's receiving middleware: the gateway's handling
 // of every method the client sends.
 func (d *downstream) fromClient(next mcp.MethodHandler) mcp.MethodHandler {
+	return withCodes(d.fromClientUncoded(next))
+}
+
+// withCodes gives every error h returns a JSON-RPC code (wireError).
+func withCodes(h mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := h(ctx, method, req)
+		return res, wireError(err)
+	}
+}
+
+// wireError is err as the JSON-RPC error the peer gets: unchanged when it
+// carries a code (a *jsonrpc.Error in its chain, such as an upstream's
+// own), otherwise an internal error (-32603) with its text. The SDK would
+// send an error without a code as code 0, which is no JSON-RPC code.
+func wireError(err error) error {
+	var je *jsonrpc.Error
+	if err == nil || (errors.As(err, &je) && je.Code != 0) {
+		return err
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+func (d *downstream) fromClientUncoded(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "initialize":
@@ -376,7 +400,7 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		}
 		return d.owned(ctx, own, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, p) })
 	}
-	return nil, fmt.Errorf("gatehost mcp gateway: method %q is not forwarded", method)
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("gatehost mcp gateway: method %q is not forwarded", method)}
 }
 
 // ownerTest reports whether an upstream session lists an item, reading
@@ -547,7 +571,7 @@ func withSession[R mcp.Result](ctx context.Context, c *upconn, f func(*mcp.Clien
 // imitates that prompt is refused and the upstream disconnected.
 func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 	d := c.d
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return withCodes(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss := d.serverSession()
 		switch method {
 		case "roots/list", "sampling/createMessage", "elicitation/create":
@@ -586,7 +610,7 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			return ss.Elicit(ctx, &labelled)
 		}
 		return next(ctx, method, req)
-	}
+	})
 }
 
 // upstreamLabel starts every elicitation an upstream sends, so that the

@@ -21,6 +21,7 @@ type UpstreamStatus struct {
 type healthBoard struct {
 	mu sync.Mutex
 	m  map[string]UpstreamStatus
+	up map[string]bool // upstreams that were ever up
 }
 
 func (h *healthBoard) set(name, state, errText string) {
@@ -28,6 +29,12 @@ func (h *healthBoard) set(name, state, errText string) {
 	defer h.mu.Unlock()
 	if h.m == nil {
 		h.m = map[string]UpstreamStatus{}
+	}
+	if state == "up" {
+		if h.up == nil {
+			h.up = map[string]bool{}
+		}
+		h.up[name] = true
 	}
 	cur := h.m[name]
 	if cur.State == state && cur.Error == errText {
@@ -54,6 +61,24 @@ func (g *Gateway) Upstreams() []UpstreamStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// NoUpstreamEverUp reports whether every configured upstream is failing
+// and none was ever up: the gateway never had a server to front (a
+// command that does not exist, say), which gatehost mcp over stdio reports
+// with its exit code.
+func (g *Gateway) NoUpstreamEverUp() bool {
+	g.health.mu.Lock()
+	defer g.health.mu.Unlock()
+	if len(g.opts.Upstreams) == 0 {
+		return false
+	}
+	for _, u := range g.opts.Upstreams {
+		if g.health.up[u.Name] || g.health.m[u.Name].State != "failing" {
+			return false
+		}
+	}
+	return true
 }
 
 // Readiness is the gateway's answer to /readyz: ready when its config's

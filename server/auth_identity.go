@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/gatehost/gatehost/abi"
@@ -117,13 +118,14 @@ func (i *Identity) TLSConfig(base *tls.Config) *tls.Config {
 
 // Require answers 401 with a Bearer challenge (RFC 6750 §3) to a request
 // no source authenticates, and passes the others to next with the
-// principal in their context (identity.FromContext). With no source
-// configured it returns next.
-func (i *Identity) Require(next http.Handler) http.Handler {
+// principal in their context (identity.FromContext). Each refusal is
+// logged to logger (identity.LogRefusal). With no source configured it
+// returns next.
+func (i *Identity) Require(logger *slog.Logger, next http.Handler) http.Handler {
 	if i.Empty() {
 		return next
 	}
-	return identity.Require(i.ids.chain(func() *tokenSet { return i.toks.set }), realm, next)
+	return identity.RequireLogged(i.ids.chain(func() *tokenSet { return i.toks.set }), realm, logger, next)
 }
 
 // authenticateAgent authenticates a request of an agent route through the
@@ -139,11 +141,8 @@ func (s *Server) authenticateAgent(w http.ResponseWriter, r *http.Request) *http
 		var e *identity.Error
 		if errors.As(err, &e) {
 			reason = e.Reason
-			if e.Code != "" {
-				s.logger.Warn("gatehost serve: credential refused", "method", e.Method, "reason", e.Reason,
-					"request_id", r.Header.Get(headerRequestID), "remote", r.RemoteAddr)
-			}
 		}
+		identity.LogRefusal(r.Context(), s.logger, err, "request_id", r.Header.Get(headerRequestID), "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", identity.Challenge(realm, err))
 		writeError(w, r, http.StatusUnauthorized, errUnauthorized, "Authorization", reason, nil)
 		return nil

@@ -103,6 +103,9 @@ func TestServeOIDCIdentity(t *testing.T) {
 			assert.NotContains(t, string(a.body), tok)
 			_, ok := decisionOf(t, logPath, reqID)
 			assert.False(t, ok, "no decision is made or recorded")
+			// Why is in the log, the token is not.
+			assert.Contains(t, ts.logs.String(), reqID)
+			assert.NotContains(t, ts.logs.String(), tok)
 		})
 	}
 	a := ts.do(t, "POST", check, readThenWrite, headerRequestID, "none")
@@ -114,6 +117,9 @@ func TestServeOIDCIdentity(t *testing.T) {
 	for _, part := range strings.Split(identitytest.Sign(t, rsaKey, good()), ".")[1:] {
 		assert.NotContains(t, ts.logs.String(), part)
 	}
+	assert.Contains(t, ts.logs.String(), "identity: credential refused")
+	assert.Contains(t, ts.logs.String(), "the token has expired")
+	assert.Contains(t, ts.logs.String(), "kid=stranger")
 }
 
 // TestServeMTLSIdentity: client certificates through a real TLS handshake.

@@ -129,7 +129,7 @@ func TestServeBadReloadKeepsServing(t *testing.T) {
 	bad := []struct {
 		name, content, why string
 	}{
-		{"unknown key", string(good) + "bogus_key: 1\n", "unknown key bogus_key"},
+		{"unknown key", string(good) + "bogus_key: 1\n", `unknown key "bogus_key"`},
 		{"malformed YAML", string(good) + "pipelines: [\n", "config"},
 		{"missing plugin file", strings.Replace(string(good), svWasm, filepath.Join(dir, "absent.wasm"), 1), "plugins.static-verify.path"},
 		{"stage config rejected by the gate's schema", strings.Replace(string(good), "max_actions: 100", `max_actions: "many"`, 1), "pipelines.admission.stages[0].config.max_actions"},
@@ -154,7 +154,7 @@ func TestServeBadReloadKeepsServing(t *testing.T) {
 	}
 	logs := ts.logs.String()
 	assert.Contains(t, logs, "reload failed; the previous config keeps serving")
-	assert.Contains(t, logs, "unknown key bogus_key")
+	assert.Contains(t, logs, `unknown key \"bogus_key\"`)
 
 	writeAtomic(t, cfg, string(good))
 	require.NoError(t, ts.s.reload(context.Background(), "test"), "a fixed config reloads")

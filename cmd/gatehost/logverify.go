@@ -168,14 +168,15 @@ func verifyStoreChains(ctx context.Context, cfg *config.Loaded, chain, anchor, o
 	return 0
 }
 
-// openLogStore opens the PostgreSQL store of cfg, logging its warnings to
+// openLogStore opens the PostgreSQL store of cfg for reading only (a
+// read-only role or a hot standby suffices), logging its warnings to
 // stderr (as JSON with --output json).
 func openLogStore(ctx context.Context, cfg *config.Loaded, output string, stderr io.Writer) (*pgstore.DB, error) {
 	logger, err := newLogger(stderr, "warn", output == "json")
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Store.Open(ctx, logger)
+	return cfg.Store.OpenReadOnly(ctx, logger)
 }
 
 // writeLogJSON writes v indented, as the commands' JSON output is.

@@ -9,14 +9,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/internal/editdist"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 	"github.com/gatehost/gatehost/server"
@@ -32,6 +35,9 @@ before anything is sent upstream; everything else passes through.
 
 Without --listen the agent speaks MCP on stdin/stdout (an mcp.json server
 command); with it, Streamable HTTP on http://ADDR/mcp.
+Exit codes (stdio): 0 the client ended the session; 1 the gateway failed,
+or no upstream could ever be started (each one's error is on stderr);
+2 a usage or config error.
 `
 
 // cmdMCP runs the MCP gateway. In stdio mode stdout is the protocol, so
@@ -66,6 +72,14 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintln(stderr, "gatehost mcp:", err)
 			return 1
 		}
+		if g.NoUpstreamEverUp() {
+			// The client saw a gateway with no tools; the exit code says
+			// why, for whoever reads the MCP client's server status.
+			for _, u := range g.Upstreams() {
+				fmt.Fprintf(stderr, "gatehost mcp: upstream %q never started: %s\n", u.Upstream, u.Error)
+			}
+			return 1
+		}
 		return 0
 	}
 	toks, err := server.LoadTokens(*tokenFile)
@@ -89,7 +103,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			errUsage, *listen, server.TokenEnv))
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", ids.Require(g.Handler()))
+	mux.Handle("/mcp", ids.Require(logger, g.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
@@ -134,6 +148,23 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return 0
 }
 
+// checkMCPPipeline refuses a pipeline the config does not define, naming
+// where it was given (--pipeline, or mcp.pipeline in the file) and the
+// config's pipeline closest to it.
+func checkMCPPipeline(cfg *config.Loaded, name string, flag bool) error {
+	if _, ok := cfg.Host.Pipelines[name]; ok || name == "" {
+		return nil
+	}
+	hint := ""
+	if c, ok := editdist.Closest(name, slices.Sorted(maps.Keys(cfg.Host.Pipelines))); ok {
+		hint = fmt.Sprintf("; did you mean %q?", c)
+	}
+	if flag {
+		return fmt.Errorf("%w: --pipeline %q: no such pipeline in config %s%s", errUsage, name, cfg.File, hint)
+	}
+	return fmt.Errorf("config %s: mcp.pipeline: %q is not a pipeline of the config%s", cfg.File, name, hint)
+}
+
 // openGateway builds the gateway of the mcp command's flags: the config,
 // tracing, the store, the trust baseline and the host. closeAll undoes it
 // in order.
@@ -167,6 +198,9 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 		opts.Upstreams = append(opts.Upstreams, mcpgateway.Upstream{Name: upstreamName, Command: extra})
 	}
 	opts.Pipeline = cmp.Or(pipelineFlag(fs.pipeline), opts.Pipeline)
+	if err := checkMCPPipeline(cfg, opts.Pipeline, fs.pipeline != ""); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	// The composition root opens the store (with PostgreSQL, the fleet's
 	// sessions, log and catalog), the tracer and the decision-log export.
 	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion(), ExportDecisions: true})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,6 +69,9 @@ func TestMCPConfigErrors(t *testing.T) {
 		{"no pipeline", "  upstreams:\n    mem: {command: [x]}\n", nil, "pipeline: required"},
 		{"proposal pipeline", "  pipeline: admission\n  upstreams:\n    mem: {command: [x]}\n", nil, `pipeline "admission" checks proposal subjects`},
 		{"unknown pipeline", "  upstreams:\n    mem: {command: [x]}\n", []string{"--pipeline", "nope"}, `no such pipeline`},
+		{"pipeline flag typo", "  upstreams:\n    mem: {command: [x]}\n", []string{"--pipeline", "gaed"}, `--pipeline "gaed": no such pipeline in config `},
+		{"mcp.pipeline typo", "  pipeline: gaed\n  upstreams:\n    mem: {command: [x]}\n", nil, `: mcp.pipeline: "gaed" is not a pipeline of the config; did you mean "gated"?`},
+		{"top-level key typo", "  pipeline: gated\n  upstreams:\n    mem: {command: [x]}\npipelnes: {x: {subject: tool_call}}\n", nil, `: unknown key "pipelnes"; did you mean "pipelines"?`},
 		{"trust", "  pipeline: gated\n  upstreams:\n    mem: {command: [x], trust: maybe}\n", nil, `upstreams[0].trust: "maybe"`},
 		{"both", "  pipeline: gated\n  upstreams:\n    mem: {command: [x], url: http://x}\n", nil, "set command or url, not both"},
 		{"unknown key", "  pipeline: gated\n  upstreams:\n    mem: {comand: [x]}\n", nil, "comand"},
@@ -79,6 +83,9 @@ func TestMCPConfigErrors(t *testing.T) {
 			code, out, errOut := runCLI(append([]string{"mcp", "--config", cfg}, tc.args...)...)
 			assert.Equal(t, exitUsage, code, errOut)
 			assert.Contains(t, errOut, tc.want)
+			if strings.Contains(tc.want, "did you mean") {
+				assert.Contains(t, errOut, "config "+cfg+": ", "the error names the file")
+			}
 			assert.Empty(t, out)
 		})
 	}
@@ -141,6 +148,30 @@ func memoryServer(t *testing.T) string {
 	return server
 }
 
+// rawMCP speaks raw JSON-RPC lines to a gateway's stdin and stdout: next
+// returns the next response (skipping notifications and requests), write
+// sends one line.
+func rawMCP(t *testing.T, stdin io.Writer, stdout io.Reader) (next func() map[string]any, write func(string)) {
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	next = func() map[string]any {
+		for lines.Scan() {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
+			if _, ok := m["method"]; !ok {
+				return m
+			}
+		}
+		t.Fatalf("gateway ended: %v", lines.Err())
+		return nil
+	}
+	write = func(s string) {
+		_, err := io.WriteString(stdin, s+"\n")
+		require.NoError(t, err)
+	}
+	return next, write
+}
+
 // TestMCPStdioMalformedFrame: a frame on stdin that is not a JSON-RPC
 // message gets a JSON-RPC error, and the gateway goes on serving.
 func TestMCPStdioMalformedFrame(t *testing.T) {
@@ -156,23 +187,7 @@ func TestMCPStdioMalformedFrame(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	lines.Buffer(nil, 1<<20)
-	next := func() map[string]any {
-		for lines.Scan() {
-			var m map[string]any
-			require.NoError(t, json.Unmarshal(lines.Bytes(), &m))
-			if _, ok := m["method"]; !ok { // skip notifications and requests
-				return m
-			}
-		}
-		t.Fatalf("gateway ended: %v", lines.Err())
-		return nil
-	}
-	write := func(s string) {
-		_, err := io.WriteString(stdin, s+"\n")
-		require.NoError(t, err)
-	}
+	next, write := rawMCP(t, stdin, stdout)
 	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	assert.NotNil(t, next()["result"])
 	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -228,4 +243,41 @@ func TestMCPApprove(t *testing.T) {
 
 	code, _, errOut = runCLI("log", "verify", "--config", cfg)
 	assert.Equal(t, 0, code, errOut)
+}
+
+// TestMCPStdioNoUpstreamStarts: gatehost mcp whose only upstream command
+// does not exist answers initialize, gives JSON-RPC errors with a code
+// (never 0), and exits 1 naming the upstream when the client goes.
+func TestMCPStdioNoUpstreamStarts(t *testing.T) {
+	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "mcp", "--config", cfg, "--", "/nonexistent/server")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	next, write := rawMCP(t, stdin, stdout)
+	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	assert.NotNil(t, next()["result"])
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for i, method := range []string{"prompts/list", "resources/list"} {
+		write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{}}`, i+2, method))
+		e, ok := next()["error"].(map[string]any)
+		require.True(t, ok, method)
+		assert.EqualValues(t, -32603, e["code"], method)
+	}
+	write(`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`)
+	assert.Contains(t, fmt.Sprint(next()["result"]), "tools:[]")
+	require.NoError(t, stdin.Close())
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, stderr.String())
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, stderr.String(), `upstream "upstream" never started`)
+	assert.Contains(t, stderr.String(), "/nonexistent/server")
 }

@@ -67,7 +67,7 @@ func TestServeSIGHUPReloads(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(cfg, append(good, "colour: blue\n"...), 0o644))
 	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
-	assert.Contains(t, waitFor("reload failed"), "unknown key colour")
+	assert.Contains(t, waitFor("reload failed"), `unknown key \"colour\"`)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	waitFor("gatehost serve: stopped")

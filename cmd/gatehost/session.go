@@ -77,7 +77,12 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err != nil {
 			return fail(stderr, err)
 		}
-		db, err = cfg.Store.Open(ctx, logger)
+		if sub == "show" {
+			// Reading only: a read-only role or a hot standby suffices.
+			db, err = cfg.Store.OpenReadOnly(ctx, logger)
+		} else {
+			db, err = cfg.Store.Open(ctx, logger)
+		}
 		if errors.Is(err, pgstore.ErrConfig) {
 			return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 		}

@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/internal/editdist"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
@@ -74,9 +77,22 @@ type Error struct {
 	// precondition, such as "bind.order_id".
 	Field  string
 	Reason string
+	// Path is set for an unknown key: the path, in the file's own terms,
+	// of the mapping that holds it ("capabilities.write_file.preconditions[0]";
+	// "" at the top level). The message is then Path and Reason alone:
+	// `capabilities.write_file: unknown key "paramters"; did you mean
+	// "parameters"?`.
+	Path   string
+	keyErr bool
 }
 
 func (e *Error) Error() string {
+	if e.keyErr {
+		if e.Path == "" {
+			return e.Reason
+		}
+		return e.Path + ": " + e.Reason
+	}
 	var b strings.Builder
 	b.WriteString("domain")
 	if e.Domain != "" {
@@ -196,6 +212,9 @@ func ParseNamed(b []byte, name string) (*Catalog, error) {
 	}
 	var f file
 	if err := strict(js, &f); err != nil {
+		if e := keyError(err, ""); e != nil {
+			return nil, e
+		}
 		return nil, &Error{Reason: err.Error()}
 	}
 	v := &validator{c: &Catalog{
@@ -211,13 +230,161 @@ func ParseNamed(b []byte, name string) (*Catalog, error) {
 	return v.c, nil
 }
 
+// strict decodes b into into, refusing unknown keys: such a refusal is an
+// *unknownKey naming where the key is and the accepted key closest to it.
 func strict(b []byte, into any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
+		if q, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if key, uerr := strconv.Unquote(q); uerr == nil {
+				return findUnknownKey(b, reflect.TypeOf(into), key, err)
+			}
+		}
 		return err
 	}
 	return nil
+}
+
+// unknownKey is a key strict refused: Path is the mapping holding it,
+// relative to the decoded value ("" for the value itself, "preconditions[0]"),
+// Closest the accepted key nearest to it, if any is near.
+type unknownKey struct {
+	Path, Key, Closest string
+	err                error // the decoder's
+}
+
+func (u *unknownKey) Error() string {
+	s := fmt.Sprintf("unknown key %q", u.Key)
+	if u.Closest != "" {
+		s += fmt.Sprintf("; did you mean %q?", u.Closest)
+	}
+	return s
+}
+
+func (u *unknownKey) Unwrap() error { return u.err }
+
+// keyError is the *Error of an unknown key that strict refused in the
+// value at base (a path in the file's terms, such as
+// "capabilities.write_file"), or nil when err is no such refusal.
+func keyError(err error, base string) *Error {
+	var u *unknownKey
+	if !errors.As(err, &u) {
+		return nil
+	}
+	path := base
+	switch {
+	case u.Path == "":
+	case path == "" || strings.HasPrefix(u.Path, "["):
+		path += u.Path
+	default:
+		path += "." + u.Path
+	}
+	return &Error{Path: path, Reason: u.Error(), keyErr: true}
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// findUnknownKey finds where in b, decoded into a value of type t, the key
+// the decoder refused is, and the accepted keys there. A type that decodes
+// itself (json.Unmarshaler) is not looked into: the key is then placed by
+// its first occurrence in b, with no suggestion.
+func findUnknownKey(b []byte, t reflect.Type, key string, err error) error {
+	var doc any
+	if json.Unmarshal(b, &doc) != nil {
+		return err
+	}
+	var found *unknownKey
+	var walk func(v any, t reflect.Type, path string)
+	walk = func(v any, t reflect.Type, path string) {
+		for found == nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if found != nil || reflect.PointerTo(t).Implements(unmarshalerType) {
+			return
+		}
+		join := func(k string) string {
+			if path == "" {
+				return k
+			}
+			return path + "." + k
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return
+			}
+			fields := map[string]reflect.Type{}
+			for f := range t.Fields() {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "-" || !f.IsExported() {
+					continue
+				}
+				fields[cmpOr(name, f.Name)] = f.Type
+			}
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
+				ft, ok := fields[k]
+				if !ok && k == key {
+					c, _ := editdist.Closest(k, slices.Sorted(maps.Keys(fields)))
+					found = &unknownKey{Path: path, Key: k, Closest: c, err: err}
+					return
+				}
+				if ok {
+					walk(obj[k], ft, join(k))
+				}
+			}
+		case reflect.Map:
+			if obj, ok := v.(map[string]any); ok {
+				for _, k := range slices.Sorted(maps.Keys(obj)) {
+					walk(obj[k], t.Elem(), join(k))
+				}
+			}
+		case reflect.Slice, reflect.Array:
+			if arr, ok := v.([]any); ok {
+				for i, e := range arr {
+					walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+				}
+			}
+		}
+	}
+	walk(doc, t, "")
+	if found == nil {
+		// In a type that decodes itself: the first mapping holding key.
+		if p, ok := pathOfKey(doc, key, ""); ok {
+			found = &unknownKey{Path: p, Key: key, err: err}
+		} else {
+			return err
+		}
+	}
+	return found
+}
+
+// pathOfKey is the path of the first mapping in v, keys sorted, that holds
+// key.
+func pathOfKey(v any, key, path string) (string, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v[key]; ok {
+			return path, true
+		}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			sub := k
+			if path != "" {
+				sub = path + "." + k
+			}
+			if p, ok := pathOfKey(v[k], key, sub); ok {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if p, ok := pathOfKey(e, key, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]*$`)
@@ -273,6 +440,11 @@ func (v *validator) file(f *file, fileName string) {
 	for _, name := range names { // first pass: kinds and views, for references
 		var cf capFile
 		if err := strict(f.Capabilities[name], &cf); err != nil {
+			if e := keyError(err, "capabilities."+name); e != nil {
+				e.Capability = name
+				v.add(e)
+				continue
+			}
 			v.add(&Error{Capability: name, Reason: err.Error()})
 			continue
 		}
@@ -290,6 +462,11 @@ func (v *validator) file(f *file, fileName string) {
 			var p paramFile
 			if err := json.Unmarshal(raw, &p.Name); err != nil {
 				if err := strict(raw, &p); err != nil {
+					if e := keyError(err, fmt.Sprintf("capabilities.%s.parameters[%d]", name, i)); e != nil {
+						e.Capability = name
+						v.add(e)
+						continue
+					}
 					v.add(&Error{Capability: name, Field: fmt.Sprintf("parameters[%d]", i), Reason: "want a name or {name, type?, required?, description?}: " + err.Error()})
 					continue
 				}
@@ -354,6 +531,11 @@ var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
 func (v *validator) view(name string, raw json.RawMessage) {
 	var vw datasource.View
 	if err := strict(raw, &vw); err != nil {
+		if e := keyError(err, "views."+name); e != nil {
+			e.View = name
+			v.add(e)
+			return
+		}
 		v.add(&Error{View: name, Reason: err.Error()})
 		return
 	}
@@ -418,6 +600,11 @@ func (v *validator) precondition(capName string, dc *abi.DomainCapability, i int
 			ID string `json:"id"`
 		}
 		_ = json.Unmarshal(raw, &probe)
+		if e := keyError(err, fmt.Sprintf("capabilities.%s.preconditions[%d]", capName, i)); e != nil {
+			e.Capability, e.Precondition = capName, cmpOr(probe.ID, fmt.Sprintf("#%d", i))
+			v.add(e)
+			return nil
+		}
 		v.add(&Error{Capability: capName, Precondition: cmpOr(probe.ID, fmt.Sprintf("#%d", i)), Reason: err.Error()})
 		return nil
 	}

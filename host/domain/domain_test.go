@@ -67,7 +67,7 @@ func TestValidationErrors(t *testing.T) {
 		{pre(`{id: p1, view: v, bind: {a: 1}, require: {}, message: m}`), `precondition p1: require.match: required`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, equals: 1}}`), `precondition p1: message: required`},
 		{pre(`{view: v, bind: {a: 1}, deny_when: {field: f, equals: 1}, message: m}`), `precondition #0: id: required`},
-		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, roughly: 1}, message: m}`), `capability w: precondition p1: json: unknown field "roughly"`},
+		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, roughly: 1}, message: m}`), `capabilities.w.preconditions[0].deny_when: unknown key "roughly"`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f}, message: m}`), `precondition p1: deny_when: want exactly one operator`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, equals: 1, gt: 0}, message: m}`), `want exactly one operator`},
 		{pre(`{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, in: 3}, message: m}`), `deny_when.in: a literal for in must be an array`},
@@ -86,12 +86,12 @@ func TestValidationErrors(t *testing.T) {
 		{base + "  w: {kind: get, preconditions: [{id: p, deny_when: {field: f, equals: 1}, message: m}]}\n", `capability w: preconditions: only write kinds`},
 		{base + "  w: {kind: get, view: q, parameters: [a]}\n", `capability w: view: view q takes [a b], the capability [a]`},
 		{base + "  w: {kind: action, tools: [r]}\n", `capability w: tools: tool name "r" also names capability r`},
-		{base + "  w: {kind: action, colour: red}\n", `capability w: json: unknown field "colour"`},
+		{base + "  w: {kind: action, colour: red}\n", `capabilities.w: unknown key "colour"`},
 		{strings.Replace(base, "version: 1", "version: 5", 1), `version: 5 is not a supported version`},
 		{strings.Replace(base, `id: "{a}"`, `id: "{zz}"`, 1), `view v: document.id: {zz} is not a parameter`},
 		{strings.Replace(base, `id: "{a}"`, `id: "{item.x}"`, 1), `{item.x}: item placeholders need for_each`},
 		{"domain: d\nversion: 1\ncapabilities: {}\n", `capabilities: a domain needs at least one capability`},
-		{"domain: d\nversion: 1\nextra: 1\ncapabilities: {r: {kind: get}}\n", `unknown field "extra"`},
+		{"domain: d\nversion: 1\nextra: 1\ncapabilities: {r: {kind: get}}\n", `unknown key "extra"`},
 		{"{{{", `not YAML`},
 		{"a: &x [1, 2]\nb: *x\n", `YAML aliases are not allowed`},
 	}
@@ -148,4 +148,35 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("error not ErrInvalid: %v", err)
 		}
 	})
+}
+// TestUnknownKeysInFileTerms: a misspelt key of a domain file is reported
+// in the file's own terms — the file, the key's path and the closest
+// accepted key — never as a JSON decoder's "unknown field", at any depth.
+func TestUnknownKeysInFileTerms(t *testing.T) {
+	write := "  write_file:\n    kind: action\n    parameters: [path]\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"top level", strings.Replace(base, "capabilities:", "capabilites: {}\ncapabilities:", 1),
+			`unknown key "capabilites"; did you mean "capabilities"?`},
+		{"capability", base + strings.Replace(write, "parameters:", "paramters:", 1),
+			`capabilities.write_file: unknown key "paramters"; did you mean "parameters"?`},
+		{"parameter", base + "  write_file:\n    kind: action\n    parameters: [{name: path, requird: true}]\n",
+			`capabilities.write_file.parameters[0]: unknown key "requird"; did you mean "required"?`},
+		{"precondition", base + write + "    preconditions:\n      - {id: p1, view: v, bind: {a: 1}, deny_when: {field: f, equals: 1}, mesage: m}\n",
+			`capabilities.write_file.preconditions[0]: unknown key "mesage"; did you mean "message"?`},
+		{"view", strings.Replace(base, "document: {collection: c,", "document: {colection: c,", 1),
+			`views.v.document: unknown key "colection"; did you mean "collection"?`},
+		{"var", strings.Replace(base, "version: 1", "version: 4\nvars:\n  root: {defualt: /srv}", 1),
+			`vars.root: unknown key "defualt"; did you mean "default"?`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "d.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.doc), 0o644))
+			_, err := domain.Load(path)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, domain.ErrInvalid)
+			assert.Contains(t, err.Error(), path+": "+tc.want)
+			assert.NotContains(t, err.Error(), "json:")
+			assert.NotContains(t, err.Error(), "unknown field")
+		})
+	}
 }

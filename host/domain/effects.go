@@ -28,6 +28,11 @@ func (v *validator) effect(capName string, dc *abi.DomainCapability, i int, raw 
 	prefix := fmt.Sprintf("effects[%d]", i)
 	var e abi.DomainEffect
 	if err := strict(raw, &e); err != nil {
+		if ke := keyError(err, "capabilities."+capName+"."+prefix); ke != nil {
+			ke.Capability = capName
+			v.add(ke)
+			return nil
+		}
 		v.add(&Error{Capability: capName, Field: prefix, Reason: err.Error()})
 		return nil
 	}

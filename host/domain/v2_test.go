@@ -143,7 +143,7 @@ func TestV2Errors(t *testing.T) {
 		{"view-less get extra bind", withPre(`{id: p1, capability: g, bind: {order_id: 1, x: 2}, deny_when: {field: f, equals: 1}, message: m}`), `bind.x: not a parameter of the view (parameters: [order_id])`},
 		// effects
 		{"effects on a get", baseV2 + "  w: {kind: get, effects: [{collection: c, id: x, set: {a: 1}}]}\n", `capability w: effects: only write kinds (action, create, update, delete) declare effects, not "get"`},
-		{"effect unknown member", withEffect(`{collection: c, id: x, set: {a: 1}, unless: y}`), `capability w: effects[0]: json: unknown field "unless"`},
+		{"effect unknown member", withEffect(`{collection: c, id: x, set: {a: 1}, unless: y}`), `capabilities.w.effects[0]: unknown key "unless"`},
 		{"effect no collection", withEffect(`{id: x, set: {a: 1}}`), `capability w: effects[0].collection: required`},
 		{"effect bad collection", withEffect(`{collection: "a b", id: x, set: {a: 1}}`), `effects[0].collection: "a b" is not a name`},
 		{"effect no id", withEffect(`{collection: c, set: {a: 1}}`), `effects[0].id: required`},

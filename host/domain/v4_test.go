@@ -58,7 +58,7 @@ func TestV4Errors(t *testing.T) {
 		{"a var name in upper case", withVars(`{Root: {}}`, `{id: p1, require: {match: {field: a, under: /x}}, message: m}`),
 			`vars.Root: a var's name must match`},
 		{"an unknown member of a var", withVars(`{root: {type: path}}`, `{id: p1, require: {match: {field: a, under: {var: root}}}, message: m}`),
-			`unknown field "type"`},
+			`vars.root: unknown key "type"`},
 		{"a var with an unknown member", withVars(rootVar, `{id: p1, require: {match: {field: a, under: {kind: var, name: root, of: x}}}, message: m}`),
 			`require.match.under: a var operand has only name, join, not of`},
 		{"join absolute", withVars(rootVar, `{id: p1, require: {match: {field: a, under: {var: root, join: /public}}}, message: m}`),

@@ -13,7 +13,9 @@
 // Open applies the embedded schema migrations (migrations/NNNN_name.sql,
 // in order, each once, each in its own transaction) while holding a
 // PostgreSQL advisory lock, so that replicas starting together migrate one
-// at a time.
+// at a time. With Options.ReadOnly it writes nothing: it only checks that
+// the schema is the one this build expects, so that an auditor's
+// read-only role or a hot standby can read and verify.
 package pgstore
 
 import (
@@ -76,6 +78,12 @@ type Options struct {
 	MaxConns int32
 	// Logger receives migration and health lines; default slog.Default().
 	Logger *slog.Logger
+	// ReadOnly opens the store for reading only (verifying or exporting
+	// the event log, showing sessions): no migration, no node row, and
+	// every transaction read-only, so a role granted only SELECT, or a
+	// hot standby, suffices. A schema older or newer than this build's is
+	// refused (ErrSchema) rather than migrated.
+	ReadOnly bool
 	// OnOp, if set, is called after every operation with its name, its
 	// duration and its error (nil on success): for metrics. It must be
 	// quick and must not call the DB.
@@ -134,6 +142,10 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		pc.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	pc.ConnConfig.RuntimeParams["application_name"] = "gatehost/" + o.NodeID
+	if o.ReadOnly {
+		// The server, not only this code, then refuses any write.
+		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -141,6 +153,14 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	db := &DB{pool: pool, opts: o, logger: o.Logger}
 	mctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout+time.Duration(len(migrationFiles()))*o.OpTimeout)
 	defer cancel()
+	if o.ReadOnly {
+		if err := db.checkSchema(mctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		db.healthy.Store(true)
+		return db, nil
+	}
 	if err := db.migrate(mctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -361,25 +381,11 @@ func (db *DB) migrate(ctx context.Context) error {
 	}
 	// Each migration is applied unless its version is recorded: a gap
 	// (a version added below the highest applied) is filled, not skipped.
-	rows, err := conn.Query(ctx, "SELECT version FROM gatehost_schema_migrations")
+	applied, err := appliedMigrations(ctx, conn)
 	if err != nil {
-		return fmt.Errorf("%w: read schema version: %w", ErrUnavailable, err)
+		return err
 	}
-	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		return fmt.Errorf("%w: read schema version: %w", ErrUnavailable, err)
-	}
-	ms := migrationFiles()
-	known := map[int]bool{}
-	for _, m := range ms {
-		known[m.version] = true
-	}
-	for _, v := range applied {
-		if !known[v] {
-			return fmt.Errorf("%w: the database has schema migration %d, which this gatehost does not know: upgrade gatehost", ErrSchema, v)
-		}
-	}
-	for _, m := range ms {
+	for _, m := range migrationFiles() {
 		if slices.Contains(applied, m.version) {
 			continue
 		}
@@ -394,6 +400,54 @@ func (db *DB) migrate(ctx context.Context) error {
 			return fmt.Errorf("%w: migration %04d_%s: %w", ErrSchema, m.version, m.name, err)
 		}
 		db.logger.Info("pgstore: applied schema migration", "version", m.version, "name", m.name)
+	}
+	return nil
+}
+
+// appliedMigrations reads the versions of the migrations applied, and
+// refuses (ErrSchema) one this build does not know.
+func appliedMigrations(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}) ([]int, error) {
+	rows, err := q.Query(ctx, "SELECT version FROM gatehost_schema_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("%w: read schema version: %w", ErrUnavailable, err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("%w: read schema version: %w", ErrUnavailable, err)
+	}
+	known := map[int]bool{}
+	for _, m := range migrationFiles() {
+		known[m.version] = true
+	}
+	for _, v := range applied {
+		if !known[v] {
+			return nil, fmt.Errorf("%w: the database has schema migration %d, which this gatehost does not know: upgrade gatehost", ErrSchema, v)
+		}
+	}
+	return applied, nil
+}
+
+// checkSchema is migrate's read-only counterpart: it refuses a database
+// whose applied migrations are not exactly this build's, and writes
+// nothing.
+func (db *DB) checkSchema(ctx context.Context) error {
+	var exists bool
+	if err := db.pool.QueryRow(ctx, "SELECT to_regclass('gatehost_schema_migrations') IS NOT NULL").Scan(&exists); err != nil {
+		return fmt.Errorf("%w: read schema: %w", ErrUnavailable, err)
+	}
+	if !exists {
+		return fmt.Errorf("%w: the database holds no gatehost schema; a read-only opening does not create it: start a replica (or a writing command) with a role that may migrate first", ErrSchema)
+	}
+	applied, err := appliedMigrations(ctx, db.pool)
+	if err != nil {
+		return err
+	}
+	for _, m := range migrationFiles() {
+		if !slices.Contains(applied, m.version) {
+			return fmt.Errorf("%w: the database's schema is older than this gatehost expects (migration %04d_%s not applied); a read-only opening does not migrate: start a replica of this version (or a writing command) with a role that may migrate first", ErrSchema, m.version, m.name)
+		}
 	}
 	return nil
 }

@@ -131,3 +131,50 @@ func TestPingRefusesReadOnly(t *testing.T) {
 	require.ErrorIs(t, err, pgstore.ErrUnavailable, "a read-only server cannot record decisions")
 	_ = db
 }
+
+// TestOpenReadOnly: a read-only opening writes nothing — no node row, no
+// migration — and refuses, without migrating, a schema older or newer
+// than this build's.
+func TestOpenReadOnly(t *testing.T) {
+	ctx := context.Background()
+	empty := pgtest.Shared(t).NewDatabase(t)
+	_, err := pgstore.Open(ctx, pgstore.Options{DSN: empty, NodeID: "auditor", ReadOnly: true})
+	require.ErrorIs(t, err, pgstore.ErrSchema)
+	assert.Contains(t, err.Error(), "no gatehost schema")
+
+	db, dsn := openDB(t, "writer")
+	ro, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
+	require.NoError(t, err)
+	_, err = ro.Pool().Exec(ctx, "INSERT INTO gatehost_nodes (node_id) VALUES ('x')")
+	require.Error(t, err, "every transaction of a read-only store is read-only")
+	ro.Close()
+	var nodes []string
+	rows, err := db.Pool().Query(ctx, "SELECT node_id FROM gatehost_nodes")
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		nodes = append(nodes, n)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"writer"}, nodes, "a read-only opening registers no node")
+
+	// An older schema: refused, not migrated.
+	_, err = db.Pool().Exec(ctx, "DELETE FROM gatehost_schema_migrations WHERE version = (SELECT max(version) FROM gatehost_schema_migrations)")
+	require.NoError(t, err)
+	before, err := db.SchemaVersion(ctx)
+	require.NoError(t, err)
+	_, err = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
+	require.ErrorIs(t, err, pgstore.ErrSchema)
+	assert.Contains(t, err.Error(), "older than this gatehost expects")
+	after, err := db.SchemaVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing migrated")
+
+	// A newer one: refused too.
+	_, err = db.Pool().Exec(ctx, "INSERT INTO gatehost_schema_migrations (version, name) VALUES (9999, 'future')")
+	require.NoError(t, err)
+	_, err = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
+	require.ErrorIs(t, err, pgstore.ErrSchema)
+	assert.Contains(t, err.Error(), "9999")
+}

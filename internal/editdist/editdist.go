@@ -43,3 +43,21 @@ func distance(a, b string, transpose bool) int {
 	}
 	return prev[len(t)]
 }
+
+// Closest returns the candidate nearest to name by OSA distance, when it
+// is near enough to be the name meant: at most a third of name's runes
+// (at least 1) away, and not name itself. Ties go to the candidate that
+// sorts first, so the answer does not depend on the candidates' order.
+func Closest(name string, candidates []string) (string, bool) {
+	limit := max(1, len([]rune(name))/3)
+	best, bestD := "", limit+1
+	for _, c := range candidates {
+		if c == name {
+			continue
+		}
+		if d := OSA(name, c); d < bestD || (d == bestD && best != "" && c < best) {
+			best, bestD = c, d
+		}
+	}
+	return best, best != ""
+}

@@ -27,3 +27,22 @@ func TestDistances(t *testing.T) {
 		assert.Equal(t, OSA(tc.a, tc.b), OSA(tc.b, tc.a))
 	}
 }
+
+func TestClosest(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cands []string
+		want  string
+	}{
+		{"pipelnes", []string{"plugins", "pipelines", "policy"}, "pipelines"},
+		{"gaed", []string{"admission", "gated"}, "gated"},
+		{"paramters", []string{"effect", "parameters"}, "parameters"},
+		{"colour", []string{"catalog", "tracing"}, ""},
+		{"ab", []string{"ba", "ac"}, "ac"}, // a tie: the first sorted
+		{"x", []string{"x"}, ""},
+	} {
+		got, ok := Closest(tc.name, tc.cands)
+		assert.Equal(t, tc.want, got, tc.name)
+		assert.Equal(t, tc.want != "", ok, tc.name)
+	}
+}
