@@ -149,6 +149,7 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
 // TestUnknownKeysInFileTerms: a misspelt key of a domain file is reported
 // in the file's own terms — the file, the key's path and the closest
 // accepted key — never as a JSON decoder's "unknown field", at any depth.
