@@ -4,14 +4,21 @@ PLUGINS := static-verify exec merge preconditions
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*' -not -path './testdata/mcp/node_modules/*')
 
-.PHONY: all build demo test bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance mcp-inspector
+.PHONY: all build install uninstall demo test test-short bench fuzz vet fmt clean help plugin-kit mcp-deps mcp-conformance mcp-inspector
+
+# make install puts PREFIX/bin/gatehost and PREFIX/lib/gatehost/plugins/<gate>.wasm,
+# where a config's plugins.P.builtin finds the gates (README "Install").
+PREFIX  ?= /usr/local
+DESTDIR ?=
 
 all: build
 
 help:
 	@echo "make build   build/gatehost and build/plugins/<gate>.wasm"
+	@echo "make install     PREFIX/bin/gatehost and PREFIX/lib/gatehost/plugins/<gate>.wasm (PREFIX=/usr/local); make uninstall removes them"
 	@echo "make demo    check real proposals against the GitHub MCP catalog, then verify the event log"
-	@echo "make test    go vet, gofmt, no tracked build outputs or dangling citations, go test -race ./..., make mcp-inspector"
+	@echo "make test    go vet, gofmt, no tracked build outputs or dangling citations, go test -race ./..., the install check, make mcp-inspector"
+	@echo "make test-short  gofmt, go test -short ./...: no PostgreSQL, no MCP servers from npm, no race detector"
 	@echo "make bench   every figure of docs/PERFORMANCE.md (build/bench/summary.md); COUNT=5 N=2000 NLONG=20000"
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
@@ -29,6 +36,15 @@ build/gatehost: $(GOFILES) go.mod go.sum
 
 build/plugins/%.wasm: $(GOFILES) go.mod go.sum
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -o $@ ./plugins/$*/wasm
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/gatehost/plugins
+	install -m 0755 build/gatehost $(DESTDIR)$(PREFIX)/bin/gatehost
+	install -m 0644 $(WASM) $(DESTDIR)$(PREFIX)/lib/gatehost/plugins/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/gatehost $(PLUGINS:%=$(DESTDIR)$(PREFIX)/lib/gatehost/plugins/%.wasm)
+	rmdir $(DESTDIR)$(PREFIX)/lib/gatehost/plugins $(DESTDIR)$(PREFIX)/lib/gatehost 2>/dev/null || true
 
 demo: build mcp-deps
 	./scripts/demo.sh
@@ -68,7 +84,14 @@ test: vet mcp-deps
 	cd deploy/kubernetes/validate && $(GO) test ./...
 	$(GO) test -tags gatehost_wazy ./internal/engine/... ./host -run 'TestHostilePlugins|TestRunawayLoopOvershoot|TestInspectAgreesWithCompile'
 	$(GO) test ./internal/engine/ -run 'TestInspectAgreesWithCompile'
+	./scripts/install-check.sh
 	$(MAKE) mcp-inspector
+
+# The quick tier: what go test -short ./... needs is Go and wat2wasm. Tests
+# that need PostgreSQL or the MCP servers of make mcp-deps skip, saying so.
+test-short:
+	@test -z "$$(gofmt -l $(GOFILES))" || { echo "gofmt needed:"; gofmt -l $(GOFILES); exit 1; }
+	$(GO) test -short -timeout 10m ./...
 
 bench:
 	GO=$(GO) ./scripts/bench.sh

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -114,8 +115,9 @@ type sourceConfig struct {
 }
 
 type pluginConfig struct {
-	Path   string `mapstructure:"path"`
-	SHA256 string `mapstructure:"sha256"`
+	Path    string `mapstructure:"path"`
+	Builtin string `mapstructure:"builtin"`
+	SHA256  string `mapstructure:"sha256"`
 }
 
 type pipelineConfig struct {
@@ -247,6 +249,9 @@ type Loaded struct {
 	Tracing Tracing
 	// Auth is the auth: section, read by gatehost serve and mcp --listen.
 	Auth Auth
+	// Builtins maps each plugin given as builtin: NAME to NAME; its
+	// Host.Plugins entry holds the module's resolved path (ResolveBuiltin).
+	Builtins map[string]string
 }
 
 // Close closes what Load opened: each domain's data source. It is safe to
@@ -388,13 +393,28 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	if cfg.CacheDir != "" && cfg.CacheDir != host.CacheOff {
 		cfg.CacheDir = rel(cfg.CacheDir)
 	}
-	for name, p := range fc.Plugins {
-		if p.Path == "" {
-			return nil, fmt.Errorf("config %s: plugins.%s.path: required", path, name)
+	for _, name := range slices.Sorted(maps.Keys(fc.Plugins)) {
+		p := fc.Plugins[name]
+		switch {
+		case p.Path != "" && p.Builtin != "":
+			return nil, fmt.Errorf("config %s: plugins.%s: path and builtin are exclusive: give one", path, name)
+		case p.Builtin != "":
+			mod, err := ResolveBuiltin(p.Builtin)
+			if err != nil {
+				return nil, fmt.Errorf("config %s: plugins.%s.builtin: %w", path, name, err)
+			}
+			if l.Builtins == nil {
+				l.Builtins = map[string]string{}
+			}
+			l.Builtins[name] = p.Builtin
+			cfg.Plugins[name] = host.PluginConfig{Path: mod, SHA256: p.SHA256}
+		case p.Path == "":
+			return nil, fmt.Errorf("config %s: plugins.%s.path: required (or builtin: one of %s)", path, name, strings.Join(Builtins, ", "))
+		default:
+			cfg.Plugins[name] = host.PluginConfig{Path: rel(p.Path), SHA256: p.SHA256}
 		}
-		cfg.Plugins[name] = host.PluginConfig{Path: rel(p.Path), SHA256: p.SHA256}
 	}
-	if err := checkConfiguredPaths(&cfg, l.SessionPath); err != nil {
+	if err := checkConfiguredPaths(&cfg, l.SessionPath, l.Builtins); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, p := range fc.Pipelines {

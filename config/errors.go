@@ -190,7 +190,7 @@ func (l *Loaded) HostError(err error) error {
 		field := "plugins." + le.Plugin
 		switch {
 		case errors.Is(err, host.ErrReadModule):
-			field += ".path"
+			field = pluginKey(le.Plugin, l.Builtins)
 		case errors.Is(err, host.ErrSHA256Mismatch):
 			field += ".sha256"
 		case le.Stage != "":

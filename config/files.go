@@ -36,7 +36,7 @@ func ReadFile(path string) ([]byte, error) {
 // whoever reads it (the event log and session store create theirs, a
 // missing plugin fails its load), and so is a plugin of a pipeline that is
 // not run.
-func checkConfiguredPaths(cfg *host.Config, sessionPath string) error {
+func checkConfiguredPaths(cfg *host.Config, sessionPath string, builtins map[string]string) error {
 	check := func(key, path string, fn func(string) error) error {
 		if path == "" {
 			return nil
@@ -58,11 +58,20 @@ func checkConfiguredPaths(cfg *host.Config, sessionPath string) error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Plugins)) {
-		if err := check("plugins."+name+".path", cfg.Plugins[name].Path, safefile.CheckRegular); err != nil {
+		if err := check(pluginKey(name, builtins), cfg.Plugins[name].Path, safefile.CheckRegular); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pluginKey is the key that gives plugin name's module: plugins.NAME.path,
+// or plugins.NAME.builtin for a built-in gate.
+func pluginKey(name string, builtins map[string]string) string {
+	if _, ok := builtins[name]; ok {
+		return "plugins." + name + ".builtin"
+	}
+	return "plugins." + name + ".path"
 }
 
 // fileError reports whether err is about a file itself (missing,

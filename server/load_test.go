@@ -22,6 +22,9 @@ import (
 // request must answer 200, and the event log must hold exactly one
 // decision record per decision. Figures: go test -run TestServeLoad -v.
 func TestServeLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test (over a thousand requests): skipped under -short (make test runs it)")
+	}
 	dir := t.TempDir()
 	p := variantParams(false)
 	p.twoGate = true

@@ -21,7 +21,8 @@ import (
 )
 
 const pluginUsage = `Usage:
-  gatehost plugin inspect [--output text|json] MODULE.wasm
+  gatehost plugin inspect [--output text|json] MODULE.wasm|builtin:GATE
+  gatehost plugin inspect --config F [--output text|json] PLUGIN
   gatehost plugin check [flags] MODULE.wasm      run the conformance kit (sdk/gatekit)
   gatehost plugin pin [--config F] [PLUGIN...]   write the plugins' sha256 pins into the config file
   gatehost plugin new [flags] NAME               scaffold a gate module in ./NAME
@@ -84,7 +85,14 @@ func parseFlags(fs *pflag.FlagSet, args []string, nargs func(int) bool) (code in
 
 // inspection is what plugin inspect reports.
 type inspection struct {
-	Path       string              `json:"path"`
+	Path string `json:"path"`
+	// Plugin is the config's plugin inspected (--config F PLUGIN).
+	Plugin string `json:"plugin,omitempty"`
+	// Builtin is the built-in gate whose installed module Path is
+	// (builtin:GATE, or a plugin given as builtin: GATE).
+	Builtin string `json:"builtin,omitempty"`
+	// Pin is the plugin's sha256 pin in the config, if any.
+	Pin        string              `json:"pin,omitempty"`
 	Size       int                 `json:"size"`
 	SHA256     string              `json:"sha256"`
 	ABIVersion int                 `json:"abi_version,omitempty"`
@@ -95,20 +103,37 @@ type inspection struct {
 }
 
 func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("plugin inspect", "Usage: gatehost plugin inspect [--output text|json] MODULE.wasm\n", stderr, flagOutput)
+	fs := newFlags("plugin inspect", `Usage: gatehost plugin inspect [--output text|json] MODULE.wasm|builtin:GATE
+       gatehost plugin inspect --config F [--output text|json] PLUGIN
+
+builtin:GATE is the installed module of a built-in gate (exec, merge,
+preconditions, static-verify): GATE.wasm in $GATEHOST_PLUGIN_DIR, then in
+PREFIX/lib/gatehost/plugins beside PREFIX/bin/gatehost. With --config, PLUGIN
+is a plugin of that config (plugins.PLUGIN), by path or builtin.
+`, stderr, flagOutput|flagConfig)
+	fs.setUsage("config", "config file whose plugin PLUGIN to inspect")
 	if code, done := fs.parse(args, exactly(1)); done {
 		return code
 	}
 	output := &fs.output
-	wasm, err := safefile.ReadFile(fs.Arg(0), host.MaxModuleFileBytes)
+	in, err := inspectTarget(fs)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	wasm, err := safefile.ReadFile(in.Path, host.MaxModuleFileBytes)
 	if err != nil {
 		return fail(stderr, err)
 	}
 	sum := sha256.Sum256(wasm)
-	in := inspection{Path: fs.Arg(0), Size: len(wasm), SHA256: hex.EncodeToString(sum[:])}
+	in.Size, in.SHA256 = len(wasm), hex.EncodeToString(sum[:])
 	in.Module, err = gatekit.Inspect(ctx, wasm)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("%s: %w", fs.Arg(0), err))
+		return fail(stderr, fmt.Errorf("%s: %w", in.Path, err))
+	}
+	code := 0
+	if in.Pin != "" && !strings.EqualFold(in.Pin, in.SHA256) {
+		// The host refuses to load it: say so in the exit code too.
+		code = 1
 	}
 	if len(in.Module.Problems) == 0 {
 		d, raw, err := gatekit.Describe(ctx, wasm, "")
@@ -124,12 +149,26 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(in)
-		return 0
+		return code
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if in.Plugin != "" {
+		fmt.Fprintf(tw, "plugin\t%s (%s)\n", in.Plugin, fs.config)
+	}
+	if in.Builtin != "" {
+		fmt.Fprintf(tw, "builtin\t%s\n", in.Builtin)
+	}
 	fmt.Fprintf(tw, "module\t%s\n", in.Path)
 	fmt.Fprintf(tw, "size\t%d bytes\n", in.Size)
 	fmt.Fprintf(tw, "sha256\t%s\n", in.SHA256)
+	switch {
+	case in.Pin == "" && in.Plugin != "":
+		fmt.Fprintf(tw, "pin\tnone (gatehost plugin pin writes it)\n")
+	case code != 0:
+		fmt.Fprintf(tw, "pin\t%s: DOES NOT MATCH; the host refuses to load this module\n", in.Pin)
+	case in.Pin != "":
+		fmt.Fprintf(tw, "pin\tmatches\n")
+	}
 	if in.ABIVersion != 0 {
 		fmt.Fprintf(tw, "abi\tv%d (gate_abi_version and descriptor agree; host speaks v%d.%d)\n", in.ABIVersion, abiMajor, abiMinor)
 	}
@@ -160,7 +199,7 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	if in.LoadError != "" {
 		fmt.Fprintf(stdout, "\ndescriptor: does not load: %s\n", in.LoadError)
-		return 0
+		return code
 	}
 	var pretty strings.Builder
 	var v any
@@ -168,7 +207,35 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	b, _ := json.MarshalIndent(v, "  ", "  ")
 	pretty.Write(b)
 	fmt.Fprintf(stdout, "\ndescriptor:\n  %s\n", pretty.String())
-	return 0
+	return code
+}
+
+// inspectTarget is what plugin inspect's argument names: a module file, a
+// built-in gate's installed module (builtin:GATE), or with --config a
+// plugin of the config.
+func inspectTarget(fs *commonFlags) (inspection, error) {
+	arg := fs.Arg(0)
+	if fs.Changed("config") {
+		l, err := fs.load()
+		if err != nil {
+			return inspection{}, err
+		}
+		defer l.Close()
+		name := strings.ToLower(arg) // plugin names are case-insensitive
+		p, ok := l.Host.Plugins[name]
+		if !ok {
+			return inspection{}, fmt.Errorf("config %s: plugins.%s: no such plugin", l.File, name)
+		}
+		return inspection{Path: p.Path, Plugin: name, Builtin: l.Builtins[name], Pin: p.SHA256}, nil
+	}
+	if gate, ok := strings.CutPrefix(arg, "builtin:"); ok {
+		path, err := config.ResolveBuiltin(gate)
+		if err != nil {
+			return inspection{}, fmt.Errorf("%s: %w", arg, err)
+		}
+		return inspection{Path: path, Builtin: gate}, nil
+	}
+	return inspection{Path: arg}, nil
 }
 
 func pages(n uint32) string {

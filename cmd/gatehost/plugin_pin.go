@@ -55,9 +55,19 @@ func cmdPluginPin(_ context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // moduleSum is the SHA-256, in lowercase hex, of plugin name's module at
-// path (relative to base).
-func moduleSum(name, base, path string) (string, error) {
-	if path == "" {
+// path (relative to base), or of the installed module of the built-in gate
+// builtin (config.ResolveBuiltin) when path is "".
+func moduleSum(name, base, path, builtin string) (string, error) {
+	switch {
+	case path != "" && builtin != "":
+		return "", fmt.Errorf("plugins.%s: path and builtin are exclusive: give one", name)
+	case builtin != "":
+		p, err := config.ResolveBuiltin(builtin)
+		if err != nil {
+			return "", fmt.Errorf("plugins.%s.builtin: %w", name, err)
+		}
+		path = p
+	case path == "":
 		return "", fmt.Errorf("plugins.%s.path: required", name)
 	}
 	if !filepath.IsAbs(path) {
@@ -133,13 +143,25 @@ func pinConfig(src []byte, base string, names []string) ([]byte, []string, error
 		if p.Style&yaml.FlowStyle != 0 {
 			return nil, nil, fmt.Errorf("plugins.%s: written in flow style ({...}); write it as a block mapping to pin it", name)
 		}
-		pathNode := mapValue(p, "path")
-		if pathNode == nil || pathNode.Value == "" {
-			return nil, nil, fmt.Errorf("plugins.%s.path: required", name)
+		// The pin goes under path:, or under builtin: for a built-in gate.
+		where := "path"
+		pathNode, builtinNode := mapValue(p, "path"), mapValue(p, "builtin")
+		path, builtin := "", ""
+		if pathNode != nil {
+			path = pathNode.Value
 		}
-		sum, err := moduleSum(name, base, pathNode.Value)
+		if builtinNode != nil {
+			builtin = builtinNode.Value
+			if path == "" {
+				where = "builtin"
+			}
+		}
+		sum, err := moduleSum(name, base, path, builtin)
 		if err != nil {
 			return nil, nil, err
+		}
+		if builtin != "" {
+			path = "builtin " + builtin
 		}
 		want[name] = sum
 		shaKey, shaVal := mapEntry(p, "sha256")
@@ -147,11 +169,11 @@ func pinConfig(src []byte, base string, names []string) ([]byte, []string, error
 		if shaVal != nil {
 			was = shaVal.Value
 		}
-		report = append(report, pinReport(name, sum, pathNode.Value, shaKey != nil, was))
+		report = append(report, pinReport(name, sum, path, shaKey != nil, was))
 		switch {
 		case shaKey == nil:
-			// A new line below path:, at the same indentation.
-			pk, _ := mapEntry(p, "path")
+			// A new line below path: (or builtin:), at the same indentation.
+			pk, _ := mapEntry(p, where)
 			edits = append(edits, edit{line: pk.Line, insert: true,
 				text: strings.Repeat(" ", pk.Column-1) + `sha256: "` + sum + `"` + "\n"})
 		case strings.EqualFold(shaVal.Value, sum):

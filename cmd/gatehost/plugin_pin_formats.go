@@ -32,6 +32,12 @@ func pinFile(path string, src []byte, names []string) ([]byte, []string, error) 
 	}
 }
 
+// errBuiltinPin refuses to pin a built-in gate in a TOML or JSON config:
+// only YAML configs are edited for those.
+func errBuiltinPin(name string) error {
+	return fmt.Errorf("plugins.%s.builtin: pinned by plugin pin in YAML configs only; write the sha256 gatehost plugin inspect builtin:GATE prints", name)
+}
+
 // pinEdit replaces src[start:end] by text.
 type pinEdit struct {
 	start, end int
@@ -184,7 +190,10 @@ func pinJSON(src []byte, base string, names []string) ([]byte, []string, error) 
 		if pathM != nil {
 			path, _ = pathM.value.scalar.(string)
 		}
-		sum, err := moduleSum(name, base, path)
+		if p.member("builtin") != nil {
+			return nil, nil, errBuiltinPin(name)
+		}
+		sum, err := moduleSum(name, base, path, "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -267,7 +276,10 @@ func pinTOML(src []byte, base string, names []string) ([]byte, []string, error) 
 		seen[name] = true
 		table, _ := doc.Plugins[name].(map[string]any)
 		path, _ := table["path"].(string)
-		sum, err := moduleSum(name, base, path)
+		if _, ok := table["builtin"]; ok {
+			return nil, nil, errBuiltinPin(name)
+		}
+		sum, err := moduleSum(name, base, path, "")
 		if err != nil {
 			return nil, nil, err
 		}

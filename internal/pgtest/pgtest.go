@@ -5,8 +5,9 @@
 // directory $GATEHOST_TEST_PG_BIN names.
 //
 // Tests that need PostgreSQL call Start (or Shared). They are skipped only
-// when GATEHOST_TEST_POSTGRES=off; otherwise a missing or failing server
-// fails the test, so that CI never passes by skipping them.
+// under go test -short (make test-short) or when GATEHOST_TEST_POSTGRES=off;
+// otherwise a missing or failing server fails the test, so that CI (make
+// test, without -short) never passes by skipping them.
 //
 // initdb and pg_ctl refuse to run as root; as root the cluster's files
 // belong to the "postgres" user and the commands run as it (runuser).
@@ -57,11 +58,14 @@ type runAs struct {
 // Enabled reports whether PostgreSQL tests run (EnvSwitch is not "off").
 func Enabled() bool { return os.Getenv(EnvSwitch) != "off" }
 
-// Skip skips tb when PostgreSQL tests are off.
+// Skip skips tb when PostgreSQL tests are off, or under -short.
 func Skip(tb testing.TB) {
 	tb.Helper()
 	if !Enabled() {
 		tb.Skipf("%s=off", EnvSwitch)
+	}
+	if testing.Short() {
+		tb.Skip("needs PostgreSQL: skipped under -short (make test runs it)")
 	}
 }
 
