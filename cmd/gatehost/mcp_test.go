@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -280,4 +284,54 @@ func TestMCPStdioNoUpstreamStarts(t *testing.T) {
 	assert.Equal(t, 1, ee.ExitCode())
 	assert.Contains(t, stderr.String(), `upstream "upstream" never started`)
 	assert.Contains(t, stderr.String(), "/nonexistent/server")
+}
+
+// TestMCPExportsDecisions: gatehost mcp exports its decisions as serve
+// does (the composition root starts the decision_log: section's
+// exporters): a call's decision reaches the receiver.
+func TestMCPExportsDecisions(t *testing.T) {
+	server := memoryServer(t)
+	var mu sync.Mutex
+	var kinds []string // the verdicts exported
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var batch []map[string]any
+		if b, _ := io.ReadAll(zr); json.Unmarshal(b, &batch) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range batch {
+			if r, ok := e["result"].(map[string]any); ok {
+				kinds = append(kinds, fmt.Sprint(r["verdict"]))
+			}
+		}
+	}))
+	t.Cleanup(recv.Close)
+	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n  sessions: {activate_on_list: [\"*\"]}\n")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(f, "decision_log: {http: {url: %q, flush_interval: 10ms}}\n", recv.URL)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "mcp", "--config", cfg, "--upstream-name", "memory", "--", server)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	_, err = cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_graph", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.NoError(t, cs.Close()) // the gateway flushes its exporters as it exits
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, kinds, "accepted", "the read_graph decision was exported")
 }
