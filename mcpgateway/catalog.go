@@ -44,7 +44,10 @@ func exposedName(upstream, name string, collides bool) string {
 // refuses (a name that is another tool's id, say) leaves that one tool
 // out, logged, and never the others. g.mu must be held.
 func (g *Gateway) publishLocked(set *baseline.Set) error {
-	if set == g.published {
+	// A store may hand out a new Set for unchanged content (PostgreSQL
+	// reads it afresh): the catalog is rebuilt only when an entry changed.
+	if set == g.published || (g.published != nil && set.Equal(g.published)) {
+		g.published = set
 		return nil
 	}
 	tools, routes := g.buildCatalog(set)
