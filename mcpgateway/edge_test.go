@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -438,4 +439,38 @@ func TestUpstreamFailureIsolated(t *testing.T) {
 	assert.Equal(t, "up", r.Upstreams[0].State)
 	assert.Equal(t, "failing", r.Upstreams[1].State)
 	assert.NotEmpty(t, r.Upstreams[1].Error)
+}
+
+// TestDriftSeenByOneSessionDeniesAll: once any connection of an upstream
+// lists a tool otherwise than the baseline, every session of the gateway
+// is denied the tool, also one whose connection still lists the approved
+// definition because the server did not announce the change.
+func TestDriftSeenByOneSessionDeniesAll(t *testing.T) {
+	var mode atomic.Value
+	mode.Store("")
+	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		// Each upstream session meets the server as it is when it
+		// connects; nothing is announced to the others.
+		s := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+		s.AddTool(upstreamVariant(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, mode.Load().(string)),
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+			})
+		return s
+	}, nil))
+	t.Cleanup(upSrv.Close)
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "quiet", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
+	cs1 := connect(t, g, nil)
+	toolNames(t, cs1)
+	require.False(t, call(t, cs1, "echo", map[string]any{}).IsError)
+
+	mode.Store("description")
+	cs2 := connect(t, g, nil)
+	toolNames(t, cs2)
+	assert.Equal(t, []string{"tool_drifted"}, findingCodes(t, call(t, cs2, "echo", map[string]any{})))
+	r := call(t, cs1, "echo", map[string]any{})
+	assert.Equal(t, []string{"tool_drifted"}, findingCodes(t, r), "the first session's connection has not listed since")
+	assert.Contains(t, text(r), "seen by another session")
 }

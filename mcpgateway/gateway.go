@@ -103,8 +103,13 @@ type Gateway struct {
 
 	// published is the baseline the catalog was last built from.
 	published *baseline.Set
-	// driftSeen holds the drifted definitions already recorded.
+	// driftSeen holds the drifted definitions already recorded;
+	// suspended maps "upstream\x00tool" to the baseline digest that some
+	// connection of the upstream no longer listed: until that entry
+	// changes (an operator's approval), the tool is denied in every
+	// session.
 	driftSeen sync.Map
+	suspended sync.Map
 	// namesMu guards the check of the config's tool names (checkNames).
 	namesMu      sync.Mutex
 	namesChecked bool

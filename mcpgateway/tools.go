@@ -125,6 +125,10 @@ func (g *Gateway) trustedAtFirstListing(upstream, name string) bool {
 // that an upstream lists a tool otherwise than its baseline entry, with
 // what changed.
 func (g *Gateway) noteDrift(upstream, tool string, e baseline.Entry, digest string, def json.RawMessage) {
+	// Every session of the gateway is denied the tool from now on, not
+	// only the one whose connection saw the change: another session's
+	// connection may reach the same server and not have listed since.
+	g.suspended.Store(upstream+"\x00"+tool, e.Digest)
 	key := upstream + "\x00" + tool + "\x00" + digest
 	if _, seen := g.driftSeen.LoadOrStore(key, true); seen {
 		return
@@ -168,6 +172,13 @@ func (g *Gateway) baselineRefusal(ctx context.Context, c *upconn, name string) [
 		return refuse(CodeBaselineUnavailable, "the trust baseline could not be published: %v", err)
 	}
 	e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: name})
+	if sus, seen := g.suspended.Load(c.u.Name + "\x00" + name); ok && seen && sus.(string) == e.Digest && e.Digest == digest {
+		// This connection still lists the approved definition, but
+		// another connection of the upstream listed a changed one: the
+		// server changed, and this connection has not listed since.
+		return refuse(CodeToolDrifted, "upstream %s listed %s otherwise than the trust baseline approved (seen by another session); denied for every session until an operator approves the new definition (gatehost mcp approve)",
+			c.u.Name, name)
+	}
 	switch {
 	case !ok:
 		return refuse(CodeToolNotApproved, "%s of upstream %s is not in the trust baseline; an operator approves it (gatehost mcp approve)", name, c.u.Name)

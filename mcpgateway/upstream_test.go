@@ -140,6 +140,9 @@ const (
 	nameEnv    = "GATEHOST_TEST_UPSTREAM_NAME"
 )
 
+// upstreamVariant is variant, for tests outside this file.
+func upstreamVariant(t *mcp.Tool, mode string) *mcp.Tool { return variant(t, mode) }
+
 // variant changes one model-visible part of t: "schema", "annotations"
 // (now destructive), "description", "title", "output_schema", "icons",
 // "meta"; "" or anything else leaves it as it is.
