@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -360,15 +359,21 @@ func (c *upconn) current() *mcp.ClientSession {
 
 // forward sends a method other than tools/* to the upstream that serves
 // it and returns its answer unchanged. With several upstreams, list
-// methods merge every upstream's (all pages) and the others go to the
-// upstream whose list held the named item, or else the first.
+// methods merge every upstream's (all pages, within the listing bounds)
+// and the others go to the one upstream that lists the named item.
 func (d *downstream) forward(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 	switch p := req.GetParams().(type) {
 	case *mcp.ListResourcesParams:
 		if len(d.ups) == 1 {
 			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) { return cs.ListResources(ctx, p) })
 		}
-		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Resources)
+		all, err := mergeAll(ctx, d, "resources/list", func(cs *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
+			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Resources, r.NextCursor, nil
+		})
 		return &mcp.ListResourcesResult{Resources: all}, err
 	case *mcp.ListResourceTemplatesParams:
 		if len(d.ups) == 1 {
@@ -376,14 +381,19 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 				return cs.ListResourceTemplates(ctx, p)
 			})
 		}
-		all, err := mergeAll(ctx, d, (*mcp.ClientSession).ResourceTemplates)
+		all, err := mergeAll(ctx, d, "resources/templates/list", func(cs *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.ResourceTemplates, r.NextCursor, nil
+		})
 		return &mcp.ListResourceTemplatesResult{ResourceTemplates: all}, err
 	case *mcp.ListPromptsParams:
 		if len(d.ups) == 1 {
 			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) { return cs.ListPrompts(ctx, p) })
 		}
-		all, err := mergeAll(ctx, d, (*mcp.ClientSession).Prompts)
-		return &mcp.ListPromptsResult{Prompts: all}, err
+		return d.listPrompts(ctx)
 	case *mcp.ReadResourceParams:
 		return d.owned(ctx, ownerResource(p.URI), func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, p) })
 	case *mcp.GetPromptParams:
@@ -445,26 +455,95 @@ func ownerResource(uri string) ownerTest {
 	}
 }
 
-// ownerPrompt: the upstream lists a prompt of that name.
+// ownerPrompt: the upstream lists a prompt of that name. A prompt whose
+// name a person could take for another upstream's (errLookalike), or that
+// shows invisible or control characters, is served by none.
 func ownerPrompt(name string) ownerTest {
 	return func(ctx context.Context, o Options, cs *mcp.ClientSession) (bool, error) {
-		ps, err := listAll(ctx, o, "prompts/list", func(cursor string) ([]*mcp.Prompt, string, error) {
-			r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Prompts, r.NextCursor, nil
-		})
+		if badToolName(name) != "" {
+			return false, errLookalike
+		}
+		ps, err := listPrompts(ctx, o, cs)
 		if err != nil {
 			return false, err
 		}
+		owns, alike := false, false
 		for _, p := range ps {
-			if p != nil && p.Name == name {
-				return true, nil
+			switch {
+			case p == nil:
+			case p.Name == name:
+				owns = true
+			case nameSkeleton(p.Name) == nameSkeleton(name):
+				alike = true
 			}
 		}
-		return false, nil
+		if alike {
+			return owns, errLookalike
+		}
+		return owns, nil
 	}
+}
+
+// errLookalike: a prompt's name could be taken for another's.
+var errLookalike = errors.New("a prompt's name could be taken for another's")
+
+func listPrompts(ctx context.Context, o Options, cs *mcp.ClientSession) ([]*mcp.Prompt, error) {
+	return listAll(ctx, o, "prompts/list", func(cursor string) ([]*mcp.Prompt, string, error) {
+		r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return r.Prompts, r.NextCursor, nil
+	})
+}
+
+// listPrompts merges the upstreams' prompts, leaving out a name with
+// invisible or control characters and every prompt whose name a person
+// could take for another upstream's (the tools' skeleton rule): a prompt
+// is chosen by its name alone, so look-alikes are not offered at all.
+func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
+	type item struct {
+		up int
+		p  *mcp.Prompt
+	}
+	var items []item
+	ups := map[string]map[int]bool{}
+	for i, c := range d.ups {
+		cs, err := c.session(ctx)
+		if err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: upstream unavailable; its prompts are left out", "upstream", c.u.Name, "error", err)
+			continue
+		}
+		ps, err := listPrompts(ctx, d.g.opts, cs)
+		if err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: upstream prompts not listed; left out", "upstream", c.u.Name, "error", err)
+			continue
+		}
+		for _, p := range ps {
+			if p == nil {
+				continue
+			}
+			if why := badToolName(p.Name); why != "" {
+				d.g.opts.Logger.Warn("mcp gateway: upstream prompt not exposed", "upstream", c.u.Name, "prompt", fmt.Sprintf("%q", p.Name), "reason", why)
+				continue
+			}
+			items = append(items, item{i, p})
+			sk := nameSkeleton(p.Name)
+			if ups[sk] == nil {
+				ups[sk] = map[int]bool{}
+			}
+			ups[sk][i] = true
+		}
+	}
+	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	for _, it := range items {
+		if len(ups[nameSkeleton(it.p.Name)]) > 1 {
+			d.g.opts.Logger.Warn("mcp gateway: prompt names of several upstreams could be taken for each other; not exposed", "upstream", d.ups[it.up].u.Name, "prompt", it.p.Name)
+			continue
+		}
+		out.Prompts = append(out.Prompts, it.p)
+	}
+	return out, nil
 }
 
 // owned sends a request about one item (a resource, a prompt, a
@@ -489,6 +568,10 @@ func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.Clien
 			continue
 		}
 		ok, err := own(ctx, d.g.opts, cs)
+		if errors.Is(err, errLookalike) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: "gatehost mcp gateway: this name could be taken for an item of another upstream (or shows invisible characters); it is not sent"}
+		}
 		if err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: upstream list failed; its items cannot be reached", "upstream", c.u.Name, "error", err)
 			continue
@@ -540,18 +623,14 @@ func templateMatches(tpl, uri string) bool {
 }
 
 // mergeAll reads every page of one list from every upstream, in upstream
-// order: several upstreams answer a list method together.
-func mergeAll[T any, P any](ctx context.Context, d *downstream, list func(*mcp.ClientSession, context.Context, P) iter.Seq2[T, error]) ([]T, error) {
+// order, each within the listing bounds: several upstreams answer a list
+// method together.
+func mergeAll[T any](ctx context.Context, d *downstream, method string, page func(cs *mcp.ClientSession, cursor string) ([]T, string, error)) ([]T, error) {
 	all := []T{}
-	var zero P
 	err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
-		for x, err := range list(cs, ctx, zero) {
-			if err != nil {
-				return err
-			}
-			all = append(all, x)
-		}
-		return nil
+		items, err := listAll(ctx, d.g.opts, method, func(cursor string) ([]T, string, error) { return page(cs, cursor) })
+		all = append(all, items...)
+		return err
 	})
 	return all, err
 }

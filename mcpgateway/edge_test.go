@@ -474,3 +474,33 @@ func TestDriftSeenByOneSessionDeniesAll(t *testing.T) {
 	assert.Equal(t, []string{"tool_drifted"}, findingCodes(t, r), "the first session's connection has not listed since")
 	assert.Contains(t, text(r), "seen by another session")
 }
+
+// TestPromptLookalikes: with several upstreams, prompts whose names a
+// person could take for each other (case, Unicode look-alikes, invisible
+// characters) are neither listed nor served; others are, by their owner.
+func TestPromptLookalikes(t *testing.T) {
+	withPrompts := func(name, prompts string) mcpgateway.Upstream {
+		u := stdioUpstream(t, name)
+		u.Env = append(u.Env, "GATEHOST_TEST_UPSTREAM_PROMPTS="+prompts)
+		return u
+	}
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{
+		withPrompts("aaa", "send_mail,Greet,summary"),
+		withPrompts("zzz", "send_maіl,greet,delete\u200b_all,only_zzz")}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, nil)
+	lp, err := cs.ListPrompts(context.Background(), nil)
+	require.NoError(t, err)
+	var names []string
+	for _, p := range lp.Prompts {
+		names = append(names, p.Name)
+	}
+	assert.ElementsMatch(t, []string{"summary", "only_zzz"}, names)
+	for _, n := range []string{"send_mail", "send_maіl", "greet", "Greet", "delete\u200b_all"} {
+		_, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: n})
+		assert.Error(t, err, n)
+	}
+	r, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "only_zzz"})
+	require.NoError(t, err)
+	assert.Equal(t, "prompt of zzz", r.Messages[0].Content.(*mcp.TextContent).Text)
+}

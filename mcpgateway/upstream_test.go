@@ -118,6 +118,15 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 			}
 			return text("answer: " + res.Action), nil
 		})
+	for _, pn := range strings.Split(os.Getenv(promptsEnv), ",") {
+		if pn == "" {
+			continue
+		}
+		from := os.Getenv(nameEnv)
+		s.AddPrompt(&mcp.Prompt{Name: pn}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "prompt of " + from}}}}, nil
+		})
+	}
 	if name := os.Getenv(nameEnv); name != "" {
 		uri := "note://" + name + "/only"
 		s.AddResource(&mcp.Resource{Name: "only-" + name, URI: uri, MIMEType: "text/plain"},
@@ -137,6 +146,7 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 // nameEnv names it, for a resource only it lists (note://NAME/only).
 const (
 	variantEnv = "GATEHOST_TEST_UPSTREAM_VARIANT"
+	promptsEnv = "GATEHOST_TEST_UPSTREAM_PROMPTS" // comma-separated prompt names
 	nameEnv    = "GATEHOST_TEST_UPSTREAM_NAME"
 )
 
