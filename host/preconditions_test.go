@@ -190,8 +190,8 @@ func TestPreconditionsFailClosed(t *testing.T) {
 		_, err := domain.Parse([]byte(`{domain: x, version: 1, views: {v: {params: [a], document: {collection: c}}},
 capabilities: {w: {kind: action, preconditions: [{id: p1, view: v, bind: {a: 1}, deny_when: {field: f, roughly: 3}, message: m}]}}}`))
 		require.ErrorIs(t, err, domain.ErrInvalid)
-		assert.Contains(t, err.Error(), "capability w: precondition p1")
-		assert.Contains(t, err.Error(), "roughly")
+		assert.Contains(t, err.Error(), "capabilities.w.preconditions[0].deny_when")
+		assert.Contains(t, err.Error(), `unknown key "roughly"`)
 	})
 	t.Run("missing view refused at load", func(t *testing.T) {
 		_, err := domain.Parse([]byte(`{domain: x, version: 1,
