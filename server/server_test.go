@@ -82,12 +82,12 @@ func writeServeConfig(t testing.TB, dir string, p serveParams) string {
     subject: proposal
     stages:
       - {name: static-verify, plugin: static-verify, timeout: 60s, capabilities: [catalog, schema], config: {max_actions: 100}}
-      - {name: preconditions, plugin: preconditions, timeout: 60s, capabilities: [query], config: {domain: retail, unknown_tools: allow}}
+      - {name: preconditions, plugin: preconditions, timeout: 60s, capabilities: [query], config: {domain: github, unknown_tools: allow}}
 domains:
-  retail:
+  github:
     catalog: %s
     source: {kind: documents, path: %s}
-`, filepath.Join(repoRoot, "testdata/domains/retail/domain.yaml"), filepath.Join(repoRoot, "testdata/domains/retail/db.json"))
+`, filepath.Join(repoRoot, "testdata/domains/github-bench/domain.yaml"), filepath.Join(repoRoot, "testdata/domains/github-bench/db.json"))
 	}
 	if p.slow != "" {
 		fmt.Fprintf(&b, "  slow:\n    subject: proposal\n    stages:\n      - {plugin: loop, timeout: %s}\n", p.slow)
