@@ -191,13 +191,26 @@ want_logged "$n" rejected confirmation_required
 echo
 
 # server-filesystem serves no resources or prompts; server-everything does.
-echo "\$ mcp-inspector --cli gatehost mcp --upstream-name everything -- mcp-server-everything   (pass-through)"
+# The demo's mcp-fs pipeline names server-filesystem's tools, and the
+# gateway refuses a config whose tool names match nothing the upstream
+# lists: the pass-through checks run a config of their own, one exec stage
+# that names no tool.
+cat >"$out/passthrough.yaml" <<CFG
+event_log: {path: $out/passthrough-events.jsonl}
+plugins: {exec: {path: $root/build/plugins/exec.wasm}}
+pipelines: {pt: {subject: tool_call, stages: [{plugin: exec, capabilities: [catalog, session]}]}}
+mcp: {pipeline: pt}
+CFG
+# A wrapper, since the inspector takes --config as its own flag.
+printf '#!/bin/sh\nexec "%s" mcp --config "%s" --upstream-name everything -- "%s"\n' "$bin" "$out/passthrough.yaml" "$bins/mcp-server-everything" >"$out/gw-passthrough"
+chmod +x "$out/gw-passthrough"
+echo "\$ mcp-inspector --cli gatehost mcp --config passthrough.yaml --upstream-name everything -- mcp-server-everything   (pass-through)"
 for m in resources/list resources/templates/list prompts/list; do
   echo "[stdio] $m through gatehost = $m asked directly"
   f=${m//\//-}
   inspect "direct-$f" "$bins/mcp-server-everything" --method "$m"
   want_result "direct-$f" $? || continue
-  inspect "gw-$f" "$bin" mcp --upstream-name everything -- "$bins/mcp-server-everything" --method "$m"
+  inspect "gw-$f" "$out/gw-passthrough" --method "$m"
   want_result "gw-$f" $? || continue
   # The gateway re-encodes answers through the Go SDK's types: its list
   # results carry the cache hints ttlMs and cacheScope (protocol revision
