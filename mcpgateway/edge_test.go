@@ -504,3 +504,20 @@ func TestPromptLookalikes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "prompt of zzz", r.Messages[0].Content.(*mcp.TextContent).Text)
 }
+
+// TestConfigNamesWhileAnUpstreamIsDown: with one upstream down, a name of
+// the config that matches nothing among the upstreams that did list (and
+// cannot be the down one's) still refuses the session: "not checked yet"
+// never lets a call through.
+func TestConfigNamesWhileAnUpstreamIsDown(t *testing.T) {
+	f := newFixtureWith(t, json.RawMessage(`{"confirm_tools":["mcp.notes:delete_not"]}`), nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{
+		stdioUpstream(t, "notes"), {Name: "gone", Command: []string{"/nonexistent/mcp-server"}}}, ActivateOnList: []string{"*"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	go func() { _ = g.ServeTransport(ctx, st) }()
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.Error(t, err, "refused at initialize, as with every upstream up")
+	assert.Contains(t, err.Error(), `"mcp.notes:delete_not" matches no tool`)
+}

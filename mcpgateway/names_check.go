@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gatehost/gatehost/host"
@@ -40,10 +41,12 @@ func (g *Gateway) checkNames(d *downstream) error {
 		return g.namesErr
 	}
 	var entries []baseline.Entry
+	var unlisted []string
 	for _, c := range d.ups {
 		l := c.listing.Load()
 		if l == nil {
-			return nil // not every upstream has listed yet
+			unlisted = append(unlisted, c.u.Name)
+			continue
 		}
 		for _, t := range l.tools {
 			e, err := baseline.NewEntry(c.u.Name, t.Name, l.defs[t.Name], "listing", time.Unix(0, 0))
@@ -51,6 +54,9 @@ func (g *Gateway) checkNames(d *downstream) error {
 				entries = append(entries, e)
 			}
 		}
+	}
+	if len(unlisted) > 0 {
+		return g.checkNamesPartly(entries, unlisted)
 	}
 	g.namesChecked = true
 	set, err := baseline.NewSet(entries)
@@ -82,3 +88,54 @@ func (g *Gateway) checkNames(d *downstream) error {
 
 // kindConfigRefused: the gateway refused to serve its config.
 const kindConfigRefused = "mcp_config_refused"
+
+// checkNamesPartly checks the config's tool names while some upstreams
+// have not listed yet (one is down): a name is not called wrong for want
+// of its upstream's listing, but "not known yet" must not let a call
+// through either. A name that matches nothing among the upstreams that
+// did list is an error unless it could still belong to an unlisted one
+// (its namespace is mcp.UNLISTED, or it is a bare wire name). The verdict
+// is not kept: the full check runs once every upstream has listed.
+func (g *Gateway) checkNamesPartly(entries []baseline.Entry, unlisted []string) error {
+	set, err := baseline.NewSet(entries)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnmatchedName, err)
+	}
+	tools, _ := g.buildCatalog(set)
+	store, err := catalog.NewStore()
+	if err == nil {
+		_, err = store.Update(func(b *catalog.Builder) error {
+			for _, t := range tools {
+				_ = b.Add(t)
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = host.CheckToolReferences(g.toolReferences(), store.Snapshot())
+	}
+	var ue *host.UnmatchedToolError
+	if !errors.As(err, &ue) {
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnmatchedName, err)
+		}
+		return nil
+	}
+	var left []host.UnmatchedTool
+	for _, u := range ue.Unmatched {
+		ns, _, qualified := strings.Cut(u.Ref.Name, ":")
+		pending := !qualified // a wire name any upstream may list
+		for _, up := range unlisted {
+			if ns == "mcp."+up {
+				pending = true
+			}
+		}
+		if !pending {
+			left = append(left, u)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrUnmatchedName, &host.UnmatchedToolError{Unmatched: left})
+}
