@@ -251,12 +251,14 @@ func TestMCPApprove(t *testing.T) {
 
 // TestMCPStdioNoUpstreamStarts: gatehost mcp whose only upstream command
 // does not exist answers initialize, gives JSON-RPC errors with a code
-// (never 0), and exits 1 naming the upstream when the client goes.
+// (never 0), and exits 1 naming the upstream when the client goes. The
+// upstream is named memory: the config's tool names could be its tools,
+// so they wait for its listing instead of refusing the session.
 func TestMCPStdioNoUpstreamStarts(t *testing.T) {
 	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n")
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(exe, "mcp", "--config", cfg, "--", "/nonexistent/server")
+	cmd := exec.Command(exe, "mcp", "--config", cfg, "--upstream-name", "memory", "--", "/nonexistent/server")
 	cmd.Env = append(os.Environ(), cliChildEnv+"=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -267,7 +269,8 @@ func TestMCPStdioNoUpstreamStarts(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	next, write := rawMCP(t, stdin, stdout)
 	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	assert.NotNil(t, next()["result"])
+	init := next()
+	require.NotNil(t, init["result"], "%v", init)
 	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	for i, method := range []string{"prompts/list", "resources/list"} {
 		write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{}}`, i+2, method))
@@ -282,7 +285,7 @@ func TestMCPStdioNoUpstreamStarts(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, stderr.String())
 	assert.Equal(t, 1, ee.ExitCode())
-	assert.Contains(t, stderr.String(), `upstream "upstream" never started`)
+	assert.Contains(t, stderr.String(), `upstream "memory" never started`)
 	assert.Contains(t, stderr.String(), "/nonexistent/server")
 }
 
