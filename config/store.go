@@ -43,7 +43,7 @@ type storeConfig struct {
 	Catalog   string        `mapstructure:"catalog"`
 }
 
-// Store is the resolved store: section (README "Configuration", docs/FLEET.md).
+// Store is the resolved store: section (docs/CONFIGURATION.md, docs/FLEET.md).
 type Store struct {
 	// Kind is StoreFile (the default) or StorePostgres.
 	Kind string
