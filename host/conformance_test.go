@@ -9,7 +9,6 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hostkit"
 )
 
 func TestRunIDOption(t *testing.T) {
@@ -32,17 +31,16 @@ func TestEvaluateRequest(t *testing.T) {
 		{"other ABI major", `{"abi_version":2,"subject_kind":"proposal","subject":{"actions":[]}}`, "unsupported_abi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := hostkit.EvaluateRequest(context.Background(), h, "p", []byte(tc.request))
+			r, err := h.EvaluateRequest(context.Background(), "p", []byte(tc.request))
 			require.NoError(t, err)
-			r := v.(host.StageResult)
 			assert.NoError(t, r.Err(), "the gate answered")
 			assert.Equal(t, abi.Inconclusive, r.Verdict)
 			assert.Equal(t, tc.reason, r.Reason)
 		})
 	}
-	_, err := hostkit.EvaluateRequest(context.Background(), h, "nope", []byte("{}"))
+	_, err := h.EvaluateRequest(context.Background(), "nope", []byte("{}"))
 	assert.ErrorIs(t, err, host.ErrUnknownPipeline)
 	require.NoError(t, h.Close(context.Background()))
-	_, err = hostkit.EvaluateRequest(context.Background(), h, "p", []byte("{}"))
+	_, err = h.EvaluateRequest(context.Background(), "p", []byte("{}"))
 	assert.ErrorIs(t, err, host.ErrClosed)
 }
