@@ -9,10 +9,11 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 func TestRunIDOption(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog", "schema")})
+	h := hosttest.New(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: hosttest.OnePipeline("sv", "catalog", "schema")})
 	id := "0123456789abcdef0123456789abcdef"
 	d, err := h.Check(context.Background(), "p", []byte(`{"actions":[]}`), host.RunOptions{RunID: id})
 	require.NoError(t, err)
@@ -22,7 +23,7 @@ func TestRunIDOption(t *testing.T) {
 }
 
 func TestEvaluateRequest(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog", "schema")})
+	h := hosttest.New(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: hosttest.OnePipeline("sv", "catalog", "schema")})
 	for _, tc := range []struct {
 		name, request string
 		reason        string

@@ -25,14 +25,3 @@ func TestMain(m *testing.M) {
 		hosttest.Module{Path: &execWasm, Pkg: "plugins/exec/wasm"},
 	)
 }
-
-// The fixture's helpers (internal/hosttest), by the names the tests use.
-var (
-	githubCatalog  = hosttest.GitHubCatalog
-	readFile       = hosttest.ReadFile
-	onePipeline    = hosttest.OnePipeline
-	newHost        = hosttest.New
-	newPartialHost = hosttest.NewPartial
-)
-
-const testTimeout = hosttest.Timeout
