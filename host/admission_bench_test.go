@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	staticverify "github.com/gatehost/gatehost/plugins/static-verify"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -29,21 +30,21 @@ type admissionRig struct {
 
 func newAdmissionRig(tb testing.TB) *admissionRig {
 	tb.Helper()
-	store := githubCatalog(tb)
+	store := hosttest.GitHubCatalog(tb)
 	var db map[string]map[string]any
-	require.NoError(tb, json.Unmarshal(readFile(tb, "testdata/domains/github-bench/db.json"), &db))
+	require.NoError(tb, json.Unmarshal(hosttest.ReadFile(tb, "testdata/domains/github-bench/db.json"), &db))
 	domains := map[string]host.Domain{"github": {
-		Catalog: loadCatalog(tb, "testdata/domains/github-bench/domain.yaml"),
-		Source:  docs(db),
+		Catalog: hosttest.LoadCatalog(tb, "testdata/domains/github-bench/domain.yaml"),
+		Source:  hosttest.Docs(db),
 	}}
-	r := &admissionRig{subj: readFile(tb, "testdata/static-verify/bench-10-actions.json"), domains: domains}
+	r := &admissionRig{subj: hosttest.ReadFile(tb, "testdata/static-verify/bench-10-actions.json"), domains: domains}
 	for _, t := range store.Snapshot().List() {
 		r.tools = append(r.tools, t.ABI())
 	}
 	r.cfg = host.Config{
 		Plugins: map[string]host.PluginConfig{
 			"static-verify": {Path: staticVerifyWasm},
-			"preconditions": {Path: preconditionsWasm(tb)},
+			"preconditions": {Path: hosttest.PreconditionsWasm(tb)},
 		},
 		Catalog: store,
 		Domains: domains,
@@ -94,7 +95,7 @@ func BenchmarkAdmission10Actions(b *testing.B) {
 		b.Run("wasm"+v.suffix, func(b *testing.B) {
 			cfg := r.cfg
 			cfg.PoolSize = 1
-			h := newHost(b, v.cfg(cfg))
+			h := hosttest.New(b, v.cfg(cfg))
 			lat := make([]time.Duration, 0, 1024)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -108,7 +109,7 @@ func BenchmarkAdmission10Actions(b *testing.B) {
 	b.Run("wasm-parallel", func(b *testing.B) {
 		cfg := r.cfg
 		cfg.WarmPools = true // no timed decision makes an instance
-		h := newHost(b, cfg)
+		h := hosttest.New(b, cfg)
 		var mu sync.Mutex
 		lat := make([]time.Duration, 0, 1024)
 		b.ReportAllocs()

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // patternGate assembles a gate whose every answer is prefix, then unit
@@ -149,7 +150,7 @@ func TestBigAnswersAreRecorded(t *testing.T) {
 			t.Run(a.name+"/"+string(mode), func(t *testing.T) {
 				logPath := filepath.Join(t.TempDir(), "events.jsonl")
 				stages := []host.StageConfig{{Name: "base", Plugin: "base"}, {Name: "big", Plugin: "big", Mode: mode, MemoryLimit: uint64(a.memLimit)}}
-				h := newHost(t, host.Config{
+				h := hosttest.New(t, host.Config{
 					Plugins:          map[string]host.PluginConfig{"base": {Module: base}, "big": {Module: big}},
 					Pipelines:        map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: stages}},
 					EventLogPath:     logPath,
@@ -230,7 +231,7 @@ func TestManyStagesOfFindingsAreRecorded(t *testing.T) {
 	}
 	stages[0].Mode = host.Enforce
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:      map[string]host.PluginConfig{"g": {Module: gate}},
 		Pipelines:    map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: stages}},
 		EventLogPath: logPath,
@@ -262,9 +263,9 @@ func TestManyStagesOfFindingsAreRecorded(t *testing.T) {
 // gate sent.
 func TestRefusedAnswerDigest(t *testing.T) {
 	gate, answer := patternGate(t, `{"verdict":"accepted","evidence":{"x":`, "[", 100, strings.Repeat("]", 100)+`}}`)
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"g": {Module: gate}},
-		Pipelines: onePipeline("g"),
+		Pipelines: hosttest.OnePipeline("g"),
 	})
 	d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
 	require.NoError(t, err)

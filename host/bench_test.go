@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	staticverify "github.com/gatehost/gatehost/plugins/static-verify"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
@@ -16,8 +17,8 @@ import (
 // JSON path) and through the host (wasm, deadline enforced, no event log).
 // Compare the two: the ratio is the cost of the sandbox.
 func BenchmarkStaticVerify10Actions(b *testing.B) {
-	subj := readFile(b, "testdata/static-verify/bench-10-actions.json")
-	store := githubCatalog(b)
+	subj := hosttest.ReadFile(b, "testdata/static-verify/bench-10-actions.json")
+	store := hosttest.GitHubCatalog(b)
 	ctx := context.Background()
 
 	b.Run("native", func(b *testing.B) {
@@ -37,10 +38,10 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 	})
 	for _, v := range deadlineVariants {
 		b.Run("wasm"+v.suffix, func(b *testing.B) {
-			h := newHost(b, v.cfg(host.Config{
+			h := hosttest.New(b, v.cfg(host.Config{
 				Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 				Catalog:   store,
-				Pipelines: onePipeline("sv", "catalog", "schema"),
+				Pipelines: hosttest.OnePipeline("sv", "catalog", "schema"),
 				PoolSize:  1,
 			}))
 			b.ReportAllocs()

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // schemaStore is a catalog whose schemas no other test has: a nonce in each
@@ -45,10 +46,10 @@ func TestSchemaCompiledOncePerDigestAcrossRuns(t *testing.T) {
 		"b": `{"type":"object","required":["s"]}`,
 		"c": `{"type":"object","properties":{"n":{"type":"integer"}}}`, // a's schema, so a's digest
 	})
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 		Catalog:   store,
-		Pipelines: onePipeline("sv", "catalog", "schema"),
+		Pipelines: hosttest.OnePipeline("sv", "catalog", "schema"),
 	})
 	ok := []byte(`{"actions":[{"tool":"a","parameters":{"n":1}},{"tool":"b","parameters":{"s":1}},{"tool":"a","parameters":{"n":2}},{"tool":"c"}]}`)
 	bad := []byte(`{"actions":[{"tool":"a","parameters":{"n":"x"}},{"tool":"b","parameters":{}}]}`)
@@ -68,10 +69,10 @@ func TestSchemaCompiledOncePerDigestAcrossRuns(t *testing.T) {
 // is then inconclusive: never accepted, never a finding against the agent.
 func TestSchemaCompileErrorIsInconclusive(t *testing.T) {
 	store := schemaStore(t, map[string]string{"t": `{"type":"objekt"}`})
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 		Catalog:   store,
-		Pipelines: onePipeline("sv", "catalog", "schema"),
+		Pipelines: hosttest.OnePipeline("sv", "catalog", "schema"),
 	})
 	d, err := h.Check(context.Background(), "p", []byte(`{"actions":[{"tool":"t","parameters":{}}]}`), host.RunOptions{})
 	require.NoError(t, err)

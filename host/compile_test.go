@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/engine"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -49,7 +50,7 @@ func modulePipeline(wasm []byte) host.Config {
 	return host.Config{
 		CacheDir:  host.CacheOff,
 		Plugins:   map[string]host.PluginConfig{"bomb": {Module: wasm}},
-		Pipelines: onePipeline("bomb"),
+		Pipelines: hosttest.OnePipeline("bomb"),
 	}
 }
 

@@ -10,23 +10,21 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/engine"
-	"github.com/gatehost/gatehost/internal/hostkit"
 )
 
-// This file is the host's side of the conformance kit (sdk/gatekit), reached
-// through internal/hostkit: what a kit needs to drive a module through the
-// real host beyond Check.
+// This file holds what the conformance kit (sdk/gatekit) needs from the host
+// beyond Check: a module's descriptor, the capabilities the host knows, and a
+// gate's answer to a request the host did not build.
 
-func init() {
-	hostkit.Describe = describe
-	hostkit.KnownCapabilities = knownCapabilities
-	hostkit.EvaluateRequest = func(ctx context.Context, h any, pipeline string, request []byte) (any, error) {
-		return h.(*Host).evaluateRequest(ctx, pipeline, request)
-	}
-}
+// KnownCapabilities lists the capabilities the host can grant, sorted: the
+// names a stage's capabilities may list.
+func KnownCapabilities() []string { return knownCapabilities() }
 
-// describe: see hostkit.Describe.
-func describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
+// Describe loads wasm as the host does at start (abi/SPEC.md §3.1 steps 2–9,
+// with the default memory limit and load deadline) and returns its
+// descriptor: parsed, and as the module served it. cacheDir is as
+// Config.CacheDir, "" meaning none. The error is a *LoadError.
+func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
 	h := &Host{cfg: Config{CacheDir: cmp.Or(cacheDir, CacheOff), CompileTimeout: DefaultCompileTimeout},
 		engines: map[uint32]*engine.Engine{}, logger: slog.New(slog.DiscardHandler)}
 	e, err := h.engine(ctx, DefaultMemoryLimit/engine.PageSize)
@@ -44,8 +42,15 @@ func describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor
 	return p.descriptor, raw, err
 }
 
-// evaluateRequest: see hostkit.EvaluateRequest.
-func (h *Host) evaluateRequest(ctx context.Context, pipeline string, request []byte) (StageResult, error) {
+// EvaluateRequest is for the conformance kit: it hands request, byte for
+// byte, to the plugin of the named pipeline's first stage, with that stage's
+// grants, limits and the current catalog snapshot, and returns the stage's
+// result, decided fail-closed as in Check. The host neither builds nor
+// validates the request and records nothing in the event log: the kit must
+// see how a gate answers requests the host itself never sends (malformed,
+// empty, oversized). Errors: ErrClosed, ErrUnknownPipeline. To check a
+// subject, call Check.
+func (h *Host) EvaluateRequest(ctx context.Context, pipeline string, request []byte) (StageResult, error) {
 	if h.closed.Load() {
 		return StageResult{}, ErrClosed
 	}

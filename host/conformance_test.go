@@ -9,11 +9,11 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hostkit"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 func TestRunIDOption(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog", "schema")})
+	h := hosttest.New(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: hosttest.OnePipeline("sv", "catalog", "schema")})
 	id := "0123456789abcdef0123456789abcdef"
 	d, err := h.Check(context.Background(), "p", []byte(`{"actions":[]}`), host.RunOptions{RunID: id})
 	require.NoError(t, err)
@@ -23,7 +23,7 @@ func TestRunIDOption(t *testing.T) {
 }
 
 func TestEvaluateRequest(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: onePipeline("sv", "catalog", "schema")})
+	h := hosttest.New(t, host.Config{Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}}, Pipelines: hosttest.OnePipeline("sv", "catalog", "schema")})
 	for _, tc := range []struct {
 		name, request string
 		reason        string
@@ -32,17 +32,16 @@ func TestEvaluateRequest(t *testing.T) {
 		{"other ABI major", `{"abi_version":2,"subject_kind":"proposal","subject":{"actions":[]}}`, "unsupported_abi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := hostkit.EvaluateRequest(context.Background(), h, "p", []byte(tc.request))
+			r, err := h.EvaluateRequest(context.Background(), "p", []byte(tc.request))
 			require.NoError(t, err)
-			r := v.(host.StageResult)
 			assert.NoError(t, r.Err(), "the gate answered")
 			assert.Equal(t, abi.Inconclusive, r.Verdict)
 			assert.Equal(t, tc.reason, r.Reason)
 		})
 	}
-	_, err := hostkit.EvaluateRequest(context.Background(), h, "nope", []byte("{}"))
+	_, err := h.EvaluateRequest(context.Background(), "nope", []byte("{}"))
 	assert.ErrorIs(t, err, host.ErrUnknownPipeline)
 	require.NoError(t, h.Close(context.Background()))
-	_, err = hostkit.EvaluateRequest(context.Background(), h, "p", []byte("{}"))
+	_, err = h.EvaluateRequest(context.Background(), "p", []byte("{}"))
 	assert.ErrorIs(t, err, host.ErrClosed)
 }

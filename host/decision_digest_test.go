@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // The decision and its record name the catalog snapshot by content as
@@ -21,12 +22,12 @@ import (
 // published catalog they were made against.
 func TestDecisionRecordNamesCatalogDigest(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	cat := githubCatalog(t)
-	h := newHost(t, host.Config{
+	cat := hosttest.GitHubCatalog(t)
+	h := hosttest.New(t, host.Config{
 		Plugins:      map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 		Catalog:      cat,
 		EventLogPath: path,
-		Pipelines:    onePipeline("sv", "catalog", "schema"),
+		Pipelines:    hosttest.OnePipeline("sv", "catalog", "schema"),
 	})
 	d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
 	require.NoError(t, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 	"github.com/gatehost/gatehost/plugins/exec"
 )
@@ -31,7 +32,7 @@ func entryHost(t *testing.T, maxBytes int) *host.Host {
 	acceptLarge, err := testwasm.WAT("testdata/edge/accept-large.wat")
 	require.NoError(t, err)
 	stages := []host.StageConfig{{Plugin: "accept-large"}}
-	return newHost(t, host.Config{
+	return hosttest.New(t, host.Config{
 		Plugins:         map[string]host.PluginConfig{"accept-large": {Module: acceptLarge}},
 		MaxSubjectBytes: maxBytes,
 		Pipelines: map[string]host.PipelineConfig{
@@ -294,7 +295,7 @@ func sha256Hex(b []byte) string {
 // against the catalog snapshot the run pinned, the one its stages see,
 // not against whatever the caller looked at before: the catalog changes
 // between the caller's view and the run, and during the run after the pin.
-// merge_pull_request needs a confirmation under githubExecConfig.
+// merge_pull_request needs a confirmation under hosttest.GitHubExecConfig.
 func TestConfirmationBoundToRunSnapshot(t *testing.T) {
 	const tool = "mcp.github:merge_pull_request"
 	newSchema := `{"type":"object","properties":{"owner":{"type":"string"},"repo":{"type":"string"},"squash":{"type":"boolean"}}}`
@@ -310,25 +311,25 @@ func TestConfirmationBoundToRunSnapshot(t *testing.T) {
 		wantCode   string
 	}{
 		{name: "unchanged", wantTool: true, wantCode: string(abi.Accepted)},
-		{name: "schema changed before the run", before: replaceSchema(tool, newSchema), wantTool: true, wantSchema: "new",
+		{name: "schema changed before the run", before: hosttest.ReplaceSchema(tool, newSchema), wantTool: true, wantSchema: "new",
 			// The session's grant pinned the old schema: the gate sees the
 			// new one, as the Confirmer did.
 			wantCode: exec.CodeSchemaDigestMismatch},
 		{name: "tool removed before the run", before: func(b *catalog.Builder) error { return b.Remove(tool) }, wantCode: exec.CodeUnknownTool},
 		{name: "tool removed during the run", during: func(b *catalog.Builder) error { return b.Remove(tool) }, wantTool: true, wantCode: string(abi.Accepted)},
-		{name: "schema changed during the run", during: replaceSchema(tool, newSchema), wantTool: true, wantCode: string(abi.Accepted)},
+		{name: "schema changed during the run", during: hosttest.ReplaceSchema(tool, newSchema), wantTool: true, wantCode: string(abi.Accepted)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			store := githubCatalog(t)
+			store := hosttest.GitHubCatalog(t)
 			conf := &recordingConfirmer{}
-			h := newHost(t, host.Config{
+			h := hosttest.New(t, host.Config{
 				Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
 				Catalog:   store,
 				Confirmer: conf,
 				Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig}}}},
+					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig}}}},
 			})
 			_, err := session.Activate(ctx, h.Sessions(), store.Snapshot(), "dev", "merge_pull_request")
 			require.NoError(t, err)
@@ -370,7 +371,7 @@ func TestConfirmationBoundToRunSnapshot(t *testing.T) {
 			} else {
 				assert.Nil(t, req.Tool, "no tool in the run's snapshot, so nothing to confirm")
 			}
-			assert.Equal(t, tc.wantCode, code(d.Stages[0]), "%+v", d.Stages[0])
+			assert.Equal(t, tc.wantCode, hosttest.Code(d.Stages[0]), "%+v", d.Stages[0])
 
 			// What the request binds: the run, the call, the subject as
 			// recorded.
@@ -389,8 +390,8 @@ func TestConfirmationBoundToRunSnapshot(t *testing.T) {
 // Confirmer; a Confirmer's error stops the run before any stage.
 func TestConfirmationToken(t *testing.T) {
 	ctx := context.Background()
-	store := githubCatalog(t)
-	h := execHost(t, store, 1) // no Confirmer: the default
+	store := hosttest.GitHubCatalog(t)
+	h := hosttest.ExecHost(t, store, 1) // no Confirmer: the default
 	_, err := session.ActivateMany(ctx, h.Sessions(), store.Snapshot(), "dev", []string{"merge_pull_request", "get_me"})
 	require.NoError(t, err)
 	call := func(tool string) []byte {
@@ -406,19 +407,19 @@ func TestConfirmationToken(t *testing.T) {
 	} {
 		d, err := h.Check(ctx, "exec", call(tc.tool), host.RunOptions{Session: "dev", ConfirmationToken: tc.token})
 		require.NoError(t, err, tc.name)
-		assert.Equal(t, tc.want, code(d.Stages[0]), tc.name)
+		assert.Equal(t, tc.want, hosttest.Code(d.Stages[0]), tc.name)
 	}
 
 	boom := errors.New("approval store unavailable")
 	conf := &recordingConfirmer{err: boom}
 	logPath := t.TempDir() + "/events.jsonl"
-	hc := newHost(t, host.Config{
+	hc := hosttest.New(t, host.Config{
 		Plugins:      map[string]host.PluginConfig{"exec": {Path: execWasm}},
 		Catalog:      store,
 		Confirmer:    conf,
 		EventLogPath: logPath,
 		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig}}}},
+			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig}}}},
 	})
 	_, err = session.Activate(ctx, hc.Sessions(), store.Snapshot(), "dev", "merge_pull_request")
 	require.NoError(t, err)
@@ -448,6 +449,6 @@ func TestConfirmationToken(t *testing.T) {
 	// Blank: the Confirmer is not asked, and the run happens.
 	d, err = hc.Check(ctx, "exec", call("merge_pull_request"), host.RunOptions{Session: "dev", ConfirmationToken: "  "})
 	require.NoError(t, err)
-	assert.Equal(t, exec.CodeConfirmationRequired, code(d.Stages[0]))
+	assert.Equal(t, exec.CodeConfirmationRequired, hosttest.Code(d.Stages[0]))
 	assert.Equal(t, 2, conf.calls())
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // Embed the host: load the GitHub MCP catalog and the static-verify gate, run
@@ -26,7 +27,7 @@ func Example() {
 		Plugins: map[string]host.PluginConfig{"static-verify": {Path: staticVerifyWasm}},
 		Pipelines: map[string]host.PipelineConfig{"admission": {
 			Subject: "proposal",
-			Stages:  []host.StageConfig{{Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}, Timeout: testTimeout}},
+			Stages:  []host.StageConfig{{Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}, Timeout: hosttest.Timeout}},
 		}},
 		CacheDir: cacheDir,
 	})

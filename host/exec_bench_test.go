@@ -9,6 +9,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
@@ -38,14 +39,14 @@ func (s setSessions) Get(tool string) (abi.SessionGetAnswer, error) {
 // and no event log (wasm). wasm/native is the cost of the sandbox.
 func BenchmarkExec(b *testing.B) {
 	ctx := context.Background()
-	store := githubCatalog(b)
+	store := hosttest.GitHubCatalog(b)
 	snap := store.Snapshot()
 	sessions := session.NewMemStore()
 	set, err := session.Activate(ctx, sessions, snap, "bench", "create_pull_request")
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := exec.ParseConfig(githubExecConfig)
+	cfg, err := exec.ParseConfig(hosttest.GitHubExecConfig)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,22 +63,22 @@ func BenchmarkExec(b *testing.B) {
 		}
 	})
 	b.Run("native", func(b *testing.B) {
-		gh := gatetest.SinglePass(nativeExecHost(snap, set, "bench"))
+		gh := gatetest.SinglePass(hosttest.NativeExecHost(snap, set, "bench"))
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := evalNative(b, gh, snap, call, "bench", nil, githubExecConfig); r.Verdict != abi.Accepted {
+			if r := hosttest.EvalNative(b, gh, snap, call, "bench", nil, hosttest.GitHubExecConfig); r.Verdict != abi.Accepted {
 				b.Fatal(r.Verdict)
 			}
 		}
 	})
 	for _, v := range deadlineVariants {
 		b.Run("wasm"+v.suffix, func(b *testing.B) {
-			h := newHost(b, v.cfg(host.Config{
+			h := hosttest.New(b, v.cfg(host.Config{
 				Plugins:  map[string]host.PluginConfig{"exec": {Path: execWasm}},
 				Catalog:  store,
 				Sessions: sessions,
 				Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig,
+					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig,
 				}}}},
 				PoolSize: 1,
 			}))

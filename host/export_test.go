@@ -2,11 +2,8 @@ package host
 
 import (
 	"context"
-	"log/slog"
 
-	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/engine"
-	"github.com/gatehost/gatehost/sdk"
 )
 
 // InstanceCounts reports how many instances of the named plugin (all memory
@@ -24,30 +21,6 @@ func InstanceCounts(h *Host, plugin string) (created, discarded int64) {
 // RunsInProgress and RunsQueued report the run admission state.
 func RunsInProgress(h *Host) int { return len(h.runSlots) }
 func RunsQueued(h *Host) int64   { return h.queued.Load() }
-
-// NativeQueryHost serves the query capability in-process through the same
-// code path a guest's call takes (calls.Call), so a gate run natively sees
-// exactly the answers its wasm build sees.
-type NativeQueryHost struct{ h *Host }
-
-// NewNativeQueryHost returns an sdk.Host with the query capability granted
-// over domains.
-func NewNativeQueryHost(domains map[string]Domain) *NativeQueryHost {
-	return &NativeQueryHost{h: &Host{cfg: Config{Domains: domains}}}
-}
-
-func (n *NativeQueryHost) Call(op string, req []byte) ([]byte, error) {
-	rc := &runContext{host: n.h, granted: []string{abi.CapabilityQuery}}
-	return sdk.DecodeAnswer(calls{slog.Default()}.Call(context.Background(), rc, op, req))
-}
-
-// CallEnvelope implements sdk.EnvelopeCaller, as the guest's host does.
-func (n *NativeQueryHost) CallEnvelope(op string, req []byte) ([]byte, error) {
-	rc := &runContext{host: n.h, granted: []string{abi.CapabilityQuery}}
-	return calls{slog.Default()}.Call(context.Background(), rc, op, req), nil
-}
-
-func (n *NativeQueryHost) Log(sdk.Level, string) {}
 
 // WithInstantiateFault returns cfg with every instance a pool makes after
 // the load-time probe failing with err.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // TestGuestMemoryFlat runs 1,500 admission decisions on one instance per
@@ -24,7 +25,7 @@ func TestGuestMemoryFlat(t *testing.T) {
 	r := newAdmissionRig(t)
 	cfg := r.cfg
 	cfg.PoolSize = 1
-	h := newHost(t, cfg)
+	h := hosttest.New(t, cfg)
 	ctx := context.Background()
 	guest := func() (sv, pc uint64) {
 		_, sv, err := host.FillPool(ctx, h, "static-verify")

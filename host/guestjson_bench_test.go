@@ -11,6 +11,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // BenchmarkGuestJSON is the gate call through the host (deadline enforced,
@@ -21,7 +22,7 @@ import (
 // (the figure to compare when other work shares the cores).
 func BenchmarkGuestJSON(b *testing.B) {
 	ctx := context.Background()
-	store := githubCatalog(b)
+	store := hosttest.GitHubCatalog(b)
 	sessions := session.NewMemStore()
 	if _, err := session.Activate(ctx, sessions, store.Snapshot(), "bench", "create_pull_request"); err != nil {
 		b.Fatal(err)
@@ -36,22 +37,22 @@ func BenchmarkGuestJSON(b *testing.B) {
 		{"static-verify", host.Config{
 			Plugins:   map[string]host.PluginConfig{"g": {Path: staticVerifyWasm}},
 			Catalog:   store,
-			Pipelines: onePipeline("g", "catalog"),
+			Pipelines: hosttest.OnePipeline("g", "catalog"),
 			PoolSize:  1,
-		}, readFile(b, "testdata/static-verify/bench-10-actions.json")},
+		}, hosttest.ReadFile(b, "testdata/static-verify/bench-10-actions.json")},
 		{"exec", host.Config{
 			Plugins:  map[string]host.PluginConfig{"g": {Path: execWasm}},
 			Catalog:  store,
 			Sessions: sessions,
 			Pipelines: map[string]host.PipelineConfig{"p": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-				Plugin: "g", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig,
+				Plugin: "g", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig,
 			}}}},
 			PoolSize: 1,
 		}, call},
 	}
 	for _, g := range gates {
 		b.Run(g.name, func(b *testing.B) {
-			h := newHost(b, g.cfg)
+			h := hosttest.New(b, g.cfg)
 			check := func() {
 				d, err := h.Check(ctx, "p", g.subject, host.RunOptions{Session: "bench"})
 				if err != nil || d.Verdict != abi.Accepted {

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -95,7 +96,7 @@ func TestConfigErrors(t *testing.T) {
 		cfg   host.Config
 		field string
 	}{
-		{"unknown plugin", host.Config{Pipelines: onePipeline("nope")}, "pipelines.p.stages[0].plugin"},
+		{"unknown plugin", host.Config{Pipelines: hosttest.OnePipeline("nope")}, "pipelines.p.stages[0].plugin"},
 		{"no stages", host.Config{Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal"}}}, "pipelines.p.stages"},
 		{"bad subject", host.Config{Pipelines: map[string]host.PipelineConfig{"p": {Subject: "email", Stages: []host.StageConfig{{Plugin: "sv"}}}}}, "pipelines.p.subject"},
 		{"duplicate stage", host.Config{Plugins: sv, Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "sv"}, {Plugin: "sv"}}}}}, "pipelines.p.stages[1].name"},
@@ -115,9 +116,9 @@ func TestConfigErrors(t *testing.T) {
 // plugin_trap, and the next run on the same host is served by a fresh
 // instance.
 func TestTrapThenServed(t *testing.T) {
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"flaky": {Path: flakyWasm}},
-		Pipelines: onePipeline("flaky"),
+		Pipelines: hosttest.OnePipeline("flaky"),
 		PoolSize:  1,
 	})
 	ctx := context.Background()
@@ -137,7 +138,7 @@ func TestTrapThenServed(t *testing.T) {
 func TestWATTrap(t *testing.T) {
 	b, err := testwasm.WAT("testdata/hostile/trap.wat")
 	require.NoError(t, err)
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{"trap": {Module: b}, "flaky": {Path: flakyWasm}},
 		Pipelines: map[string]host.PipelineConfig{
 			"trap": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "trap"}}},
@@ -156,9 +157,9 @@ func TestWATTrap(t *testing.T) {
 }
 
 func TestCheckErrors(t *testing.T) {
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"flaky": {Path: flakyWasm}},
-		Pipelines: onePipeline("flaky"),
+		Pipelines: hosttest.OnePipeline("flaky"),
 	})
 	ctx := context.Background()
 	_, err := h.Check(ctx, "nope", []byte(okProposal), host.RunOptions{})
@@ -182,9 +183,9 @@ func TestCheckErrors(t *testing.T) {
 // partial grants of the conformance kit reach the run, which stays
 // fail-closed.
 func TestCapabilityDenied(t *testing.T) {
-	h := newPartialHost(t, host.Config{
+	h := hosttest.NewPartial(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"probe": {Path: probeWasm}, "sv": {Path: staticVerifyWasm}},
-		Catalog:   githubCatalog(t),
+		Catalog:   hosttest.GitHubCatalog(t),
 		Pipelines: map[string]host.PipelineConfig{"probe": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "probe"}}}, "sv": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "sv"}}}},
 	})
 	for _, p := range []string{"probe", "sv"} {
@@ -201,11 +202,11 @@ func TestCapabilityDenied(t *testing.T) {
 // TestSnapshotPinned: while another goroutine keeps changing the catalog,
 // every stage of a run sees the run's one snapshot (run with -race).
 func TestSnapshotPinned(t *testing.T) {
-	store := githubCatalog(t)
+	store := hosttest.GitHubCatalog(t)
 	stage := func(name string) host.StageConfig {
 		return host.StageConfig{Name: name, Plugin: "probe", Capabilities: []string{"catalog"}}
 	}
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"probe": {Path: probeWasm}},
 		Catalog:   store,
 		Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{stage("one"), stage("two")}}},
@@ -252,11 +253,11 @@ func TestSnapshotPinned(t *testing.T) {
 // TestStopOnReject runs a rejecting enforcing stage before an accepting one
 // in both stop modes.
 func TestStopOnReject(t *testing.T) {
-	subj := readFile(t, "testdata/proposals/bad-args-and-unknown-tool.json")
+	subj := hosttest.ReadFile(t, "testdata/proposals/bad-args-and-unknown-tool.json")
 	for _, stop := range []bool{true, false} {
-		h := newHost(t, host.Config{
+		h := hosttest.New(t, host.Config{
 			Plugins: map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}, "flaky": {Path: flakyWasm}},
-			Catalog: githubCatalog(t),
+			Catalog: hosttest.GitHubCatalog(t),
 			Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", StopOnReject: stop, Stages: []host.StageConfig{
 				{Plugin: "sv", Capabilities: []string{"catalog", "schema"}},
 				{Plugin: "flaky"},
@@ -279,15 +280,15 @@ func TestStopOnReject(t *testing.T) {
 
 func TestEventLogRecordsEveryRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:      map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
-		Catalog:      githubCatalog(t),
+		Catalog:      hosttest.GitHubCatalog(t),
 		EventLogPath: path,
-		Pipelines:    onePipeline("sv", "catalog", "schema"),
+		Pipelines:    hosttest.OnePipeline("sv", "catalog", "schema"),
 	})
 	var ids []string
 	for _, f := range []string{"read-then-write.json", "bad-args-and-unknown-tool.json"} {
-		subj := readFile(t, "testdata/proposals/"+f)
+		subj := hosttest.ReadFile(t, "testdata/proposals/"+f)
 		d, err := h.Check(context.Background(), "p", subj, host.RunOptions{RequestID: f})
 		require.NoError(t, err)
 		ids = append(ids, d.RunID)
@@ -314,7 +315,7 @@ func TestEventLogRecordsEveryRun(t *testing.T) {
 
 func TestClosedHostRefuses(t *testing.T) {
 	h, err := host.New(context.Background(), host.Config{
-		CacheDir: testwasm.CacheDir(), Plugins: map[string]host.PluginConfig{"flaky": {Path: flakyWasm}}, Pipelines: onePipeline("flaky"),
+		CacheDir: testwasm.CacheDir(), Plugins: map[string]host.PluginConfig{"flaky": {Path: flakyWasm}}, Pipelines: hosttest.OnePipeline("flaky"),
 	})
 	require.NoError(t, err)
 	require.NoError(t, h.Close(context.Background()))
@@ -339,9 +340,9 @@ func TestCatalogGrantImpliesSchema(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &c))
 	for _, caps := range [][]string{{"catalog"}, {"catalog", "schema"}} {
 		t.Run(strings.Join(caps, "+"), func(t *testing.T) {
-			h := newHost(t, host.Config{
+			h := hosttest.New(t, host.Config{
 				Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
-				Catalog:   githubCatalog(t),
+				Catalog:   hosttest.GitHubCatalog(t),
 				Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "sv", Capabilities: caps}}}},
 			})
 			d, err := h.Check(context.Background(), "p", c.Subject, host.RunOptions{})

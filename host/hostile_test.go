@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -29,7 +30,7 @@ type hostileKind struct {
 	// (then the host must refuse to start).
 	wantReason string
 	wantLoad   error
-	timeout    time.Duration // stage deadline; default testTimeout
+	timeout    time.Duration // stage deadline; default hosttest.Timeout
 	memory     uint64        // stage memory limit; default 64 MiB
 	// reserves: the kind needs guest memory reserved, not reallocated
 	// (wasmrt.MemoryAllocatorSupported), to stay cheap.
@@ -161,7 +162,7 @@ func TestHostilePlugins(t *testing.T) {
 				return
 			}
 			runtimeKinds++
-			h := newHost(t, cfg)
+			h := hosttest.New(t, cfg)
 			ctx := context.Background()
 			var lastCreated int64
 			for i, p := range []string{"stop", "all", "stop"} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -22,7 +23,7 @@ func TestCheckRefusesNonIJSON(t *testing.T) {
 	acceptAll, err := testwasm.WAT("testdata/edge/accept-all.wat")
 	require.NoError(t, err)
 	stages := []host.StageConfig{{Plugin: "accept-all"}}
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{"accept-all": {Module: acceptAll}},
 		Pipelines: map[string]host.PipelineConfig{
 			"plan":  {Subject: abi.SubjectProposal, Stages: stages},

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -41,9 +42,9 @@ func TestQuarantineTimeline(t *testing.T) {
 	require.NoError(t, err)
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:      map[string]host.PluginConfig{"hostile": {Path: goGuest}},
-		Pipelines:    onePipeline("hostile"),
+		Pipelines:    hosttest.OnePipeline("hostile"),
 		PoolSize:     1,
 		Now:          clock.Now,
 		EventLogPath: logPath,
@@ -115,7 +116,7 @@ func TestOverloaded(t *testing.T) {
 	loop, err := testwasm.WAT("testdata/hostile/infinite-loop.wat")
 	require.NoError(t, err)
 	newOverloadHost := func(queueTimeout time.Duration) *host.Host {
-		return newHost(t, host.Config{
+		return hosttest.New(t, host.Config{
 			Plugins: map[string]host.PluginConfig{"loop": {Module: loop}, "flaky": {Path: flakyWasm}},
 			Pipelines: map[string]host.PipelineConfig{
 				"loop": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: 10 * time.Minute}}},
@@ -192,7 +193,7 @@ func TestOverloaded(t *testing.T) {
 func TestPoolWaitIsOverload(t *testing.T) {
 	loop, err := testwasm.WAT("testdata/hostile/infinite-loop.wat")
 	require.NoError(t, err)
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{"loop": {Module: loop}},
 		Pipelines: map[string]host.PipelineConfig{
 			"slow": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: 1500 * time.Millisecond}}},
@@ -241,9 +242,9 @@ func TestLimitConfigErrors(t *testing.T) {
 // TestSubjectCap: the configured subject cap refuses larger subjects before
 // any stage runs.
 func TestSubjectCap(t *testing.T) {
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:         map[string]host.PluginConfig{"flaky": {Path: flakyWasm}},
-		Pipelines:       onePipeline("flaky"),
+		Pipelines:       hosttest.OnePipeline("flaky"),
 		MaxSubjectBytes: 64,
 	})
 	_, err := h.Check(context.Background(), "p", []byte(`{"id":"x","actions":[],"context":{"pad":"`+string(make([]byte, 0))+`0123456789012345678901234567890123456789"}}`), host.RunOptions{})

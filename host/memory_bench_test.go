@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // rssKiB is the process's resident set (VmRSS), or 0 off Linux.
@@ -50,7 +51,7 @@ func BenchmarkIdleInstanceRSS(b *testing.B) {
 	r := newAdmissionRig(b)
 	cfg := r.cfg
 	cfg.PoolSize = k
-	h := newHost(b, cfg)
+	h := hosttest.New(b, cfg)
 	ctx := context.Background()
 	r.check(b, h) // the probe instance has served a decision
 	base := settledRSS()

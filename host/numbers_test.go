@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -35,7 +36,7 @@ func TestGateNumbersKeptExactly(t *testing.T) {
 	acceptAll, err := testwasm.WAT("testdata/edge/accept-all.wat")
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:      map[string]host.PluginConfig{"accept-all": {Module: acceptAll}},
 		EventLogPath: path,
 		Pipelines: map[string]host.PipelineConfig{

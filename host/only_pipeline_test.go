@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 func TestOnlyPipeline(t *testing.T) {
@@ -20,7 +21,7 @@ func TestOnlyPipeline(t *testing.T) {
 				"missing": {Path: "/nonexistent/gate.wasm"},
 			},
 			Pipelines: map[string]host.PipelineConfig{
-				"p": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{{Plugin: "sv", Timeout: testTimeout, Capabilities: []string{"catalog", "schema"}}}},
+				"p": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{{Plugin: "sv", Timeout: hosttest.Timeout, Capabilities: []string{"catalog", "schema"}}}},
 				"q": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{{Plugin: "missing", Mode: host.Mode(otherMode)}}},
 			},
 			OnlyPipeline: only,

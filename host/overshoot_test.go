@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -21,7 +22,7 @@ func runawayOvershoots(tb testing.TB, n int, deadline time.Duration) []time.Dura
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h := newHost(tb, host.Config{
+	h := hosttest.New(tb, host.Config{
 		Plugins:    map[string]host.PluginConfig{"loop": {Module: wasm}},
 		Pipelines:  map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: deadline}}}},
 		PoolSize:   1,

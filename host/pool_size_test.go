@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -59,7 +60,7 @@ func TestPoolSizing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := acceptAllConfig(t, tt.memory)
 			cfg.PoolSize, cfg.PoolMemoryBudget, cfg.WarmPools = tt.poolSize, tt.budget, tt.warm
-			h := newHost(t, cfg)
+			h := hosttest.New(t, cfg)
 			stats := h.PoolStats()
 			require.Len(t, stats, 1)
 			st := stats[0]
@@ -122,7 +123,7 @@ func TestWarmPoolsServesFirstRunsWithoutInstantiating(t *testing.T) {
 	const size = 4
 	cfg := acceptAllConfig(t, mib)
 	cfg.PoolSize, cfg.WarmPools = size, true
-	h := newHost(t, cfg)
+	h := hosttest.New(t, cfg)
 	var wg sync.WaitGroup
 	verdicts := make([]abi.Verdict, size)
 	for i := range size {

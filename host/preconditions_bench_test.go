@@ -10,6 +10,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource/sqlsource"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -25,7 +26,7 @@ import (
 // SQLite.
 func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 	ctx := context.Background()
-	cat := retailSQLCatalog(b)
+	cat := hosttest.RetailSQLCatalog(b)
 	dbPath := filepath.Join(b.TempDir(), "retail.db")
 	if err := tau2sql.BuildRetail(ctx, filepath.Join(repoRoot, "testdata/domains/retail/db.json"), dbPath); err != nil {
 		b.Fatal(err)
@@ -36,11 +37,11 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 	}
 	b.Cleanup(func() { sqlSrc.Close() })
 	domains := map[string]host.Domain{
-		"retail":     {Catalog: cat, Source: docs(retailCollections(b))},
+		"retail":     {Catalog: cat, Source: hosttest.Docs(hosttest.RetailCollections(b))},
 		"retail_sql": {Catalog: cat, Source: sqlSrc},
 	}
 	// A delivered order, refunded to its original method: admitted.
-	subj := toolCall(b, "return_delivered_order_items", map[string]any{
+	subj := hosttest.ToolCall(b, "return_delivered_order_items", map[string]any{
 		"order_id": "#W7678072", "item_ids": []string{"2323972008"}, "payment_method_id": "paypal_5727330"})
 	for _, dom := range []string{"retail", "retail_sql"} {
 		suffix := map[string]string{"retail": "", "retail_sql": "-sqlite"}[dom]
@@ -58,9 +59,9 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 		})
 		for _, v := range deadlineVariants {
 			b.Run("wasm"+suffix+v.suffix, func(b *testing.B) {
-				h := newHost(b, v.cfg(host.Config{
-					Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(b)}},
-					Pipelines: pcPipelines("retail", "retail_sql"),
+				h := hosttest.New(b, v.cfg(host.Config{
+					Plugins:   map[string]host.PluginConfig{"preconditions": {Path: hosttest.PreconditionsWasm(b)}},
+					Pipelines: hosttest.PCPipelines("retail", "retail_sql"),
 					Domains:   domains,
 					PoolSize:  1,
 				}))
@@ -86,11 +87,11 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 func BenchmarkPreconditionsForEach5(b *testing.B) {
 	ctx := context.Background()
 	domains := map[string]host.Domain{
-		"retail": {Catalog: loadCatalog(b, "testdata/domains/retail/domain.yaml"), Source: docs(retailCollections(b))},
+		"retail": {Catalog: hosttest.LoadCatalog(b, "testdata/domains/retail/domain.yaml"), Source: hosttest.Docs(hosttest.RetailCollections(b))},
 	}
 	// A delivered order of five lines, every line returned, refunded to the
 	// original method: admitted.
-	subj := toolCall(b, "return_delivered_order_items", map[string]any{
+	subj := hosttest.ToolCall(b, "return_delivered_order_items", map[string]any{
 		"order_id": "#W1483350", "item_ids": []string{"9570044148", "4983901480", "4326528037", "6697922351", "9320099340"},
 		"payment_method_id": "paypal_2319812"})
 	req := abi.Request{SubjectKind: abi.SubjectToolCall, Subject: subj, Config: json.RawMessage(`{"domain":"retail"}`),
@@ -106,9 +107,9 @@ func BenchmarkPreconditionsForEach5(b *testing.B) {
 		}
 	})
 	b.Run("wasm", func(b *testing.B) {
-		h := newHost(b, host.Config{
-			Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(b)}},
-			Pipelines: pcPipelines("retail"),
+		h := hosttest.New(b, host.Config{
+			Plugins:   map[string]host.PluginConfig{"preconditions": {Path: hosttest.PreconditionsWasm(b)}},
+			Pipelines: hosttest.PCPipelines("retail"),
 			Domains:   domains,
 			PoolSize:  1,
 		})

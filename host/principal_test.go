@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
@@ -30,9 +31,9 @@ var principalExecConfig = json.RawMessage(`{"confirm_effects":[],"principals":[
 // it.
 func TestExecPrincipalNativeEqualsWasm(t *testing.T) {
 	ctx := context.Background()
-	store := githubCatalog(t)
+	store := hosttest.GitHubCatalog(t)
 	logPath := t.TempDir() + "/events.jsonl"
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{"exec": {Path: execWasm}}, Catalog: store, EventLogPath: logPath,
 		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
 			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: principalExecConfig}}}},
@@ -62,9 +63,9 @@ func TestExecPrincipalNativeEqualsWasm(t *testing.T) {
 			d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: "dev", Principal: tc.principal, RequestID: reqID})
 			require.NoError(t, err)
 			wasm := d.Stages[0]
-			gh := nativeExecHost(snap, set, "dev")
+			gh := hosttest.NativeExecHost(snap, set, "dev")
 			native := evalNativePrincipal(t, gh, snap.Generation(), call, tc.principal)
-			assertSameAnswer(t, native, wasm)
+			hosttest.AssertSameAnswer(t, native, wasm)
 			if tc.want == "" {
 				require.Equal(t, abi.Accepted, wasm.Verdict, "%+v", wasm.Findings)
 			} else {
@@ -112,8 +113,8 @@ func recordedPrincipal(t *testing.T, logPath, reqID string) *abi.Principal {
 // TestCheckRefusesBadPrincipal: a principal gates could not rely on is
 // refused before any run.
 func TestCheckRefusesBadPrincipal(t *testing.T) {
-	store := githubCatalog(t)
-	h := execHost(t, store, 1)
+	store := hosttest.GitHubCatalog(t)
+	h := hosttest.ExecHost(t, store, 1)
 	call, _ := json.Marshal(abi.ToolCall{Tool: "get_me", Parameters: json.RawMessage(`{}`)})
 	for _, tc := range []struct {
 		name string

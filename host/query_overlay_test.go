@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/datasource/sqlsource"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // countingSource counts the overlays it is asked for.
@@ -54,11 +55,11 @@ func queryRows(t *testing.T, nh *host.NativeQueryHost, req abi.QueryRowsRequest)
 // request's fault (bad_request); one the source cannot apply answers
 // unavailable.
 func TestQueryRowsOverlay(t *testing.T) {
-	cat := loadCatalog(t, "testdata/domains/retail/domain.yaml")
-	src := &countingSource{Documents: datasource.NewDocuments(retailCollections(t))}
+	cat := hosttest.LoadCatalog(t, "testdata/domains/retail/domain.yaml")
+	src := &countingSource{Documents: datasource.NewDocuments(hosttest.RetailCollections(t))}
 	nh := host.NewNativeQueryHost(map[string]host.Domain{
 		"retail":       {Catalog: cat, Source: src},
-		"retail_plain": {Catalog: cat, Source: plainSource{datasource.NewDocuments(retailCollections(t))}},
+		"retail_plain": {Catalog: cat, Source: plainSource{datasource.NewDocuments(hosttest.RetailCollections(t))}},
 	})
 	order := map[string]any{"order_id": "#W1006327"}
 	cancel := abi.Effect{Collection: "orders", ID: "#W1006327", Set: map[string]any{"status": "cancelled"}}

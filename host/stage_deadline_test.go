@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -32,7 +33,7 @@ func TestStageEndsAtDeadlineDuringAnswerCheck(t *testing.T) {
 }
 
 func stageEndsDuringAnswerCheck(t *testing.T, timeout time.Duration) (answered bool) {
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:    map[string]host.PluginConfig{"g": {Path: flakyWasm}},
 		Pipelines:  map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "g", Timeout: timeout}}}},
 		PoolSize:   1,
@@ -137,7 +138,7 @@ func deepObjects(n int) string {
 func TestQuarantineIgnoresLoad(t *testing.T) {
 	loop, err := testwasm.WAT("testdata/hostile/infinite-loop.wat")
 	require.NoError(t, err)
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:    map[string]host.PluginConfig{"loop": {Module: loop}},
 		Pipelines:  map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "loop", Timeout: 50 * time.Millisecond}}}},
 		PoolSize:   1,

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/domain"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // TestHostToolReferences: the host collects the exec gate's annotated
@@ -32,8 +33,8 @@ func TestHostToolReferences(t *testing.T) {
 	pc := func(domain string) host.StageConfig {
 		return host.StageConfig{Plugin: "preconditions", Capabilities: []string{"query"}, Config: json.RawMessage(`{"domain":"` + domain + `"}`)}
 	}
-	h := newHost(t, host.Config{
-		Plugins: map[string]host.PluginConfig{"exec": {Path: execWasm}, "preconditions": {Path: preconditionsWasm(t)}},
+	h := hosttest.New(t, host.Config{
+		Plugins: map[string]host.PluginConfig{"exec": {Path: execWasm}, "preconditions": {Path: hosttest.PreconditionsWasm(t)}},
 		Pipelines: map[string]host.PipelineConfig{
 			"p": {Subject: "tool_call", Stages: []host.StageConfig{
 				{Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: json.RawMessage(

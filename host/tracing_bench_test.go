@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // discardExporter drops every batch: the benchmark measures the host's
@@ -37,7 +38,7 @@ func BenchmarkAdmissionTracing(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := tc.tp()
 			cfg.PoolSize = 1
-			h := newHost(b, cfg)
+			h := hosttest.New(b, cfg)
 			r.check(b, h) // warm: the first run instantiates
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // traceMarker is put in subjects' ids and arguments: no span may carry it.
@@ -34,9 +35,9 @@ func tracedHost(t *testing.T, opts ...sdktrace.TracerProviderOption) (*host.Host
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(rec)}, opts...)...)
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{"flaky": {Path: flakyWasm}, "static-verify": {Path: staticVerifyWasm}},
-		Catalog: githubCatalog(t),
+		Catalog: hosttest.GitHubCatalog(t),
 		Pipelines: map[string]host.PipelineConfig{
 			"two": {Subject: abi.SubjectProposal, Stages: []host.StageConfig{
 				{Name: "a", Plugin: "flaky"}, {Name: "b", Plugin: "flaky", Mode: host.Advisory}}},
@@ -233,7 +234,7 @@ func TestTracingSampledOut(t *testing.T) {
 }
 
 func TestTracingOff(t *testing.T) {
-	h := newHost(t, host.Config{Plugins: map[string]host.PluginConfig{"flaky": {Path: flakyWasm}}, Pipelines: onePipeline("flaky")})
+	h := hosttest.New(t, host.Config{Plugins: map[string]host.PluginConfig{"flaky": {Path: flakyWasm}}, Pipelines: hosttest.OnePipeline("flaky")})
 	d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
 	require.NoError(t, err)
 	assert.False(t, d.SpanContext().IsValid())

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -79,20 +80,20 @@ func undecodableHost(t *testing.T, logPath string) *host.Host {
 	t.Helper()
 	acceptAll, err := testwasm.WAT("testdata/edge/accept-all.wat")
 	require.NoError(t, err)
-	store := githubCatalog(t)
+	store := hosttest.GitHubCatalog(t)
 	var db map[string]map[string]any
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/github-bench/db.json"), &db))
-	exec := host.StageConfig{Name: "exec", Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: githubExecConfig}
+	require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/github-bench/db.json"), &db))
+	exec := host.StageConfig{Name: "exec", Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig}
 	accept := host.StageConfig{Name: "accept-all", Plugin: "accept-all"}
 	sv := host.StageConfig{Name: "static-verify", Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}}
 	pre := host.StageConfig{Name: "preconditions", Plugin: "preconditions", Capabilities: []string{"query"}, Config: json.RawMessage(`{"domain":"github"}`)}
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{
 			"exec": {Path: execWasm}, "accept-all": {Module: acceptAll},
-			"static-verify": {Path: staticVerifyWasm}, "preconditions": {Path: preconditionsWasm(t)},
+			"static-verify": {Path: staticVerifyWasm}, "preconditions": {Path: hosttest.PreconditionsWasm(t)},
 		},
 		Catalog:      store,
-		Domains:      map[string]host.Domain{"github": {Catalog: loadCatalog(t, "testdata/domains/github-bench/domain.yaml"), Source: docs(db)}},
+		Domains:      map[string]host.Domain{"github": {Catalog: hosttest.LoadCatalog(t, "testdata/domains/github-bench/domain.yaml"), Source: hosttest.Docs(db)}},
 		EventLogPath: logPath,
 		Pipelines: map[string]host.PipelineConfig{
 			"call-exec":              {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{exec}},

@@ -11,7 +11,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/gitchanges"
+	"github.com/gatehost/gatehost/host/subject/gitchanges"
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 

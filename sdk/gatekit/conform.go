@@ -284,7 +284,7 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		return r, nil
 	}
 	r.Descriptor = &desc
-	known := hostkit.KnownCapabilities()
+	known := host.KnownCapabilities()
 	var grant []string
 	for _, c := range desc.Capabilities {
 		if slices.Contains(known, c) {
@@ -377,11 +377,10 @@ func Check(ctx context.Context, wasm []byte, opts Options) (*Report, error) {
 		if strings.HasPrefix(p.name, "oversized/") {
 			line = "oversized"
 		}
-		v, err := hostkit.EvaluateRequest(ctx, h, line, p.request)
+		res, err := h.EvaluateRequest(ctx, line, p.request)
 		if err != nil {
 			return r, err
 		}
-		res := v.(host.StageResult)
 		if !k.assess(p.name, res) {
 			continue
 		}
@@ -708,5 +707,5 @@ func Inspect(ctx context.Context, wasm []byte) (*ModuleInfo, error) {
 // descriptor: parsed, and as the module served it. cacheDir is as
 // host.Config.CacheDir, "" meaning no cache. The error is a *host.LoadError.
 func Describe(ctx context.Context, wasm []byte, cacheDir string) (abi.Descriptor, json.RawMessage, error) {
-	return hostkit.Describe(ctx, wasm, cacheDir)
+	return host.Describe(ctx, wasm, cacheDir)
 }

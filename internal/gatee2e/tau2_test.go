@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/domain"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 )
 
@@ -61,7 +62,7 @@ func gatehostDomains(t testing.TB) map[string]tau2DomainConfig {
 	var cfg struct {
 		Domains map[string]tau2DomainConfig `yaml:"domains"`
 	}
-	require.NoError(t, yaml.Unmarshal(readFile(t, "gatehost.yaml"), &cfg))
+	require.NoError(t, yaml.Unmarshal(hosttest.ReadFile(t, "gatehost.yaml"), &cfg))
 	return cfg.Domains
 }
 
@@ -89,7 +90,7 @@ func openTau2Domain(t testing.TB, name string, now time.Time) *tau2Domain {
 		base, err = datasource.OpenCollections(files, opts...)
 	}
 	require.NoError(t, err)
-	d := &tau2Domain{name: name, cat: loadCatalog(t, dc.Catalog), base: base, src: &swapSource{}}
+	d := &tau2Domain{name: name, cat: hosttest.LoadCatalog(t, dc.Catalog), base: base, src: &swapSource{}}
 	d.src.p.Store(base)
 	d.rig = newPCRig(t, now, map[string]host.Domain{name: {Catalog: d.cat, Source: d.src}})
 	return d
@@ -355,7 +356,7 @@ func TestTau2Tasks(t *testing.T) {
 	for _, dom := range doms {
 		d := openTau2Domain(t, dom, airlineNow)
 		var tasks []tau2Task
-		require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/"+dom+"/tasks.json"), &tasks))
+		require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/"+dom+"/tasks.json"), &tasks))
 		var nTasks, writes, dryOK, execOK int
 		for _, task := range tasks {
 			if task.EvaluationCriteria == nil {
@@ -428,7 +429,7 @@ func TestTau2Examples(t *testing.T) {
 		{airline, "airline-cancel-plan.json", abi.SubjectProposal, []string{"bags_not_removed"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
-			r := c.d.at(t, nil, c.kind, readFile(t, "testdata/domains/examples/"+c.file))
+			r := c.d.at(t, nil, c.kind, hosttest.ReadFile(t, "testdata/domains/examples/"+c.file))
 			assert.Equal(t, c.want, r.failedIDs())
 			if len(c.want) > 0 {
 				assert.Equal(t, abi.Rejected, r.Verdict)
@@ -436,42 +437,4 @@ func TestTau2Examples(t *testing.T) {
 			}
 		})
 	}
-}
-
-// retailSQLCatalog is the retail catalog cut to what an SQL source answers:
-// the views with an sql definition, the preconditions that read only them
-// (none iterating with for_each), and no effects (an SQL source applies no
-// overlay). TestPreconditionsSQLiteSameRules runs it on both sources.
-func retailSQLCatalog(t testing.TB) *domain.Catalog {
-	t.Helper()
-	var doc map[string]any
-	require.NoError(t, yaml.Unmarshal(readFile(t, "testdata/domains/retail/domain.yaml"), &doc))
-	views, _ := doc["views"].(map[string]any)
-	for name, v := range views {
-		if _, ok := v.(map[string]any)["sql"]; !ok {
-			delete(views, name)
-		}
-	}
-	for _, c := range doc["capabilities"].(map[string]any) {
-		cm := c.(map[string]any)
-		delete(cm, "effects")
-		pcs, ok := cm["preconditions"].([]any)
-		if !ok {
-			continue
-		}
-		kept := []any{}
-		for _, p := range pcs {
-			pm := p.(map[string]any)
-			if v, ok := pm["view"].(string); (ok && views[v] == nil) || pm["for_each"] != nil {
-				continue
-			}
-			kept = append(kept, pm)
-		}
-		cm["preconditions"] = kept
-	}
-	b, err := json.Marshal(doc)
-	require.NoError(t, err)
-	c, err := domain.Parse(b)
-	require.NoError(t, err)
-	return c
 }

@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/datasource/sqlsource"
 	"github.com/gatehost/gatehost/host/domain"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/internal/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -42,7 +43,7 @@ func (s *swapSource) Close() error { return nil }
 func bankingColls(t testing.TB) map[string]map[string]any {
 	t.Helper()
 	var db map[string]map[string]any
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/rfc/db.json"), &db))
+	require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/rfc/db.json"), &db))
 	return db
 }
 
@@ -55,13 +56,13 @@ func TestPreconditionsRFCAcceptance(t *testing.T) {
 	src := &swapSource{}
 	src.p.Store(datasource.NewDocuments(bankingColls(t)))
 	rig := newPCRig(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), map[string]host.Domain{
-		"banking": {Catalog: loadCatalog(t, "testdata/domains/rfc/domain.yaml"), Source: src},
+		"banking": {Catalog: hosttest.LoadCatalog(t, "testdata/domains/rfc/domain.yaml"), Source: src},
 	})
 	pay := func(acct, user string) []byte {
-		return toolCall(t, "CreditCardAccountLocked_pay_from_checking", map[string]any{"credit_card_account_id": acct, "user_id": user, "amount": 120})
+		return hosttest.ToolCall(t, "CreditCardAccountLocked_pay_from_checking", map[string]any{"credit_card_account_id": acct, "user_id": user, "amount": 120})
 	}
 	approve := func(acct, req string) []byte {
-		return toolCall(t, "CreditLimitRequest_approve", map[string]any{"credit_card_account_id": acct, "request_id": req})
+		return hosttest.ToolCall(t, "CreditLimitRequest_approve", map[string]any{"credit_card_account_id": acct, "request_id": req})
 	}
 	cases := []struct {
 		name    string
@@ -175,7 +176,7 @@ func TestPreconditionsFailClosed(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := rig.check(t, c.dom, abi.SubjectToolCall, toolCall(t, c.tool, c.params))
+			r := rig.check(t, c.dom, abi.SubjectToolCall, hosttest.ToolCall(t, c.tool, c.params))
 			assert.Equal(t, abi.Rejected, r.Verdict)
 			require.Len(t, r.Findings, 1)
 			assert.Equal(t, preconditions.CodeUnevaluable, r.Findings[0].Code)
@@ -183,7 +184,7 @@ func TestPreconditionsFailClosed(t *testing.T) {
 		})
 	}
 	t.Run("unknown tool", func(t *testing.T) {
-		r := rig.check(t, "fc", abi.SubjectToolCall, toolCall(t, "refund_everything", map[string]any{}))
+		r := rig.check(t, "fc", abi.SubjectToolCall, hosttest.ToolCall(t, "refund_everything", map[string]any{}))
 		assert.Equal(t, []string{preconditions.CodeUnknownCapability}, r.failedIDs())
 	})
 	t.Run("unknown operator refused at load", func(t *testing.T) {
@@ -210,7 +211,7 @@ capabilities: {w: {kind: action, preconditions: [{id: p1, view: nope, bind: {}, 
 	})
 	t.Run("query capability not granted", func(t *testing.T) {
 		resp, err := gatetest.Evaluate(context.Background(), preconditions.Gate, abi.Request{
-			SubjectKind: abi.SubjectToolCall, Subject: toolCall(t, "pay", map[string]any{}), Config: json.RawMessage(`{"domain":"fc"}`),
+			SubjectKind: abi.SubjectToolCall, Subject: hosttest.ToolCall(t, "pay", map[string]any{}), Config: json.RawMessage(`{"domain":"fc"}`),
 		}, gatetest.NewHost())
 		require.NoError(t, err)
 		assert.Equal(t, abi.Rejected, resp.Verdict)
@@ -230,13 +231,13 @@ func TestPreconditionsSQLiteSameRules(t *testing.T) {
 	sqlSrc, err := sqlsource.OpenSQLite(ctx, dbPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { sqlSrc.Close() })
-	cat := retailSQLCatalog(t)
+	cat := hosttest.RetailSQLCatalog(t)
 	rig := newPCRig(t, airlineNow, map[string]host.Domain{
-		"retail":     {Catalog: cat, Source: docs(retailCollections(t))},
+		"retail":     {Catalog: cat, Source: hosttest.Docs(hosttest.RetailCollections(t))},
 		"retail_sql": {Catalog: cat, Source: sqlSrc},
 	})
 	var tasks []tau2Task
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/retail/tasks.json"), &tasks))
+	require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/retail/tasks.json"), &tasks))
 	var subjects [][]byte
 	for _, task := range tasks {
 		for _, a := range task.EvaluationCriteria.Actions {
@@ -248,9 +249,9 @@ func TestPreconditionsSQLiteSameRules(t *testing.T) {
 	}
 	// Rule breakers: cancel delivered, refund elsewhere, pay with original.
 	subjects = append(subjects,
-		toolCall(t, "cancel_pending_order", map[string]any{"order_id": "#W2611340", "reason": "no longer needed"}),
-		toolCall(t, "return_delivered_order_items", map[string]any{"order_id": "#W2611340", "item_ids": []string{"6469567736"}, "payment_method_id": "credit_card_0000000"}),
-		toolCall(t, "modify_user_address", map[string]any{"user_id": "nobody", "address1": "", "address2": "", "city": "", "state": "", "country": "", "zip": ""}),
+		hosttest.ToolCall(t, "cancel_pending_order", map[string]any{"order_id": "#W2611340", "reason": "no longer needed"}),
+		hosttest.ToolCall(t, "return_delivered_order_items", map[string]any{"order_id": "#W2611340", "item_ids": []string{"6469567736"}, "payment_method_id": "credit_card_0000000"}),
+		hosttest.ToolCall(t, "modify_user_address", map[string]any{"user_id": "nobody", "address1": "", "address2": "", "city": "", "state": "", "country": "", "zip": ""}),
 	)
 	denied := 0
 	for _, s := range subjects {
@@ -321,7 +322,7 @@ func TestPreconditionsUnder(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := rig.check(t, "files", abi.SubjectToolCall, toolCall(t, c.tool, c.params))
+			r := rig.check(t, "files", abi.SubjectToolCall, hosttest.ToolCall(t, c.tool, c.params))
 			if c.want == "" {
 				assert.Equal(t, abi.Accepted, r.Verdict, "findings %v", r.Findings)
 				return
@@ -332,7 +333,7 @@ func TestPreconditionsUnder(t *testing.T) {
 		})
 	}
 	t.Run("an unbound var denies", func(t *testing.T) {
-		r := rig.check(t, "unbound", abi.SubjectToolCall, toolCall(t, "write_file", map[string]any{"path": "/home/public/site/public/x"}))
+		r := rig.check(t, "unbound", abi.SubjectToolCall, hosttest.ToolCall(t, "write_file", map[string]any{"path": "/home/public/site/public/x"}))
 		assert.Equal(t, abi.Rejected, r.Verdict)
 		require.Len(t, r.Findings, 1)
 		assert.Equal(t, preconditions.CodeUnevaluable, r.Findings[0].Code)

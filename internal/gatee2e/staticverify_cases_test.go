@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	staticverify "github.com/gatehost/gatehost/plugins/static-verify"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
@@ -37,7 +38,7 @@ func TestStaticVerifyNativeEqualsWasm(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata/static-verify/cases/*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	store := githubCatalog(t)
+	store := hosttest.GitHubCatalog(t)
 	var tools []abi.Tool
 	for _, tl := range store.Snapshot().List() {
 		tools = append(tools, tl.ABI())
@@ -65,7 +66,7 @@ func TestStaticVerifyNativeEqualsWasm(t *testing.T) {
 		}}}
 	}
 	// Cases with "granted" withhold capabilities, to check denied calls.
-	h := newPartialHost(t, host.Config{
+	h := hosttest.NewPartial(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
 		Catalog:   store,
 		Pipelines: pipelines,

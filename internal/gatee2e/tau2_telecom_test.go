@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/datasource"
+	"github.com/gatehost/gatehost/internal/hosttest"
 )
 
 // telecomNow is the clock of the tau2 telecom policy: "The current time is
@@ -51,7 +52,7 @@ type telecomTables struct {
 func readTelecomTables(t testing.TB) telecomTables {
 	t.Helper()
 	db := telecomTables{keys: gatehostDomains(t)["telecom"].Source.Keys}
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/telecom/db.json"), &db.tables))
+	require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/telecom/db.json"), &db.tables))
 	return db
 }
 
@@ -168,7 +169,7 @@ var telecomDryExceptions = map[string]string{
 // be denied, except the named dry exceptions.
 func TestTau2TelecomTasks(t *testing.T) {
 	var tasks []telecomTask
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/telecom/tasks_small.json"), &tasks))
+	require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/telecom/tasks_small.json"), &tasks))
 	db := readTelecomTables(t)
 	d := openTau2Domain(t, "telecom", telecomNow)
 
@@ -321,9 +322,9 @@ func TestTau2TelecomRefusals(t *testing.T) {
 // docs/DOMAINS-TAU2.md says.
 func TestTau2TelecomExamples(t *testing.T) {
 	d := openTau2Domain(t, "telecom", telecomNow)
-	r := d.at(t, nil, abi.SubjectToolCall, readFile(t, "testdata/domains/examples/telecom-payment-request-issued.json"))
+	r := d.at(t, nil, abi.SubjectToolCall, hosttest.ReadFile(t, "testdata/domains/examples/telecom-payment-request-issued.json"))
 	assert.Equal(t, []string{"bill_is_overdue"}, failedAs(r.Findings))
-	found := byAction(d.at(t, nil, abi.SubjectProposal, readFile(t, "testdata/domains/examples/telecom-refuel-plan.json")))
+	found := byAction(d.at(t, nil, abi.SubjectProposal, hosttest.ReadFile(t, "testdata/domains/examples/telecom-refuel-plan.json")))
 	assert.Empty(t, failedAs(found[1]))
 	assert.Equal(t, []string{"refuel_within_limit"}, failedAs(found[2]))
 	assert.Len(t, found, 1)

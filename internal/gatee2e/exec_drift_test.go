@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
 )
 
@@ -22,7 +23,7 @@ var confirmWrites = json.RawMessage(`{"confirm_effects":["non_idempotent"]}`)
 
 func driftHost(t *testing.T, store *catalog.Store) *host.Host {
 	t.Helper()
-	return newHost(t, host.Config{
+	return hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
 		Catalog:   store,
 		Confirmer: passConfirmer{},
@@ -44,8 +45,8 @@ func callBoth(t *testing.T, h *host.Host, store *catalog.Store, tool, sess strin
 	wasm := d.Stages[0]
 	set, err := h.Sessions().Load(ctx, sess)
 	require.NoError(t, err)
-	assertSameAnswer(t, nativeExec(t, store.Snapshot(), set, call, sess, confirm, confirmWrites), wasm)
-	return code(wasm), wasm
+	hosttest.AssertSameAnswer(t, nativeExec(t, store.Snapshot(), set, call, sess, confirm, confirmWrites), wasm)
+	return hosttest.Code(wasm), wasm
 }
 
 // mcpDoc loads an MCP tool file of testdata/exec/drift, or the given
@@ -77,7 +78,7 @@ func withAnnotations(t *testing.T, doc []byte, annotations string) []byte {
 // says, so the default policy asks for a confirmation; only a tool that
 // says it is not destructive and is idempotent is an idempotent_write.
 func TestExecDestructiveHintNeedsConfirmation(t *testing.T) {
-	doc := readFile(t, "testdata/exec/drift/delete_repository.json")
+	doc := hosttest.ReadFile(t, "testdata/exec/drift/delete_repository.json")
 	tests := []struct {
 		annotations string // "" = none
 		effect      catalog.Effect
@@ -125,7 +126,7 @@ func TestExecDestructiveHintNeedsConfirmation(t *testing.T) {
 // a change to nothing of that (title, description) leaves it authorized.
 func TestExecGrantPinsPolicy(t *testing.T) {
 	ctx := context.Background()
-	v1 := readFile(t, "testdata/exec/drift/merge_pull_request.v1.json")
+	v1 := hosttest.ReadFile(t, "testdata/exec/drift/merge_pull_request.v1.json")
 	granted := importMCP(t, "github", v1)
 	require.Equal(t, catalog.EffectNonIdempotent, granted.Effect)
 	modified := func(f func(*catalog.Tool)) func(*testing.T) catalog.Tool {
@@ -147,7 +148,7 @@ func TestExecGrantPinsPolicy(t *testing.T) {
 		want   string // after the change, with a confirmation
 	}{
 		{"readOnlyHint true (the published downgrade)", func(t *testing.T) catalog.Tool {
-			return importMCP(t, "github", readFile(t, "testdata/exec/drift/merge_pull_request.v2-readonly.json"))
+			return importMCP(t, "github", hosttest.ReadFile(t, "testdata/exec/drift/merge_pull_request.v2-readonly.json"))
 		}, exec.CodeToolDrifted},
 		{"destructiveHint false", annotated(`{"readOnlyHint":false,"idempotentHint":false,"destructiveHint":false}`), exec.CodeToolDrifted},
 		{"destructiveHint false, idempotentHint true", annotated(`{"destructiveHint":false,"idempotentHint":true}`), exec.CodeToolDrifted},
@@ -234,7 +235,7 @@ func TestExecGrantPinsPolicy(t *testing.T) {
 // grant the tool again.
 func TestExecLegacyGrantIsDrifted(t *testing.T) {
 	ctx := context.Background()
-	granted := importMCP(t, "github", readFile(t, "testdata/exec/drift/merge_pull_request.v1.json"))
+	granted := importMCP(t, "github", hosttest.ReadFile(t, "testdata/exec/drift/merge_pull_request.v1.json"))
 	store, err := catalog.NewStore(granted)
 	require.NoError(t, err)
 	h := driftHost(t, store)

@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -16,9 +15,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/datasource"
-	"github.com/gatehost/gatehost/host/domain"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
@@ -27,37 +24,16 @@ import (
 // 2024-05-15 15:00:00 EST."
 var airlineNow = time.Date(2024, 5, 15, 15, 0, 0, 0, time.FixedZone("EST", -5*3600))
 
-func preconditionsWasm(t testing.TB) string {
-	t.Helper()
-	p, err := testwasm.Go("plugins/preconditions/wasm")
-	require.NoError(t, err)
-	return p
-}
-
-func loadCatalog(t testing.TB, rel string) *domain.Catalog {
-	t.Helper()
-	c, err := domain.Load(filepath.Join(repoRoot, rel))
-	require.NoError(t, err)
-	return c
-}
-
 // readCollections reads tau2 data as collections (name → id → document).
 func readCollections(t testing.TB, files map[string]string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
 	for name, rel := range files {
 		var c map[string]any
-		require.NoError(t, json.Unmarshal(readFile(t, rel), &c))
+		require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, rel), &c))
 		out[name] = c
 	}
 	return out
-}
-
-func retailCollections(t testing.TB) map[string]map[string]any {
-	t.Helper()
-	var db map[string]map[string]any
-	require.NoError(t, json.Unmarshal(readFile(t, "testdata/domains/retail/db.json"), &db))
-	return db
 }
 
 func airlineCollections(t testing.TB) map[string]map[string]any {
@@ -82,19 +58,6 @@ func withStatus(colls map[string]map[string]any, coll, status string, ids ...str
 	return out
 }
 
-// pcPipelines returns NAME-dry (proposal) and NAME-exec (tool_call) for each
-// domain.
-func pcPipelines(domains ...string) map[string]host.PipelineConfig {
-	out := map[string]host.PipelineConfig{}
-	for _, d := range domains {
-		cfg := json.RawMessage(fmt.Sprintf(`{"domain":%q}`, d))
-		stage := []host.StageConfig{{Name: "preconditions", Plugin: "preconditions", Capabilities: []string{"query"}, Config: cfg}}
-		out[d+"-dry"] = host.PipelineConfig{Subject: abi.SubjectProposal, Stages: stage}
-		out[d+"-exec"] = host.PipelineConfig{Subject: abi.SubjectToolCall, Stages: slices.Clone(stage)}
-	}
-	return out
-}
-
 // pcRig runs the preconditions gate through the host (wasm) and natively
 // over the same domains.
 type pcRig struct {
@@ -106,9 +69,9 @@ type pcRig struct {
 
 func newPCRig(t testing.TB, now time.Time, domains map[string]host.Domain) *pcRig {
 	t.Helper()
-	h := newHost(t, host.Config{
-		Plugins:   map[string]host.PluginConfig{"preconditions": {Path: preconditionsWasm(t)}},
-		Pipelines: pcPipelines(slices.Sorted(maps.Keys(domains))...),
+	h := hosttest.New(t, host.Config{
+		Plugins:   map[string]host.PluginConfig{"preconditions": {Path: hosttest.PreconditionsWasm(t)}},
+		Pipelines: hosttest.PCPipelines(slices.Sorted(maps.Keys(domains))...),
 		Domains:   domains,
 		Now:       func() time.Time { return now },
 	})
@@ -172,15 +135,6 @@ func (r *pcRig) check(t testing.TB, dom string, kind abi.SubjectKind, subject []
 	return result{Verdict: w.Verdict, Reason: w.Reason, Findings: w.Findings, Evidence: w.Evidence}
 }
 
-func toolCall(t testing.TB, tool string, params any) []byte {
-	t.Helper()
-	p, err := json.Marshal(params)
-	require.NoError(t, err)
-	b, err := json.Marshal(abi.ToolCall{Tool: tool, Parameters: p})
-	require.NoError(t, err)
-	return b
-}
-
 func proposal(t testing.TB, calls ...abi.ToolCall) []byte {
 	t.Helper()
 	p := abi.Proposal{Actions: []abi.Action{}}
@@ -190,10 +144,6 @@ func proposal(t testing.TB, calls ...abi.ToolCall) []byte {
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
 	return b
-}
-
-func docs(colls map[string]map[string]any) datasource.DataSource {
-	return datasource.NewDocuments(colls)
 }
 
 func writeFile(t testing.TB, path string, b []byte) {

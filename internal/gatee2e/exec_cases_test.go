@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -13,9 +13,8 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
-	"github.com/gatehost/gatehost/sdk"
-	"github.com/gatehost/gatehost/sdk/gatetest"
 )
 
 // execStep is one step of an exec case: optional catalog and session
@@ -34,17 +33,6 @@ func activate(sess string, names ...string) func(context.Context, session.Store,
 	return func(ctx context.Context, st session.Store, snap *catalog.Snapshot) error {
 		_, err := session.ActivateMany(ctx, st, snap, sess, names)
 		return err
-	}
-}
-
-func replaceSchema(id, schema string) func(b *catalog.Builder) error {
-	return func(b *catalog.Builder) error {
-		t, ok := b.Get(id)
-		if !ok {
-			return catalog.ErrNotFound
-		}
-		t.InputSchema, t.SchemaDigest = json.RawMessage(schema), ""
-		return b.Replace(t)
 	}
 }
 
@@ -90,7 +78,7 @@ var execCases = []struct {
 	{"an unrelated catalog change leaves the activated call allowed", []execStep{
 		{prepare: activate("s", "files_read"), call: "files_read", session: "s", basis: exec.BasisExact},
 		{catalog: func(b *catalog.Builder) error {
-			if err := replaceSchema("mcp.files:write", `{"type":"object","properties":{"path":{"type":"string"}}}`)(b); err != nil {
+			if err := hosttest.ReplaceSchema("mcp.files:write", `{"type":"object","properties":{"path":{"type":"string"}}}`)(b); err != nil {
 				return err
 			}
 			return b.Add(catalog.Tool{ID: "plugin.late:loaded", Name: "late_loaded", Provenance: "plugin_config{late}", Source: "late"})
@@ -98,7 +86,7 @@ var execCases = []struct {
 	}},
 	{"a changed schema gives schema_digest_mismatch", []execStep{
 		{prepare: activate("s", "files_read"), call: "files_read", session: "s", basis: exec.BasisExact},
-		{catalog: replaceSchema("mcp.files:read", `{"type":"object","properties":{"path":{"type":"string"},"mode":{"type":"string"}}}`),
+		{catalog: hosttest.ReplaceSchema("mcp.files:read", `{"type":"object","properties":{"path":{"type":"string"},"mode":{"type":"string"}}}`),
 			call: "files_read", session: "s", want: exec.CodeSchemaDigestMismatch},
 	}},
 	{"a grant at the current generation with another digest gives schema_digest_mismatch", []execStep{
@@ -164,48 +152,7 @@ func loadExecCatalog(t testing.TB) []catalog.Tool {
 // snapshot and session set the host pinned for the run.
 func nativeExec(t testing.TB, snap *catalog.Snapshot, set *session.Set, call []byte, sess string, confirm *abi.Confirmation, config json.RawMessage) abi.Response {
 	t.Helper()
-	return evalNative(t, nativeExecHost(snap, set, sess), snap, call, sess, confirm, config)
-}
-
-// nativeExecHost is a gatetest host serving snap and the session set.
-func nativeExecHost(snap *catalog.Snapshot, set *session.Set, sess string) *gatetest.Host {
-	var tools []abi.Tool
-	for _, tl := range snap.List() {
-		tools = append(tools, tl.ABI())
-	}
-	gh := gatetest.NewHost(tools...)
-	gh.Granted = []string{"catalog", "session"}
-	gh.Generation = snap.Generation()
-	if sess != "" {
-		gh.SessionLookup = func(tool string) abi.SessionGetAnswer { return set.Lookup(sess, tool) }
-	}
-	return gh
-}
-
-func evalNative(t testing.TB, gh sdk.Host, snap *catalog.Snapshot, call []byte, sess string, confirm *abi.Confirmation, config json.RawMessage) abi.Response {
-	t.Helper()
-	resp, err := gatetest.Evaluate(context.Background(), exec.Gate, abi.Request{
-		SubjectKind: abi.SubjectToolCall, Subject: call, Config: config,
-		Context: abi.Context{CatalogGeneration: snap.Generation(), Session: sess, Confirmation: confirm},
-	}, gh)
-	require.NoError(t, err)
-	return resp
-}
-
-func assertSameAnswer(t *testing.T, native abi.Response, wasm host.StageResult) {
-	t.Helper()
-	assert.Equal(t, native.Verdict, wasm.Verdict)
-	assert.Equal(t, native.Reason, wasm.Reason)
-	assert.Equal(t, native.Basis, wasm.Basis)
-	if native.Findings == nil {
-		native.Findings = []abi.Finding{}
-	}
-	nf, _ := json.Marshal(native.Findings)
-	wf, _ := json.Marshal(wasm.Findings)
-	assert.JSONEq(t, string(nf), string(wf))
-	ne, _ := json.Marshal(native.Evidence)
-	we, _ := json.Marshal(wasm.Evidence)
-	assert.JSONEq(t, string(ne), string(we))
+	return hosttest.EvalNative(t, hosttest.NativeExecHost(snap, set, sess), snap, call, sess, confirm, config)
 }
 
 // TestExecOriginCasesNativeEqualsWasm runs every origin case of docs/GATES.md#exec
@@ -215,7 +162,7 @@ func TestExecOriginCasesNativeEqualsWasm(t *testing.T) {
 	ctx := context.Background()
 	store, err := catalog.NewStore()
 	require.NoError(t, err)
-	h := newHost(t, host.Config{
+	h := hosttest.New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
 		Catalog:   store,
 		Confirmer: passConfirmer{},
@@ -267,7 +214,7 @@ func TestExecOriginCasesNativeEqualsWasm(t *testing.T) {
 				snap := store.Snapshot()
 				require.Equal(t, snap.Generation(), d.CatalogGeneration)
 				native := nativeExec(t, snap, set, call, sess(st.session), st.confirm, nil)
-				assertSameAnswer(t, native, wasm)
+				hosttest.AssertSameAnswer(t, native, wasm)
 
 				if st.want == "" {
 					require.Equal(t, abi.Accepted, wasm.Verdict, "step %d (%s): %+v", i, st.call, wasm.Findings)

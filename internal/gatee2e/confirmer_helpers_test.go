@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"

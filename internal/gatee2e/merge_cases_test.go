@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,67 +14,11 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/merge"
 	"github.com/gatehost/gatehost/plugins/merge/mergetest"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
-
-var mergeWasm = sync.OnceValues(func() (string, error) { return testwasm.Go("plugins/merge/wasm") })
-
-// prefixPolicy is an embedder's Policy with mergetest.Host's behaviour: a
-// file under deny/ is denied, one under error/ makes the policy fail.
-type prefixPolicy struct{}
-
-func (prefixPolicy) Merge(_ context.Context, req abi.PolicyMergeRequest) (abi.PolicyMergeAnswer, error) {
-	a := abi.PolicyMergeAnswer{Decision: abi.PolicyAllow, Policy: "fake"}
-	for _, f := range req.Files {
-		if strings.HasPrefix(f.Path, "error/") {
-			return a, fmt.Errorf("policy engine down")
-		}
-		if strings.HasPrefix(f.Path, "deny/") {
-			a.Decision = abi.PolicyDeny
-			a.Denials = append(a.Denials, abi.PolicyDenial{Path: f.Path, Rule: "deny-dir"})
-		}
-	}
-	return a, nil
-}
-
-func newMergeHost(t testing.TB, logPath string, opts ...func(host.Config) host.Config) *host.Host {
-	wasm, err := mergeWasm()
-	require.NoError(t, err)
-	stage := func(cfg string, caps ...string) host.PipelineConfig {
-		var raw json.RawMessage
-		if cfg != "" {
-			raw = json.RawMessage(cfg)
-		}
-		return host.PipelineConfig{Subject: abi.SubjectMerge, Stages: []host.StageConfig{{
-			Name: "merge", Plugin: "merge", Capabilities: caps, Config: raw, MemoryLimit: 256 << 20}}}
-	}
-	cfg := host.Config{
-		Plugins: map[string]host.PluginConfig{"merge": {Path: wasm}},
-		Pipelines: map[string]host.PipelineConfig{
-			"none":      stage("", "policy", "check"),
-			"pass":      stage(`{"check":"pass"}`, "policy", "check"),
-			"fail":      stage(`{"check":"fail"}`, "policy", "check"),
-			"broken":    stage(`{"check":"broken"}`, "policy", "check"),
-			"missing":   stage(`{"check":"missing"}`, "policy", "check"),
-			"no-policy": stage(`{"check":"pass"}`, "check"),
-		},
-		Policy: prefixPolicy{},
-		Checks: map[string]host.CheckCommand{
-			"pass":   {Argv: []string{"true"}},
-			"fail":   {Argv: []string{"sh", "-c", "echo boom; exit 3"}},
-			"broken": {Argv: []string{"/nonexistent/gatehost-check"}},
-		},
-		EventLogPath: logPath,
-	}
-	for _, o := range opts {
-		cfg = o(cfg)
-	}
-	return newPartialHost(t, cfg) // no-policy withholds policy
-
-}
 
 func str(s string) *string { return &s }
 
@@ -115,7 +57,7 @@ func mergeSubject(violation, duplicate bool, policy, waiver string) abi.Merge {
 // requires the same verdict, basis, reason and finding codes, and the
 // verdict merge.Decide gives for the inputs the evidence records.
 func TestMergeTruthTableNativeEqualsWasm(t *testing.T) {
-	h := newMergeHost(t, "")
+	h := hosttest.MergeHost(t, "")
 	ctx := context.Background()
 	worktree := t.TempDir()
 	n := 0
@@ -209,7 +151,7 @@ func codes(fs []abi.Finding) []string {
 // code and output tail; a waiver is written to the event log.
 func TestMergeCheckFailureAndWaiverAudited(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")
-	h := newMergeHost(t, logPath)
+	h := hosttest.MergeHost(t, logPath)
 	ctx := context.Background()
 	subj, _ := json.Marshal(mergeSubject(false, false, "allow", "none"))
 	d, err := h.Check(ctx, "fail", subj, host.RunOptions{Worktree: t.TempDir()})
@@ -233,55 +175,6 @@ func TestMergeCheckFailureAndWaiverAudited(t *testing.T) {
 	rep, err := eventlog.Verify(logPath)
 	require.NoError(t, err)
 	assert.EqualValues(t, 4, rep.Records) // a stage and a decision per run
-}
-
-// BenchmarkMergeExtract2000Lines runs the merge gate over a change to a real
-// 1,999-line Go file (testdata/merge): natively (ExtractChanges alone, and
-// the whole gate through the SDK's JSON path) and through the host (wasm,
-// deadline enforced, no event log). No check is configured and a waiver
-// covers the file, so the gate accepts (the instance is reused, as an
-// inconclusive answer would discard it) and the figure is the gate's own
-// work: decoding, parsing both sides, diffing, scanning, policy call.
-func BenchmarkMergeExtract2000Lines(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "testdata/merge/bench-2000-lines.json"))
-	require.NoError(b, err)
-	var m abi.Merge
-	require.NoError(b, json.Unmarshal(raw, &m))
-	m.Waiver = &abi.Waiver{Reason: "benchmark", ApprovedBy: "bench", Scope: []string{"**"}}
-	raw, err = json.Marshal(m)
-	require.NoError(b, err)
-	ctx := context.Background()
-	b.Run("native-extract", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			c := merge.ExtractChanges(m.FileChanges)
-			if len(c.Symbols) == 0 {
-				b.Fatal("no symbols")
-			}
-		}
-	})
-	b.Run("native-gate", func(b *testing.B) {
-		req := abi.Request{SubjectKind: abi.SubjectMerge, Subject: raw}
-		b.ReportAllocs()
-		for b.Loop() {
-			resp, err := gatetest.Evaluate(ctx, merge.Gate, req, &mergetest.Host{})
-			if err != nil || resp.Basis != merge.BasisWaived {
-				b.Fatal(err, resp)
-			}
-		}
-	})
-	for _, v := range deadlineVariants {
-		b.Run("wasm-gate"+v.suffix, func(b *testing.B) {
-			h := newMergeHost(b, "", v.cfg)
-			b.ReportAllocs()
-			for b.Loop() {
-				d, err := h.Check(ctx, "none", raw, host.RunOptions{})
-				if err != nil || d.Stages[0].Basis != merge.BasisWaived {
-					b.Fatal(err, d.Stages[0])
-				}
-			}
-		})
-	}
 }
 
 // atoi reads an integer the host decoded from a gate's evidence, where

@@ -1,4 +1,4 @@
-package host_test
+package gatee2e
 
 import (
 	"context"
@@ -15,29 +15,9 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
 )
-
-// githubExecConfig is the demonstration policy: non_idempotent tools need a
-// confirmation, except opening a pull request, which the operator exempts.
-// The GitHub server annotates create_pull_request and merge_pull_request
-// identically (readOnlyHint false, idempotentHint false, no destructiveHint),
-// so only the operator can tell them apart.
-var githubExecConfig = json.RawMessage(`{"confirm_effects":["non_idempotent"],"exempt_tools":["mcp.github:create_pull_request"]}`)
-
-func execHost(t testing.TB, store *catalog.Store, stages int) *host.Host {
-	t.Helper()
-	var ss []host.StageConfig
-	for i := range stages {
-		ss = append(ss, host.StageConfig{Name: "exec" + string(rune('0'+i)), Plugin: "exec",
-			Capabilities: []string{"catalog", "session"}, Config: githubExecConfig})
-	}
-	return newHost(t, host.Config{
-		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
-		Catalog:   store,
-		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: ss}},
-	})
-}
 
 // checkCall checks a call of tool in sess with a confirmation token ("" for
 // none), which the default Confirmer resolves to the tool's catalog id.
@@ -49,18 +29,11 @@ func checkCall(t testing.TB, h *host.Host, tool, sess, token string) host.StageR
 	return d.Stages[0]
 }
 
-func code(r host.StageResult) string {
-	if len(r.Findings) == 0 {
-		return string(r.Verdict)
-	}
-	return r.Findings[0].Code
-}
-
 // TestExecGitHubCatalog shows the gate on the real GitHub MCP catalog.
 func TestExecGitHubCatalog(t *testing.T) {
 	ctx := context.Background()
-	store := githubCatalog(t)
-	h := execHost(t, store, 1)
+	store := hosttest.GitHubCatalog(t)
+	h := hosttest.ExecHost(t, store, 1)
 	snap := store.Snapshot()
 
 	merge, _ := snap.Get("merge_pull_request")
@@ -75,12 +48,12 @@ func TestExecGitHubCatalog(t *testing.T) {
 	assert.Equal(t, exec.BasisExact, r.Basis)
 
 	r = checkCall(t, h, "merge_pull_request", "dev", "")
-	assert.Equal(t, exec.CodeConfirmationRequired, code(r))
+	assert.Equal(t, exec.CodeConfirmationRequired, hosttest.Code(r))
 	r = checkCall(t, h, "merge_pull_request", "dev", "ok-by-alice")
 	assert.Equal(t, abi.Accepted, r.Verdict)
 
 	// Reload the catalog with one unrelated tool changed.
-	_, err = store.Update(replaceSchema("mcp.github:get_me", `{"type":"object","properties":{"verbose":{"type":"boolean"}}}`))
+	_, err = store.Update(hosttest.ReplaceSchema("mcp.github:get_me", `{"type":"object","properties":{"verbose":{"type":"boolean"}}}`))
 	require.NoError(t, err)
 	r = checkCall(t, h, "create_pull_request", "dev", "")
 	assert.Equal(t, abi.Accepted, r.Verdict, "an unrelated change must not kill the session's call")
@@ -88,10 +61,10 @@ func TestExecGitHubCatalog(t *testing.T) {
 	assert.Equal(t, json.Number("1"), r.Evidence["catalog_generation"])
 
 	// create_pull_request's own schema changes: denied.
-	_, err = store.Update(replaceSchema("mcp.github:create_pull_request", `{"type":"object","properties":{"owner":{"type":"string"}}}`))
+	_, err = store.Update(hosttest.ReplaceSchema("mcp.github:create_pull_request", `{"type":"object","properties":{"owner":{"type":"string"}}}`))
 	require.NoError(t, err)
 	r = checkCall(t, h, "create_pull_request", "dev", "")
-	assert.Equal(t, exec.CodeSchemaDigestMismatch, code(r))
+	assert.Equal(t, exec.CodeSchemaDigestMismatch, hosttest.Code(r))
 
 	// Rebuild drops the drifted grant and carries the other forward.
 	_, rep, err := session.Rebuild(ctx, h.Sessions(), store.Snapshot(), "dev")
@@ -99,7 +72,7 @@ func TestExecGitHubCatalog(t *testing.T) {
 	assert.Equal(t, []string{"mcp.github:merge_pull_request"}, rep.Kept)
 	assert.Equal(t, []session.Dropped{{Tool: "mcp.github:create_pull_request", Reason: session.DropDrifted,
 		Drift: []string{session.DriftSchema, session.DriftPolicy}}}, rep.Dropped)
-	assert.Equal(t, exec.CodeNotActivated, code(checkCall(t, h, "create_pull_request", "dev", "")))
+	assert.Equal(t, exec.CodeNotActivated, hosttest.Code(checkCall(t, h, "create_pull_request", "dev", "")))
 }
 
 // TestExecRaceCatalogMutations runs exec checks while the catalog changes
@@ -109,8 +82,8 @@ func TestExecGitHubCatalog(t *testing.T) {
 // generation the decision reports.
 func TestExecRaceCatalogMutations(t *testing.T) {
 	ctx := context.Background()
-	store := githubCatalog(t)
-	h := execHost(t, store, 2)
+	store := hosttest.GitHubCatalog(t)
+	h := hosttest.ExecHost(t, store, 2)
 	_, err := session.Activate(ctx, h.Sessions(), store.Snapshot(), "race", "get_me")
 	require.NoError(t, err)
 	schemas := [2]string{}
@@ -127,7 +100,7 @@ func TestExecRaceCatalogMutations(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 0; !stop.Load(); i++ {
-			snap, err := store.Update(replaceSchema("mcp.github:get_me", schemas[(i+1)%2]))
+			snap, err := store.Update(hosttest.ReplaceSchema("mcp.github:get_me", schemas[(i+1)%2]))
 			if err != nil {
 				t.Error(err)
 				return
