@@ -35,10 +35,26 @@ func runawayOvershoots(tb testing.TB, n int, deadline time.Duration) []time.Dura
 	out := make([]time.Duration, 0, n)
 	for range n {
 		d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
-		if err != nil || d.Stages[0].Reason != abi.ReasonPluginTimeout {
-			tb.Fatal(err, d.Stages[0].Reason)
+		if err != nil {
+			tb.Fatal(err)
 		}
-		out = append(out, time.Duration(d.Stages[0].DurationMicros)*time.Microsecond-deadline)
+		switch st := d.Stages[0]; st.Reason {
+		case abi.ReasonPluginTimeout:
+			out = append(out, time.Duration(st.DurationMicros)*time.Microsecond-deadline)
+		case abi.ReasonHostOverloaded:
+			// The previous run's guest had not yet returned its slot, so
+			// this run waited for it and its timeout is the host's
+			// shortage, not the gate's: refused all the same, and not an
+			// overshoot figure.
+		default:
+			tb.Fatalf("a runaway guest ended %q (verdict %s), want plugin_timeout or host_overloaded", st.Reason, d.Verdict)
+		}
+		if d.Verdict == abi.Accepted {
+			tb.Fatal("a runaway guest's run was accepted")
+		}
+	}
+	if len(out) == 0 {
+		tb.Skip("every run waited for the previous guest's slot: no overshoot to report on this machine now")
 	}
 	slices.Sort(out)
 	return out
