@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +22,8 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/identity"
+	"github.com/gatehost/gatehost/internal/frontend"
 )
 
 // DefaultListen is loopback: with no auth configured nothing else is
@@ -126,10 +127,10 @@ type Server struct {
 	configDigest [32]byte
 	// tokens are the agents' credentials, approvers the credentials of
 	// POST /v1/approvals; no token is in both.
-	tokens    atomic.Pointer[tokenSet]
-	approvers atomic.Pointer[tokenSet]
+	tokens    atomic.Pointer[identity.Tokens]
+	approvers atomic.Pointer[identity.Tokens]
 	// ids are the auth: section's sources (OIDC, mTLS), fixed at New.
-	ids *identities
+	ids *frontend.Identities
 	// approvals are the approvals: section's, kept across reloads; they
 	// are the Confirmer of every runtime's host.
 	approvals *approval.Approvals
@@ -235,13 +236,8 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	}
 	s.tokens.Store(toks)
 	s.approvers.Store(apprs)
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrUsage)
-	}
-	if o.TLSCert != "" {
-		if _, err := loadKeyPair(o.TLSCert, o.TLSKey); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
+	if err := frontend.CheckTLS(o.TLSCert, o.TLSKey); err != nil {
+		return nil, err
 	}
 	path := o.ConfigPath
 	if b, err := config.ReadFile(path); err == nil {
@@ -251,13 +247,9 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.ids, err = newIdentities(context.Background(), path, l.Auth); err != nil {
+	if s.ids, err = frontend.NewIdentities(context.Background(), path, l.Auth, o.TLSCert); err != nil {
 		_ = l.Close()
 		return nil, err
-	}
-	if l.Auth.MTLS != nil && o.TLSCert == "" {
-		_ = l.Close()
-		return nil, fmt.Errorf("%w: config %s: auth.mtls needs --tls-cert and --tls-key: client certificates come with TLS", ErrUsage, path)
 	}
 	s.logPath, s.sessPath = l.LogPath, l.SessionPath
 	s.sessions = l.Host.Sessions
@@ -304,18 +296,7 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 // must be loopback: checked on the address actually bound, so a host name
 // cannot smuggle in another (an error wrapping ErrUsage).
 func (s *Server) Listen() (net.Listener, error) {
-	ln, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", s.opts.Listen, err)
-	}
-	if s.tokens.Load().empty() && !s.ids.configured() && !s.opts.InsecureListenAny {
-		if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
-			ln.Close()
-			return nil, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
-				ErrUsage, s.opts.Listen, TokenEnv)
-		}
-	}
-	return ln, nil
+	return frontend.Listen(s.opts.Listen, s.ids.Authed(s.tokens.Load()), s.opts.InsecureListenAny)
 }
 
 func (s *Server) httpServer() *http.Server {
@@ -362,29 +343,9 @@ func (s *Server) Reload(ctx context.Context) error {
 // run is Serve, reloading also on each value from hup.
 func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal) error {
 	srv := s.httpServer()
-	serveErr := make(chan error, 1)
-	go func() {
-		var err error
-		if s.opts.TLSCert != "" {
-			var pair tls.Certificate
-			if pair, err = loadKeyPair(s.opts.TLSCert, s.opts.TLSKey); err == nil {
-				srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
-				if s.ids.mtls != nil {
-					srv.TLSConfig = s.ids.mtls.TLSConfig(srv.TLSConfig)
-				}
-				err = srv.ServeTLS(ln, "", "")
-			}
-		} else {
-			err = srv.Serve(ln)
-		}
-		serveErr <- err
-	}()
-	scheme := "http"
-	if s.opts.TLSCert != "" {
-		scheme = "https"
-	}
-	s.logger.Info("gatehost serve: listening", "url", scheme+"://"+ln.Addr().String(),
-		"auth", !s.tokens.Load().empty() || s.ids.configured(), "approvals", !s.approvers.Load().empty(), "config", s.opts.ConfigPath)
+	serveErr := frontend.Start(srv, ln, s.opts.TLSCert, s.opts.TLSKey, s.ids)
+	s.logger.Info("gatehost serve: listening", "url", frontend.Scheme(s.opts.TLSCert)+"://"+ln.Addr().String(),
+		"auth", s.ids.Authed(s.tokens.Load()), "approvals", !s.approvers.Load().Empty(), "config", s.opts.ConfigPath)
 
 	s.started.Store(true)
 	go s.startOnce.Do(func() { s.buildFirst(ctx) })
@@ -455,16 +416,7 @@ func (s *Server) buildFirst(ctx context.Context) {
 func (s *Server) shutdown(srv *http.Server) error {
 	s.stopping.Store(true)
 	s.ready.Store(false)
-	s.logger.Info("gatehost serve: shutting down", "deadline", s.opts.ShutdownTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		s.logger.Warn("gatehost serve: shutdown deadline passed; cancelling the runs still going", "err", err)
-		s.cancelRuns()
-		_ = srv.Close()
-		err = nil
-	}
+	err := frontend.Shutdown{Timeout: s.opts.ShutdownTimeout, Cancel: s.cancelRuns, Logger: s.logger, Name: "gatehost serve"}.Do(srv)
 	return errors.Join(err, s.Close())
 }
 
@@ -630,7 +582,7 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	if toks.empty() != s.tokens.Load().empty() {
+	if toks.Empty() != s.tokens.Load().Empty() {
 		// Turning auth off would expose a listener bound for auth.
 		return nil, credentials{}, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
 	}
@@ -638,7 +590,7 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	if !reflect.DeepEqual(l.Auth, s.ids.cfg) {
+	if !reflect.DeepEqual(l.Auth, s.ids.Config()) {
 		_ = l.Close()
 		return nil, credentials{}, fmt.Errorf("config %s: auth: changed; a reload keeps the running identity sources (restart to change them)", l.File)
 	}
@@ -650,20 +602,20 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 }
 
 // credentials are the two token sets a reload swaps in together.
-type credentials struct{ agents, approvers *tokenSet }
+type credentials struct{ agents, approvers *identity.Tokens }
 
 // loadCredentials reads the agent and the approver tokens, and logs how
 // sessions are bound: every fault is reported before anything is served.
-func (s *Server) loadCredentials() (*tokenSet, *tokenSet, error) {
-	toks, err := loadTokens(s.opts.TokenFile, os.Getenv(TokenEnv))
+func (s *Server) loadCredentials() (*identity.Tokens, *identity.Tokens, error) {
+	toks, err := identity.LoadTokens(s.opts.TokenFile, os.Getenv(TokenEnv))
 	if err != nil {
 		return nil, nil, err
 	}
-	apprs, err := loadApproverTokens(s.opts.ApproverTokenFile, os.Getenv(ApproverTokenEnv), toks)
+	apprs, err := identity.LoadApproverTokens(s.opts.ApproverTokenFile, os.Getenv(ApproverTokenEnv), toks)
 	if err != nil {
 		return nil, nil, err
 	}
-	if unbound := toks.unbound(); len(toks.creds) == 1 && len(unbound) == 1 {
+	if unbound := toks.Unbound(); toks.Len() == 1 && len(unbound) == 1 {
 		s.logger.Info("gatehost serve: the only agent token has no sessions= field; it may act for any session", "token", unbound[0])
 	} else if len(unbound) > 0 {
 		s.logger.Warn("gatehost serve: agent tokens without a sessions= field may check only without ?session=", "tokens", unbound)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,10 +18,11 @@ import (
 
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/editdist"
+	"github.com/gatehost/gatehost/internal/frontend"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
-	"github.com/gatehost/gatehost/server"
 )
 
 const mcpUsage = `Usage: gatehost mcp [flags] [-- UPSTREAM-COMMAND...]
@@ -51,7 +51,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.setDefault("log-level", "info")
 	listen := fs.String("listen", "", "serve Streamable HTTP on ADDR (path /mcp) instead of stdio")
 	upstreamName := fs.String("upstream-name", "upstream", "name of the upstream given after --")
-	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+server.TokenEnv+"); none means no auth, loopback only")
+	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+identity.TokenEnv+"); none means no auth, loopback only")
 	insecure := fs.Bool("insecure-listen-any", false, "allow --listen on a non-loopback address without bearer tokens")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM) for --listen; with --tls-key, serve HTTPS (auth.mtls needs it)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
@@ -82,28 +82,23 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return 0
 	}
-	toks, err := server.LoadTokens(*tokenFile)
+	toks, err := identity.LoadTokens(*tokenFile, os.Getenv(identity.TokenEnv))
 	if err != nil {
 		return fail(stderr, err)
 	}
-	ids, err := server.NewIdentity(ctx, cfg.File, cfg.Auth, toks)
+	if err := frontend.CheckTLS(*tlsCert, *tlsKey); err != nil {
+		return fail(stderr, err)
+	}
+	ids, err := frontend.NewIdentities(ctx, cfg.File, cfg.Auth, *tlsCert)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if (*tlsCert == "") != (*tlsKey == "") || (ids.MTLS() && *tlsCert == "") {
-		return fail(stderr, fmt.Errorf("%w: --tls-cert and --tls-key go together, and auth.mtls needs them", errUsage))
-	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := frontend.Listen(*listen, ids.Authed(toks), *insecure)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("--listen %s: %w", *listen, err))
-	}
-	if a, ok := ln.Addr().(*net.TCPAddr); ids.Empty() && !*insecure && (!ok || !a.IP.IsLoopback()) {
-		ln.Close()
-		return fail(stderr, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
-			errUsage, *listen, server.TokenEnv))
+		return fail(stderr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", ids.Require(logger, g.Handler()))
+	mux.Handle("/mcp", ids.Require(func() *identity.Tokens { return toks }, logger, g.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
