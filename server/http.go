@@ -73,7 +73,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(sessionRevokePattern, s.handleSessionRevoke)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
-	mux.Handle(metricsRoutePattern, s.metrics.handler())
+	mux.Handle(metricsRoutePattern, s.metrics.Handler())
 	return s.withRequestID(s.withAccessLog(s.withAuth(s.withTraceContext(mux))))
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,10 +120,9 @@ type Server struct {
 	// first is the config read at start; run builds its runtime.
 	first *config.Loaded
 	cur   atomic.Pointer[loadedConfig]
-	// reloadMu serialises reloads; configDigest is the last config file
-	// content a reload tried, so a bad file is not retried every poll.
-	reloadMu     sync.Mutex
-	configDigest [32]byte
+	// reloader serialises reloads (SIGHUP, the file polled, Reload) and
+	// counts and logs them; apply is its part here.
+	reloader *frontend.Reloader
 	// tokens are the agents' credentials, approvers the credentials of
 	// POST /v1/approvals; no token is in both.
 	tokens    atomic.Pointer[identity.Tokens]
@@ -230,6 +228,8 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	s := &Server{opts: o, logger: logger, built: make(chan struct{})}
 	s.runCtx, s.cancelRuns = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
+	s.reloader = &frontend.Reloader{Path: o.ConfigPath, Interval: o.WatchInterval, Name: "gatehost serve",
+		Logger: logger, Metrics: s.metrics.Metrics, Apply: s.apply}
 	toks, apprs, err := s.loadCredentials()
 	if err != nil {
 		return nil, err
@@ -240,9 +240,7 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	path := o.ConfigPath
-	if b, err := config.ReadFile(path); err == nil {
-		s.configDigest = sha256.Sum256(b)
-	}
+	s.reloader.Mark()
 	l, err := o.Load(path)
 	if err != nil {
 		return nil, err
@@ -278,7 +276,7 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 		s.metrics.registerStore(s)
 	}
 	if s.dlog != nil {
-		s.metrics.reg.MustRegister(s.dlog.Collector())
+		s.metrics.Register(s.dlog.Collector())
 	}
 	if err := s.openApprovals(l); err != nil {
 		_ = rt.Close()
@@ -343,7 +341,7 @@ func (s *Server) Reload(ctx context.Context) error {
 // run is Serve, reloading also on each value from hup.
 func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal) error {
 	srv := s.httpServer()
-	serveErr := frontend.Start(srv, ln, s.opts.TLSCert, s.opts.TLSKey, s.ids)
+	serveErr := frontend.Start(srv, ln, s.opts.TLSCert, s.opts.TLSKey, s.ids.TLSConfig)
 	s.logger.Info("gatehost serve: listening", "url", frontend.Scheme(s.opts.TLSCert)+"://"+ln.Addr().String(),
 		"auth", s.ids.Authed(s.tokens.Load()), "approvals", !s.approvers.Load().Empty(), "config", s.opts.ConfigPath)
 
@@ -357,12 +355,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 		default: // a reload is already due
 		}
 	})
-	var watch <-chan time.Time
-	if s.opts.WatchInterval > 0 {
-		t := time.NewTicker(s.opts.WatchInterval)
-		defer t.Stop()
-		watch = t.C
-	}
+	go s.reloader.Run(ctx)
 	var err error
 loop:
 	for {
@@ -381,8 +374,6 @@ loop:
 			_ = s.reload(ctx, "SIGHUP")
 		case <-published:
 			_ = s.reload(ctx, "catalog published")
-		case <-watch:
-			s.reloadIfChanged(ctx)
 		}
 	}
 	if errors.Is(err, http.ErrServerClosed) {
@@ -402,7 +393,7 @@ func (s *Server) buildFirst(ctx context.Context) {
 	}
 	rt.generation = 1
 	s.cur.Store(rt)
-	s.metrics.configGeneration.Set(1)
+	s.reloader.Started()
 	s.ready.Store(true)
 	s.logger.Info("gatehost serve: ready", "pipelines", len(rt.list),
 		"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "took", time.Since(start).Round(time.Millisecond))
@@ -416,6 +407,7 @@ func (s *Server) buildFirst(ctx context.Context) {
 func (s *Server) shutdown(srv *http.Server) error {
 	s.stopping.Store(true)
 	s.ready.Store(false)
+	s.reloader.Stop()
 	err := frontend.Shutdown{Timeout: s.opts.ShutdownTimeout, Cancel: s.cancelRuns, Logger: s.logger, Name: "gatehost serve"}.Do(srv)
 	return errors.Join(err, s.Close())
 }
@@ -434,8 +426,7 @@ func (s *Server) Close() error {
 func (s *Server) close() error {
 	s.stopping.Store(true)
 	s.ready.Store(false)
-	s.reloadMu.Lock() // no reload may start a runtime now
-	defer s.reloadMu.Unlock()
+	s.reloader.Stop() // no reload may start a runtime now
 	if s.started.Load() {
 		<-s.built
 	}
@@ -503,7 +494,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	}
 	cfg := l.Host
 	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.eventLog(l)
-	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
+	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.Hooks()
 	cfg.Confirmer = s.approvals
 	cfg.TracerProvider = s.tracerProvider(l)
 	h, err := host.New(ctx, cfg)
@@ -530,41 +521,34 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 }
 
 // reload builds the config file's runtime beside the current one and swaps
-// it in. Runs in flight finish on the runtime (pipelines and pinned catalog
-// snapshot) they started on; runs that start after the swap see the new
-// one. A failed reload changes nothing, is logged with its cause and
-// counted; the old config keeps serving.
+// it in (frontend.Reloader, with apply). Runs in flight finish on the
+// runtime (pipelines and pinned catalog snapshot) they started on; runs
+// that start after the swap see the new one. A failed reload changes
+// nothing, is logged with its cause and counted; the old config keeps
+// serving.
 func (s *Server) reload(ctx context.Context, trigger string) error {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
+	return s.reloader.Reload(ctx, trigger)
+}
+
+// apply is the server's part of a reload: the new runtime, as generation
+// gen, and the tokens, swapped in together; the previous runtime is closed
+// once its runs returned.
+func (s *Server) apply(ctx context.Context, gen uint64) ([]any, error) {
 	if s.stopping.Load() {
-		return errors.New("shutting down")
+		return nil, frontend.ErrStopping
 	}
 	prev := s.cur.Load()
 	if prev == nil {
-		return errors.New("not ready: the first config is still loading")
-	}
-	start := time.Now()
-	if b, err := config.ReadFile(s.opts.ConfigPath); err == nil {
-		s.configDigest = sha256.Sum256(b)
+		return nil, errors.New("not ready: the first config is still loading")
 	}
 	rt, toks, err := s.prepare(ctx, prev)
 	if err != nil {
-		s.metrics.reloads.WithLabelValues("failure").Inc()
-		s.logger.Error("gatehost serve: reload failed; the previous config keeps serving",
-			"trigger", trigger, "config", s.opts.ConfigPath, "config_generation", prev.generation, "err", err)
-		return err
+		return nil, err
 	}
-	rt.generation = prev.generation + 1
+	rt.generation = gen
 	s.tokens.Store(toks.agents)
 	s.approvers.Store(toks.approvers)
 	s.cur.Store(rt)
-	s.metrics.reloads.WithLabelValues("success").Inc()
-	s.metrics.configGeneration.Set(float64(rt.generation))
-	s.metrics.lastReload.SetToCurrentTime()
-	s.logger.Info("gatehost serve: config reloaded", "trigger", trigger, "config_generation", rt.generation,
-		"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "pipelines", len(rt.list),
-		"took", time.Since(start).Round(time.Millisecond))
 	s.retiring.Add(1)
 	go func() {
 		defer s.retiring.Done()
@@ -574,7 +558,7 @@ func (s *Server) reload(ctx context.Context, trigger string) error {
 			s.logger.Warn("gatehost serve: closing the previous config's host", "err", err)
 		}
 	}()
-	return nil
+	return []any{"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "pipelines", len(rt.list)}, nil
 }
 
 func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, credentials, error) {
@@ -582,9 +566,8 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	if toks.Empty() != s.tokens.Load().Empty() {
-		// Turning auth off would expose a listener bound for auth.
-		return nil, credentials{}, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
+	if err := frontend.CheckTokenSwap(s.tokens.Load(), toks); err != nil {
+		return nil, credentials{}, err
 	}
 	l, err := s.opts.Load(s.opts.ConfigPath)
 	if err != nil {
@@ -621,19 +604,4 @@ func (s *Server) loadCredentials() (*identity.Tokens, *identity.Tokens, error) {
 		s.logger.Warn("gatehost serve: agent tokens without a sessions= field may check only without ?session=", "tokens", unbound)
 	}
 	return toks, apprs, nil
-}
-
-// reloadIfChanged reloads when the config file's content differs from what
-// the last reload read.
-func (s *Server) reloadIfChanged(ctx context.Context) {
-	b, err := config.ReadFile(s.opts.ConfigPath)
-	if err != nil {
-		return // a rename-in-progress; the next poll sees the new file
-	}
-	s.reloadMu.Lock()
-	same := sha256.Sum256(b) == s.configDigest
-	s.reloadMu.Unlock()
-	if !same {
-		_ = s.reload(ctx, "config file changed")
-	}
 }

@@ -83,11 +83,11 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 
 // Serve serves srv on ln until ctx is done or srv fails, then shuts it down
 // within the bound of s. With certFile it serves HTTPS (see Start).
-func Serve(ctx context.Context, srv *http.Server, ln net.Listener, certFile, keyFile string, ids *Identities, s Shutdown) error {
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener, certFile, keyFile string, clientCerts func(*tls.Config) *tls.Config, s Shutdown) error {
 	var err error
 	select {
 	case <-ctx.Done():
-	case err = <-Start(srv, ln, certFile, keyFile, ids):
+	case err = <-Start(srv, ln, certFile, keyFile, clientCerts):
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -97,8 +97,9 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, certFile, key
 
 // Start serves srv on ln in a goroutine and returns the channel its end is
 // sent on. With certFile it serves HTTPS from the pair (TLS 1.2 at least),
-// asking for client certificates when ids has auth.mtls.
-func Start(srv *http.Server, ln net.Listener, certFile, keyFile string, ids *Identities) <-chan error {
+// its config adapted by clientCerts when set (Identities.TLSConfig asks for
+// client certificates with auth.mtls).
+func Start(srv *http.Server, ln net.Listener, certFile, keyFile string, clientCerts func(*tls.Config) *tls.Config) <-chan error {
 	serveErr := make(chan error, 1)
 	go func() {
 		if certFile == "" {
@@ -110,7 +111,10 @@ func Start(srv *http.Server, ln net.Listener, certFile, keyFile string, ids *Ide
 			serveErr <- fmt.Errorf("tls: %w", err)
 			return
 		}
-		srv.TLSConfig = ids.TLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}})
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+		if clientCerts != nil {
+			srv.TLSConfig = clientCerts(srv.TLSConfig)
+		}
 		serveErr <- srv.ServeTLS(ln, "", "")
 	}()
 	return serveErr

@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -103,4 +104,13 @@ func (ids *Identities) Require(tokens func() *identity.Tokens, logger *slog.Logg
 		return next
 	}
 	return identity.RequireLogged(ids.Chain(tokens), Realm, logger, next)
+}
+
+// CheckTokenSwap refuses a reload's tokens that would turn bearer-token
+// auth on or off: turning it off would expose a listener bound for auth.
+func CheckTokenSwap(running, next *identity.Tokens) error {
+	if running.Empty() != next.Empty() {
+		return errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
+	}
+	return nil
 }
