@@ -11,7 +11,8 @@
 //     algorithm allow-list, key rotation with a rate-limited refresh, and
 //     bounded fetches;
 //   - MTLS: a TLS client certificate verified against a CA bundle;
-//   - Tokens: the operator's static bearer tokens.
+//   - TokenSource: the operator's static bearer tokens (Tokens, read from
+//     a token file by LoadTokens).
 //
 // Chain composes them in the operator's order. Every refusal is an *Error
 // wrapping ErrUnauthenticated, which an HTTP front end answers with 401 and
@@ -250,9 +251,9 @@ func (c chain) Authenticate(r *http.Request) (*abi.Principal, error) {
 	return nil, noCredential("", "a credential is required")
 }
 
-// bearer is the token of the request's Authorization: Bearer header; the
+// Bearer is the token of the request's Authorization: Bearer header; the
 // scheme matches without regard to case (RFC 7235 §2.1).
-func bearer(r *http.Request) (string, bool) {
+func Bearer(r *http.Request) (string, bool) {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return "", false

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -224,7 +223,7 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 // Authenticate implements Authenticator. A bearer token that is not shaped
 // like a JWS (three dot-separated parts) is left to the next source.
 func (o *OIDC) Authenticate(r *http.Request) (*abi.Principal, error) {
-	tok, ok := bearer(r)
+	tok, ok := Bearer(r)
 	if !ok {
 		return nil, noCredential(abi.MethodOIDC, "no bearer token")
 	}
@@ -340,8 +339,9 @@ func boundedClient(base *http.Client, timeout time.Duration, maxBytes int64) *ht
 	return c
 }
 
-// capTransport caps response bodies: reading past max fails, so a
-// truncated document is never parsed as if whole.
+// capTransport caps response bodies with http.MaxBytesReader: reading
+// past max fails (*http.MaxBytesError), so a truncated document is never
+// parsed as if whole.
 type capTransport struct {
 	rt  http.RoundTripper
 	max int64
@@ -356,30 +356,8 @@ func (t capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("%s: %w (Content-Length %d, at most %d)", r.URL.Redacted(), errTooLarge, resp.ContentLength, t.max)
 	}
-	resp.Body = &capBody{rc: resp.Body, left: t.max}
+	resp.Body = http.MaxBytesReader(nil, resp.Body, t.max)
 	return resp, nil
 }
 
 var errTooLarge = errors.New("response too large")
-
-type capBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *capBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return 0, errTooLarge
-	}
-	return n, err
-}
-
-func (b *capBody) Close() error { return b.rc.Close() }

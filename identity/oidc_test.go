@@ -288,7 +288,7 @@ func TestChainIdentity(t *testing.T) {
 	clk := newClock()
 	iss := identitytest.NewIssuer(t)
 	o := newOIDC(t, iss, clk, nil)
-	static := identity.NewTokens("ops", func(tok string) (string, bool) { return "ci-bot", tok == "static-token-0123456789" })
+	static := identity.NewTokenSource("ops", func(tok string) (string, bool) { return "ci-bot", tok == "static-token-0123456789" })
 	ca := identitytest.NewCA(t, "clients", clk.Now())
 	m, err := identity.NewMTLS(identity.MTLSConfig{ClientCAs: ca.Pool(), Now: clk.Now})
 	require.NoError(t, err)

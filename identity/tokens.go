@@ -10,12 +10,13 @@ import (
 // line's name=), and whether it is one. It must compare in constant time.
 type TokenLookup func(token string) (name string, ok bool)
 
-// Tokens authenticates the operator's static bearer tokens: principal
+// TokenSource authenticates the operator's static bearer tokens (the
+// Tokens of a token file, through Names): principal
 // {issuer: the source's name, subject: the token's name, method: token}.
 // A bearer token that is not one of them is not refused here but left to
 // the next source (ErrNoCredential): an opaque token cannot tell whose it
 // is; Chain refuses it when no source accepts it.
-type Tokens struct {
+type TokenSource struct {
 	name   string
 	lookup TokenLookup
 }
@@ -24,18 +25,18 @@ type Tokens struct {
 // operator names the source nothing else (auth.tokens.name).
 const DefaultTokensName = "gatehost-tokens"
 
-// NewTokens returns the static-token source named name ("" is
+// NewTokenSource returns the static-token source named name ("" is
 // DefaultTokensName) over lookup.
-func NewTokens(name string, lookup TokenLookup) *Tokens {
+func NewTokenSource(name string, lookup TokenLookup) *TokenSource {
 	if name == "" {
 		name = DefaultTokensName
 	}
-	return &Tokens{name: name, lookup: lookup}
+	return &TokenSource{name: name, lookup: lookup}
 }
 
 // Authenticate implements Authenticator.
-func (t *Tokens) Authenticate(r *http.Request) (*abi.Principal, error) {
-	tok, ok := bearer(r)
+func (t *TokenSource) Authenticate(r *http.Request) (*abi.Principal, error) {
+	tok, ok := Bearer(r)
 	if !ok {
 		return nil, noCredential(abi.MethodToken, "no bearer token")
 	}

@@ -51,7 +51,7 @@ func (g *Gateway) publishLocked(set *baseline.Set) error {
 		return nil
 	}
 	tools, routes := g.buildCatalog(set)
-	store := g.h.Catalog()
+	store := g.Host().Catalog()
 	_, err := store.Update(func(b *catalog.Builder) error {
 		for _, id := range b.IDs() {
 			if t, _ := b.Get(id); g.owns(t) {

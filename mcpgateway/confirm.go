@@ -59,13 +59,13 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 	if ss == nil || caps.Elicitation == nil || up == nil {
 		return dec, nil
 	}
-	t, ok := g.h.Catalog().Snapshot().Get(c.name)
+	t, ok := g.Host().Catalog().Snapshot().Get(c.name)
 	if !ok {
 		return dec, nil
 	}
 	// The subject exactly as the host records it, so that the binding is
 	// the host's subject_sha256.
-	native, err := g.h.NativeSubject(g.opts.Pipeline, c.params, subject.FormatMCP)
+	native, err := g.Host().NativeSubject(g.opts.Pipeline, c.params, subject.FormatMCP)
 	if err != nil {
 		return dec, nil
 	}

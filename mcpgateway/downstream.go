@@ -111,7 +111,7 @@ func (d *downstream) doClose() {
 		c.close()
 	}
 	if id := d.sessionID(); id != "" {
-		if _, err := d.g.h.Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
+		if _, err := d.g.Host().Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: session not removed from the store", "session", id, "error", err)
 		}
 	}

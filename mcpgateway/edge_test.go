@@ -218,7 +218,7 @@ func rawPost(t *testing.T, url, token, sid, method string, body any) int {
 func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 	f := newFixture(t, nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
-	tokens := identity.NewTokens("ops", func(tok string) (string, bool) {
+	tokens := identity.NewTokenSource("ops", func(tok string) (string, bool) {
 		switch tok {
 		case "alice-token-0123456789":
 			return "alice", true

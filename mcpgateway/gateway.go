@@ -90,7 +90,16 @@ var (
 // Gateway is an MCP gateway over one host. It is safe for concurrent use;
 // one Gateway serves any number of downstream sessions.
 type Gateway struct {
-	h    *host.Host
+	// hmu guards h, the host decisions run on, and inflight, the runs
+	// begun on it: Reload replaces both, and closes the previous host once
+	// its runs returned.
+	hmu      sync.RWMutex
+	h        *host.Host
+	inflight *sync.WaitGroup
+	// base is the host config New built from, with the gateway's parts
+	// (Confirmer, event log, tracer, hooks) that every host it builds
+	// keeps.
+	base host.Config
 	opts Options
 	// appendRecord appends an approval record to the host's event log;
 	// nil when the host has none. ownLog is the log when New opened it.
@@ -167,7 +176,8 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	if cfg.Confirmer != nil {
 		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
-	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"}}
+	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"},
+		inflight: &sync.WaitGroup{}}
 	g.approvals, err = approval.New(approval.Options{Store: o.ApprovalStore, TTL: o.ApprovalTTL, Logger: o.Logger,
 		Record: func(r eventlog.Record) error {
 			if g.appendRecord == nil {
@@ -196,6 +206,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		}
 	}
 	cfg.Confirmer = g.approvals
+	g.base = cfg
 	h, err := host.New(ctx, cfg)
 	if err == nil {
 		g.h = h
@@ -227,7 +238,63 @@ func (g *Gateway) Options() Options { return g.opts }
 
 // Host is the host the gateway decides with, for what an embedder does
 // besides (sessions, catalog, its own checks). It is closed by Close.
-func (g *Gateway) Host() *host.Host { return g.h }
+func (g *Gateway) Host() *host.Host {
+	g.hmu.RLock()
+	defer g.hmu.RUnlock()
+	return g.h
+}
+
+// acquire returns the host a run starts on and the function that says the
+// run returned: Reload closes a replaced host only after that.
+func (g *Gateway) acquire() (*host.Host, func()) {
+	g.hmu.RLock()
+	defer g.hmu.RUnlock()
+	g.inflight.Add(1)
+	return g.h, g.inflight.Done
+}
+
+// Reload replaces the host the gateway decides with by one built from
+// cfg — the pipelines, plugins and settings of a reloaded config —
+// keeping what lives as long as the gateway: its catalog (the trust
+// baseline's tools), session store, event log, approvals, tracer, hooks
+// and logger (cfg's own are not used). Calls in flight finish on the host
+// they started on, which is closed once they returned; calls that start
+// after see the new one. A cfg that does not build, or whose
+// Options.Pipeline is missing or not a tool_call pipeline, changes
+// nothing and is returned. The config's tool names are checked again with
+// the next session that lists them. retired, when set, is called once the
+// previous host is closed: what its config held (domain sources) can go.
+func (g *Gateway) Reload(ctx context.Context, cfg host.Config, retired func()) error {
+	cur := g.Host()
+	cfg.Catalog, cfg.Sessions = cur.Catalog(), cur.Sessions()
+	cfg.EventLog, cfg.EventLogPath = g.base.EventLog, ""
+	cfg.Confirmer, cfg.TracerProvider, cfg.Hooks, cfg.Logger = g.approvals, g.base.TracerProvider, g.base.Hooks, g.base.Logger
+	h, err := host.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := checkPipeline(h, g.opts.Pipeline); err != nil {
+		_ = h.Close(context.Background())
+		return err
+	}
+	g.hmu.Lock()
+	old, runs := g.h, g.inflight
+	g.h, g.inflight = h, &sync.WaitGroup{}
+	g.hmu.Unlock()
+	g.namesMu.Lock()
+	g.namesChecked, g.namesErr = false, nil
+	g.namesMu.Unlock()
+	g.background(func() {
+		runs.Wait()
+		if err := old.Close(context.Background()); err != nil {
+			g.opts.Logger.Warn("mcp gateway: closing the previous config's host", "err", err)
+		}
+		if retired != nil {
+			retired()
+		}
+	})
+	return nil
+}
 
 // Handler returns the Streamable HTTP endpoint (MCP 2025-11-25 transport,
 // Mcp-Session-Id sessions). Mount it where clients should connect, behind
@@ -292,8 +359,8 @@ func (g *Gateway) Close() error {
 // last record).
 func (g *Gateway) closeHost() error {
 	var err error
-	if g.h != nil {
-		err = g.h.Close(context.Background())
+	if h := g.Host(); h != nil {
+		err = h.Close(context.Background())
 	}
 	if g.ownLog != nil {
 		err = errors.Join(err, g.ownLog.Close())
@@ -329,7 +396,9 @@ type call struct {
 // checked at all: a bad subject, or an approval whose use could not be
 // recorded (host.ErrConfirmation).
 func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, error) {
-	return g.h.Check(ctx, g.opts.Pipeline, c.params, host.RunOptions{
+	h, done := g.acquire()
+	defer done()
+	return h.Check(ctx, g.opts.Pipeline, c.params, host.RunOptions{
 		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token, Principal: c.principal, Refusals: c.refusals})
 }
 

@@ -23,7 +23,7 @@ var ErrUnmatchedName = errors.New("mcpgateway: a configured tool name matches no
 // toolReferences are the names the gateway's config gives: the pipeline's
 // gates' and domains' (host.ToolReferences) and its own session lists.
 func (g *Gateway) toolReferences() []host.ToolReference {
-	refs := g.h.ToolReferences(g.opts.Pipeline)
+	refs := g.Host().ToolReferences(g.opts.Pipeline)
 	refs = append(refs, host.ListReferences("mcp.sessions.core", g.opts.CoreTools, host.RefTool, "*")...)
 	refs = append(refs, host.ListReferences("mcp.sessions.activate_on_list", g.opts.ActivateOnList, host.RefTool, "*")...)
 	return refs

@@ -39,7 +39,7 @@ func TestHTTPPrincipalReachesGates(t *testing.T) {
 		{"name":"ci","when":{"method":"token","subject":"ci-bot"},"allow_tools":["*"]},
 		{"name":"anyone","when":{"anonymous":true},"read_only":true}]}`), nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
-	tokens := identity.NewTokens("ops", func(tok string) (string, bool) { return "ci-bot", tok == "ci-token-0123456789" })
+	tokens := identity.NewTokenSource("ops", func(tok string) (string, bool) { return "ci-bot", tok == "ci-token-0123456789" })
 	authed := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
 	t.Cleanup(authed.Close)
 	open := httptest.NewServer(g.Handler())

@@ -258,7 +258,7 @@ func listAll[T any](ctx context.Context, opts Options, method string, page func(
 // the configured core pins that the catalog holds ("*": every trusted tool
 // of the gateway's upstreams).
 func (g *Gateway) createSession(ctx context.Context, id string) error {
-	snap := g.h.Catalog().Snapshot()
+	snap := g.Host().Catalog().Snapshot()
 	names := g.opts.CoreTools
 	if slices.Contains(names, "*") {
 		names = nil
@@ -283,7 +283,7 @@ func (g *Gateway) createSession(ctx context.Context, id string) error {
 			core = append(core, t.ID)
 		}
 	}
-	if _, err := session.Create(ctx, g.h.Sessions(), snap, id, core...); err != nil {
+	if _, err := session.Create(ctx, g.Host().Sessions(), snap, id, core...); err != nil {
 		return fmt.Errorf("gatehost session %s: %w", id, err)
 	}
 	return nil
@@ -294,7 +294,7 @@ func (g *Gateway) createSession(ctx context.Context, id string) error {
 // the catalog — which is the trust baseline, so it changes only by an
 // operator's approval, and the grant follows it.
 func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.Snapshot, listed []catalog.Tool) (*session.Set, error) {
-	set, err := g.h.Sessions().Load(ctx, id)
+	set, err := g.Host().Sessions().Load(ctx, id)
 	if err != nil || set == nil {
 		return set, err
 	}
@@ -319,7 +319,7 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 	if len(names) == 0 {
 		return set, nil
 	}
-	return session.ActivateMany(ctx, g.h.Sessions(), snap, id, names)
+	return session.ActivateMany(ctx, g.Host().Sessions(), snap, id, names)
 }
 
 // listTools answers tools/list: for every upstream that answers, the
@@ -336,7 +336,7 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 			d.g.opts.Logger.Warn("mcp gateway: upstream not listed; its tools are left out", "upstream", c.u.Name, "error", err)
 		}
 	}
-	snap := d.g.h.Catalog().Snapshot()
+	snap := d.g.Host().Catalog().Snapshot()
 	routes := *d.g.routes.Load()
 	var listed []catalog.Tool
 	for _, t := range d.g.owned(snap) {

@@ -52,7 +52,7 @@ func (m metaCarrier) Keys() []string { return slices.Collect(maps.Keys(m)) }
 // decision's, when tracing is on and the client sent one: _meta first,
 // then the HTTP request's headers. A malformed traceparent is ignored.
 func (d *downstream) continueTrace(ctx context.Context, req mcp.Request, meta mcp.Meta) context.Context {
-	if d.g.h.TracerProvider() == nil {
+	if d.g.Host().TracerProvider() == nil {
 		return ctx
 	}
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
@@ -67,7 +67,7 @@ func (d *downstream) continueTrace(ctx context.Context, req mcp.Request, meta mc
 // tracedForward is forwardCall inside a SpanForward span under the
 // decision's, which the upstream receives as its parent.
 func (d *downstream) tracedForward(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, dec *host.Decision) (mcp.Result, error) {
-	tp := d.g.h.TracerProvider()
+	tp := d.g.Host().TracerProvider()
 	if tp == nil {
 		return d.forwardCall(ctx, up, name, p, dec.RunID)
 	}

@@ -77,7 +77,7 @@ func (s *Server) openApprovals(l *config.Loaded) error {
 		},
 		Agent: func(ctx context.Context) string {
 			if c := credentialOf(ctx); c != nil {
-				return c.name
+				return c.Name
 			}
 			return ""
 		}})
@@ -141,7 +141,7 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	approver := ""
 	if c := credentialOf(r.Context()); c != nil {
-		approver = c.name
+		approver = c.Name
 	}
 	b := approval.Binding{Pipeline: name, Session: sess, Tool: tool.ID, SchemaDigest: tool.SchemaDigest, SubjectSHA256: sha256Hex(native)}
 	a, err := s.approvals.Mint(r.Context(), b, approver, "", approval.Origin{RequestID: r.Header.Get(headerRequestID)})

@@ -24,6 +24,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/edgecase"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
@@ -505,7 +506,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		apprFile := filepath.Join(dir, "approvers")
 		// A token in both channels: the reload fails, alice still approves.
 		writeAtomic(t, apprFile, agentDev+" name=mallory\n")
-		require.ErrorIs(t, ts.s.reload(context.Background(), "test"), errTokenReused)
+		require.ErrorIs(t, ts.s.reload(context.Background(), "test"), identity.ErrTokenReused)
 		ts.approve(t, "exec", "dev", callA)
 
 		writeAtomic(t, apprFile, bob+" name=bob\n")
@@ -564,10 +565,10 @@ func catalogWithChangedSchema(t *testing.T, dst, file string) string {
 func TestServeApprovalsDisabled(t *testing.T) {
 	s := &Server{opts: Options{RetryAfter: time.Second}, logger: slog.New(slog.DiscardHandler)}
 	s.metrics = newMetrics(s)
-	agents, err := loadTokens("", agentDev)
+	agents, err := identity.LoadTokens("", agentDev)
 	require.NoError(t, err)
 	s.tokens.Store(agents)
-	s.approvers.Store(&tokenSet{})
+	s.approvers.Store(&identity.Tokens{})
 	for _, tok := range []string{"", agentDev, approver} {
 		req, err := http.NewRequest("POST", "http://gatehost"+approvalsRoute+"?pipeline=exec&session=dev", strings.NewReader(string(callA)))
 		require.NoError(t, err)

@@ -51,7 +51,7 @@ func TestServeReloadRefusesSpecialFiles(t *testing.T) {
 			replace(t, tt.file, tt.kind)
 			err := safefiletest.Returns(t, func() error { return ts.s.reload(context.Background(), "test") })
 			assert.EqualError(t, err, tt.want)
-			safefiletest.Returns(t, func() bool { ts.s.reloadIfChanged(context.Background()); return true })
+			safefiletest.Returns(t, func() bool { ts.s.reloader.IfChanged(context.Background()); return true })
 			a := ts.do(t, "GET", "/v1/pipelines", nil, auth...)
 			assert.Equal(t, 200, a.status, "the old config serves")
 			assert.Contains(t, string(a.body), `"config_generation":1`)

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/oneline"
+	"github.com/gatehost/gatehost/internal/runecut"
 )
 
 // HTTP API error codes (docs/HTTP-API.md "Errors"). Stable, snake_case.
@@ -41,7 +42,6 @@ const (
 	headerRequestID     = "X-Request-Id"
 	headerConfirmation  = "X-Gatehost-Confirmation"
 	headerConfigGen     = "X-Gatehost-Config-Generation"
-	minTokenBytes       = 16
 	maxRequestIDBytes   = 128
 	jsonContentType     = "application/json"
 	healthContentType   = "application/json"
@@ -73,7 +73,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(sessionRevokePattern, s.handleSessionRevoke)
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
-	mux.Handle(metricsRoutePattern, s.metrics.handler())
+	mux.Handle(metricsRoutePattern, s.metrics.Handler())
 	return s.withRequestID(s.withAccessLog(s.withAuth(s.withTraceContext(mux))))
 }
 
@@ -196,18 +196,18 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		agents, approvers := s.tokens.Load(), s.approvers.Load()
 		mine, other, otherName := agents, approvers, "an approver token"
 		if isApprovalRoute(r.URL.Path) || isSessionRoute(r.URL.Path) {
-			if approvers.empty() {
+			if approvers.Empty() {
 				writeError(w, r, http.StatusForbidden, errApprovalsOff, "",
 					"no approver token is configured (--approver-token-file or $"+ApproverTokenEnv+"); confirmations cannot be issued, nor session grants changed, over HTTP", nil)
 				return
 			}
 			mine, other, otherName = approvers, agents, "an agent token"
-		} else if agents.empty() && !s.ids.configured() {
+		} else if !s.ids.Authed(agents) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tok, ok := bearerToken(r)
-		if mine == agents && (!ok || other.lookup(tok) == nil) {
+		tok, ok := identity.Bearer(r)
+		if mine == agents && (!ok || other.Lookup(tok) == nil) {
 			// Agent routes: every configured source (tokens, OIDC, mTLS).
 			if r = s.authenticateAgent(w, r); r != nil {
 				next.ServeHTTP(w, r)
@@ -219,9 +219,9 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 			writeError(w, r, http.StatusUnauthorized, errUnauthorized, "Authorization", "a bearer token is required", nil)
 			return
 		}
-		c := mine.lookup(tok)
+		c := mine.Lookup(tok)
 		if c == nil {
-			if other.lookup(tok) != nil {
+			if other.Lookup(tok) != nil {
 				writeError(w, r, http.StatusForbidden, errForbidden, "Authorization",
 					otherName+" may not use this route: agents check, approvers approve", nil)
 				return
@@ -345,7 +345,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	// The session is the credential's to name, not the caller's to choose:
 	// another session's grants are another agent's.
 	sr := s.openSubjectRequest(w, r, r.PathValue("name"), "name", func(_ host.PipelineInfo, sess string) bool {
-		if c := credentialOf(r.Context()); c != nil && !c.allows(sess) {
+		if c := credentialOf(r.Context()); c != nil && !c.Allows(sess) {
 			writeError(w, r, http.StatusForbidden, errSessionForbidden, "session",
 				fmt.Sprintf("this bearer token may not act for session %q; the sessions= field of its token-file line lists the ones it may", sess), nil)
 			return false
@@ -497,6 +497,9 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, code, field,
 	w.Header().Set("X-Gatehost-Error", code)
 	writeJSON(w, status, e)
 }
+
+// cut shortens s for an error message, on a rune boundary.
+func cut(s string, n int) string { return runecut.Cut(s, n, "...") }
 
 func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))

@@ -1,59 +1,35 @@
 package server
 
 import (
-	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/frontend"
 )
 
-// metrics are serve's Prometheus metrics, on a registry of their own (no
-// global state). Labels come from the config (pipeline, stage, plugin) or
-// from closed sets (verdict, reason, route, code): a caller cannot create
-// a series.
+// metrics are serve's Prometheus metrics: every front end's
+// (frontend.Metrics: decisions, stages, plugin failures, quarantines,
+// reloads) and the decision API's own — the event log's commits, the HTTP
+// requests, the serving runtime, and with a PostgreSQL store the store's.
+// Labels come from the config (pipeline, stage, plugin) or from closed
+// sets (verdict, reason, route, code): a caller cannot create a series.
 type metrics struct {
-	reg              *prometheus.Registry
-	decisions        *prometheus.CounterVec
-	stageSeconds     *prometheus.HistogramVec
-	pluginFailures   *prometheus.CounterVec
-	quarantines      *prometheus.CounterVec
-	quarantined      *prometheus.GaugeVec
-	logRecords       prometheus.Counter
-	logCommits       prometheus.Counter
-	logFailures      prometheus.Counter
-	fsyncSeconds     prometheus.Histogram
-	reloads          *prometheus.CounterVec
-	configGeneration prometheus.Gauge
-	lastReload       prometheus.Gauge
-	requests         *prometheus.CounterVec
-	store            storeMetrics // registered only with a PostgreSQL store
+	*frontend.Metrics
+	logRecords   prometheus.Counter
+	logCommits   prometheus.Counter
+	logFailures  prometheus.Counter
+	fsyncSeconds prometheus.Histogram
+	requests     *prometheus.CounterVec
+	store        storeMetrics // registered only with a PostgreSQL store
 }
 
-// latencyBuckets span 50µs to 10s: a warm gate call is about 0.1–2 ms, a
-// deadline is about 1 s.
-var latencyBuckets = []float64{50e-6, 100e-6, 250e-6, 500e-6, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+// latencyBuckets are every front end's (frontend.LatencyBuckets).
+var latencyBuckets = frontend.LatencyBuckets
 
 func newMetrics(s *Server) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
-	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehost_decisions_total",
-		Help: "Decisions, by pipeline and verdict."}, []string{"pipeline", "verdict"})
-	m.stageSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gatehost_stage_duration_seconds",
-		Help: "Wall time of a stage, waiting for an instance included.", Buckets: latencyBuckets},
-		[]string{"pipeline", "stage"})
-	m.pluginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehost_plugin_failures_total",
-		Help: "Stages the host decided inconclusive, by plugin and reason code (plugin_trap, plugin_timeout, host_overloaded, ...)."},
-		[]string{"plugin", "reason"})
-	m.quarantines = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehost_quarantines_total",
-		Help: "Times a plugin entered quarantine."}, []string{"plugin"})
-	m.quarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gatehost_plugin_quarantined",
-		Help: "1 while a plugin is quarantined."}, []string{"plugin"})
+	m := &metrics{Metrics: frontend.NewMetrics()}
 	m.logRecords = prometheus.NewCounter(prometheus.CounterOpts{Name: "gatehost_eventlog_appended_records_total",
 		Help: "Records appended to the event log (stage, decision, quarantine, repair)."})
 	m.logCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "gatehost_eventlog_commits_total",
@@ -62,59 +38,10 @@ func newMetrics(s *Server) *metrics {
 		Help: "Failed event log commits; after one the log refuses appends and every run is inconclusive."})
 	m.fsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gatehost_eventlog_fsync_seconds",
 		Help: "Time of the event log file's fsync per commit.", Buckets: latencyBuckets})
-	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehost_config_reloads_total",
-		Help: "Config reloads, by result (success, failure). A failed reload keeps the previous config serving."},
-		[]string{"result"})
-	m.configGeneration = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gatehost_config_generation",
-		Help: "The serving config: 1 at start, one more per successful reload."})
-	m.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{Name: "gatehost_config_last_reload_success_timestamp_seconds",
-		Help: "Unix time of the last successful reload."})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gatehost_http_requests_total",
 		Help: "HTTP requests, by route and status code."}, []string{"route", "code"})
-	for _, c := range []prometheus.Collector{m.decisions, m.stageSeconds, m.pluginFailures, m.quarantines, m.quarantined,
-		m.logRecords, m.logCommits, m.logFailures, m.fsyncSeconds, m.reloads, m.configGeneration, m.lastReload, m.requests,
-		&runtimeCollector{s: s},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		f(c)
-	}
-	m.reloads.WithLabelValues("success")
-	m.reloads.WithLabelValues("failure")
+	m.Register(m.logRecords, m.logCommits, m.logFailures, m.fsyncSeconds, m.requests, &runtimeCollector{s: s})
 	return m
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
-
-// hooks feeds decisions and quarantines from a host into the metrics.
-func (m *metrics) hooks() *host.Hooks {
-	return &host.Hooks{
-		Decided: func(d *host.Decision, _ error) {
-			m.decisions.WithLabelValues(d.Pipeline, string(d.Verdict)).Inc()
-			for _, st := range d.Stages {
-				if st.Skipped {
-					continue
-				}
-				m.stageSeconds.WithLabelValues(d.Pipeline, st.Name).Observe(float64(st.DurationMicros) / 1e6)
-				var pe *host.PluginError
-				if err := st.Err(); err != nil {
-					reason := st.Reason
-					if errors.As(err, &pe) {
-						reason = pe.Code
-					}
-					m.pluginFailures.WithLabelValues(st.Plugin, reason).Inc()
-				}
-			}
-		},
-		Quarantine: func(plugin string, on bool) {
-			if on {
-				m.quarantines.WithLabelValues(plugin).Inc()
-				m.quarantined.WithLabelValues(plugin).Set(1)
-				return
-			}
-			m.quarantined.WithLabelValues(plugin).Set(0)
-		},
-	}
 }
 
 func (m *metrics) onCommit(c eventlog.Commit) {

@@ -3,8 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +21,8 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/identity"
+	"github.com/gatehost/gatehost/internal/frontend"
 )
 
 // DefaultListen is loopback: with no auth configured nothing else is
@@ -120,16 +120,15 @@ type Server struct {
 	// first is the config read at start; run builds its runtime.
 	first *config.Loaded
 	cur   atomic.Pointer[loadedConfig]
-	// reloadMu serialises reloads; configDigest is the last config file
-	// content a reload tried, so a bad file is not retried every poll.
-	reloadMu     sync.Mutex
-	configDigest [32]byte
+	// reloader serialises reloads (SIGHUP, the file polled, Reload) and
+	// counts and logs them; apply is its part here.
+	reloader *frontend.Reloader
 	// tokens are the agents' credentials, approvers the credentials of
 	// POST /v1/approvals; no token is in both.
-	tokens    atomic.Pointer[tokenSet]
-	approvers atomic.Pointer[tokenSet]
+	tokens    atomic.Pointer[identity.Tokens]
+	approvers atomic.Pointer[identity.Tokens]
 	// ids are the auth: section's sources (OIDC, mTLS), fixed at New.
-	ids *identities
+	ids *frontend.Identities
 	// approvals are the approvals: section's, kept across reloads; they
 	// are the Confirmer of every runtime's host.
 	approvals *approval.Approvals
@@ -229,35 +228,26 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	s := &Server{opts: o, logger: logger, built: make(chan struct{})}
 	s.runCtx, s.cancelRuns = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
+	s.reloader = &frontend.Reloader{Path: o.ConfigPath, Interval: o.WatchInterval, Name: "gatehost serve",
+		Logger: logger, Metrics: s.metrics.Metrics, Apply: s.apply}
 	toks, apprs, err := s.loadCredentials()
 	if err != nil {
 		return nil, err
 	}
 	s.tokens.Store(toks)
 	s.approvers.Store(apprs)
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", ErrUsage)
-	}
-	if o.TLSCert != "" {
-		if _, err := loadKeyPair(o.TLSCert, o.TLSKey); err != nil {
-			return nil, fmt.Errorf("tls: %w", err)
-		}
+	if err := frontend.CheckTLS(o.TLSCert, o.TLSKey); err != nil {
+		return nil, err
 	}
 	path := o.ConfigPath
-	if b, err := config.ReadFile(path); err == nil {
-		s.configDigest = sha256.Sum256(b)
-	}
+	s.reloader.Mark()
 	l, err := o.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if s.ids, err = newIdentities(context.Background(), path, l.Auth); err != nil {
+	if s.ids, err = frontend.NewIdentities(context.Background(), path, l.Auth, o.TLSCert); err != nil {
 		_ = l.Close()
 		return nil, err
-	}
-	if l.Auth.MTLS != nil && o.TLSCert == "" {
-		_ = l.Close()
-		return nil, fmt.Errorf("%w: config %s: auth.mtls needs --tls-cert and --tls-key: client certificates come with TLS", ErrUsage, path)
 	}
 	s.logPath, s.sessPath = l.LogPath, l.SessionPath
 	s.sessions = l.Host.Sessions
@@ -286,7 +276,7 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 		s.metrics.registerStore(s)
 	}
 	if s.dlog != nil {
-		s.metrics.reg.MustRegister(s.dlog.Collector())
+		s.metrics.Register(s.dlog.Collector())
 	}
 	if err := s.openApprovals(l); err != nil {
 		_ = rt.Close()
@@ -304,18 +294,7 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 // must be loopback: checked on the address actually bound, so a host name
 // cannot smuggle in another (an error wrapping ErrUsage).
 func (s *Server) Listen() (net.Listener, error) {
-	ln, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen %s: %w", s.opts.Listen, err)
-	}
-	if s.tokens.Load().empty() && !s.ids.configured() && !s.opts.InsecureListenAny {
-		if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
-			ln.Close()
-			return nil, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
-				ErrUsage, s.opts.Listen, TokenEnv)
-		}
-	}
-	return ln, nil
+	return frontend.Listen(s.opts.Listen, s.ids.Authed(s.tokens.Load()), s.opts.InsecureListenAny)
 }
 
 func (s *Server) httpServer() *http.Server {
@@ -362,29 +341,9 @@ func (s *Server) Reload(ctx context.Context) error {
 // run is Serve, reloading also on each value from hup.
 func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal) error {
 	srv := s.httpServer()
-	serveErr := make(chan error, 1)
-	go func() {
-		var err error
-		if s.opts.TLSCert != "" {
-			var pair tls.Certificate
-			if pair, err = loadKeyPair(s.opts.TLSCert, s.opts.TLSKey); err == nil {
-				srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
-				if s.ids.mtls != nil {
-					srv.TLSConfig = s.ids.mtls.TLSConfig(srv.TLSConfig)
-				}
-				err = srv.ServeTLS(ln, "", "")
-			}
-		} else {
-			err = srv.Serve(ln)
-		}
-		serveErr <- err
-	}()
-	scheme := "http"
-	if s.opts.TLSCert != "" {
-		scheme = "https"
-	}
-	s.logger.Info("gatehost serve: listening", "url", scheme+"://"+ln.Addr().String(),
-		"auth", !s.tokens.Load().empty() || s.ids.configured(), "approvals", !s.approvers.Load().empty(), "config", s.opts.ConfigPath)
+	serveErr := frontend.Start(srv, ln, s.opts.TLSCert, s.opts.TLSKey, s.ids.TLSConfig)
+	s.logger.Info("gatehost serve: listening", "url", frontend.Scheme(s.opts.TLSCert)+"://"+ln.Addr().String(),
+		"auth", s.ids.Authed(s.tokens.Load()), "approvals", !s.approvers.Load().Empty(), "config", s.opts.ConfigPath)
 
 	s.started.Store(true)
 	go s.startOnce.Do(func() { s.buildFirst(ctx) })
@@ -396,12 +355,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 		default: // a reload is already due
 		}
 	})
-	var watch <-chan time.Time
-	if s.opts.WatchInterval > 0 {
-		t := time.NewTicker(s.opts.WatchInterval)
-		defer t.Stop()
-		watch = t.C
-	}
+	go s.reloader.Run(ctx)
 	var err error
 loop:
 	for {
@@ -420,8 +374,6 @@ loop:
 			_ = s.reload(ctx, "SIGHUP")
 		case <-published:
 			_ = s.reload(ctx, "catalog published")
-		case <-watch:
-			s.reloadIfChanged(ctx)
 		}
 	}
 	if errors.Is(err, http.ErrServerClosed) {
@@ -441,7 +393,7 @@ func (s *Server) buildFirst(ctx context.Context) {
 	}
 	rt.generation = 1
 	s.cur.Store(rt)
-	s.metrics.configGeneration.Set(1)
+	s.reloader.Started()
 	s.ready.Store(true)
 	s.logger.Info("gatehost serve: ready", "pipelines", len(rt.list),
 		"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "took", time.Since(start).Round(time.Millisecond))
@@ -455,16 +407,8 @@ func (s *Server) buildFirst(ctx context.Context) {
 func (s *Server) shutdown(srv *http.Server) error {
 	s.stopping.Store(true)
 	s.ready.Store(false)
-	s.logger.Info("gatehost serve: shutting down", "deadline", s.opts.ShutdownTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		s.logger.Warn("gatehost serve: shutdown deadline passed; cancelling the runs still going", "err", err)
-		s.cancelRuns()
-		_ = srv.Close()
-		err = nil
-	}
+	s.reloader.Stop()
+	err := frontend.Shutdown{Timeout: s.opts.ShutdownTimeout, Cancel: s.cancelRuns, Logger: s.logger, Name: "gatehost serve"}.Do(srv)
 	return errors.Join(err, s.Close())
 }
 
@@ -482,8 +426,7 @@ func (s *Server) Close() error {
 func (s *Server) close() error {
 	s.stopping.Store(true)
 	s.ready.Store(false)
-	s.reloadMu.Lock() // no reload may start a runtime now
-	defer s.reloadMu.Unlock()
+	s.reloader.Stop() // no reload may start a runtime now
 	if s.started.Load() {
 		<-s.built
 	}
@@ -551,7 +494,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	}
 	cfg := l.Host
 	cfg.Catalog, cfg.EventLogPath, cfg.EventLog = store, "", s.eventLog(l)
-	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.hooks()
+	cfg.Sessions, cfg.Logger, cfg.Hooks = s.sessions, s.logger, s.metrics.Hooks()
 	cfg.Confirmer = s.approvals
 	cfg.TracerProvider = s.tracerProvider(l)
 	h, err := host.New(ctx, cfg)
@@ -578,41 +521,34 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 }
 
 // reload builds the config file's runtime beside the current one and swaps
-// it in. Runs in flight finish on the runtime (pipelines and pinned catalog
-// snapshot) they started on; runs that start after the swap see the new
-// one. A failed reload changes nothing, is logged with its cause and
-// counted; the old config keeps serving.
+// it in (frontend.Reloader, with apply). Runs in flight finish on the
+// runtime (pipelines and pinned catalog snapshot) they started on; runs
+// that start after the swap see the new one. A failed reload changes
+// nothing, is logged with its cause and counted; the old config keeps
+// serving.
 func (s *Server) reload(ctx context.Context, trigger string) error {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
+	return s.reloader.Reload(ctx, trigger)
+}
+
+// apply is the server's part of a reload: the new runtime, as generation
+// gen, and the tokens, swapped in together; the previous runtime is closed
+// once its runs returned.
+func (s *Server) apply(ctx context.Context, gen uint64) ([]any, error) {
 	if s.stopping.Load() {
-		return errors.New("shutting down")
+		return nil, frontend.ErrStopping
 	}
 	prev := s.cur.Load()
 	if prev == nil {
-		return errors.New("not ready: the first config is still loading")
-	}
-	start := time.Now()
-	if b, err := config.ReadFile(s.opts.ConfigPath); err == nil {
-		s.configDigest = sha256.Sum256(b)
+		return nil, errors.New("not ready: the first config is still loading")
 	}
 	rt, toks, err := s.prepare(ctx, prev)
 	if err != nil {
-		s.metrics.reloads.WithLabelValues("failure").Inc()
-		s.logger.Error("gatehost serve: reload failed; the previous config keeps serving",
-			"trigger", trigger, "config", s.opts.ConfigPath, "config_generation", prev.generation, "err", err)
-		return err
+		return nil, err
 	}
-	rt.generation = prev.generation + 1
+	rt.generation = gen
 	s.tokens.Store(toks.agents)
 	s.approvers.Store(toks.approvers)
 	s.cur.Store(rt)
-	s.metrics.reloads.WithLabelValues("success").Inc()
-	s.metrics.configGeneration.Set(float64(rt.generation))
-	s.metrics.lastReload.SetToCurrentTime()
-	s.logger.Info("gatehost serve: config reloaded", "trigger", trigger, "config_generation", rt.generation,
-		"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "pipelines", len(rt.list),
-		"took", time.Since(start).Round(time.Millisecond))
 	s.retiring.Add(1)
 	go func() {
 		defer s.retiring.Done()
@@ -622,7 +558,7 @@ func (s *Server) reload(ctx context.Context, trigger string) error {
 			s.logger.Warn("gatehost serve: closing the previous config's host", "err", err)
 		}
 	}()
-	return nil
+	return []any{"catalog_generation", rt.h.Catalog().Snapshot().Generation(), "pipelines", len(rt.list)}, nil
 }
 
 func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, credentials, error) {
@@ -630,15 +566,14 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	if toks.empty() != s.tokens.Load().empty() {
-		// Turning auth off would expose a listener bound for auth.
-		return nil, credentials{}, errors.New("auth: a reload cannot turn bearer-token auth on or off; restart")
+	if err := frontend.CheckTokenSwap(s.tokens.Load(), toks); err != nil {
+		return nil, credentials{}, err
 	}
 	l, err := s.opts.Load(s.opts.ConfigPath)
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	if !reflect.DeepEqual(l.Auth, s.ids.cfg) {
+	if !reflect.DeepEqual(l.Auth, s.ids.Config()) {
 		_ = l.Close()
 		return nil, credentials{}, fmt.Errorf("config %s: auth: changed; a reload keeps the running identity sources (restart to change them)", l.File)
 	}
@@ -650,38 +585,23 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 }
 
 // credentials are the two token sets a reload swaps in together.
-type credentials struct{ agents, approvers *tokenSet }
+type credentials struct{ agents, approvers *identity.Tokens }
 
 // loadCredentials reads the agent and the approver tokens, and logs how
 // sessions are bound: every fault is reported before anything is served.
-func (s *Server) loadCredentials() (*tokenSet, *tokenSet, error) {
-	toks, err := loadTokens(s.opts.TokenFile, os.Getenv(TokenEnv))
+func (s *Server) loadCredentials() (*identity.Tokens, *identity.Tokens, error) {
+	toks, err := identity.LoadTokens(s.opts.TokenFile, os.Getenv(TokenEnv))
 	if err != nil {
 		return nil, nil, err
 	}
-	apprs, err := loadApproverTokens(s.opts.ApproverTokenFile, os.Getenv(ApproverTokenEnv), toks)
+	apprs, err := identity.LoadApproverTokens(s.opts.ApproverTokenFile, os.Getenv(ApproverTokenEnv), toks)
 	if err != nil {
 		return nil, nil, err
 	}
-	if unbound := toks.unbound(); len(toks.creds) == 1 && len(unbound) == 1 {
+	if unbound := toks.Unbound(); toks.Len() == 1 && len(unbound) == 1 {
 		s.logger.Info("gatehost serve: the only agent token has no sessions= field; it may act for any session", "token", unbound[0])
 	} else if len(unbound) > 0 {
 		s.logger.Warn("gatehost serve: agent tokens without a sessions= field may check only without ?session=", "tokens", unbound)
 	}
 	return toks, apprs, nil
-}
-
-// reloadIfChanged reloads when the config file's content differs from what
-// the last reload read.
-func (s *Server) reloadIfChanged(ctx context.Context) {
-	b, err := config.ReadFile(s.opts.ConfigPath)
-	if err != nil {
-		return // a rename-in-progress; the next poll sees the new file
-	}
-	s.reloadMu.Lock()
-	same := sha256.Sum256(b) == s.configDigest
-	s.reloadMu.Unlock()
-	if !same {
-		_ = s.reload(ctx, "config file changed")
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
@@ -350,7 +351,7 @@ func TestServeStatusCodes(t *testing.T) {
 	t.Run("not ready is 503", func(t *testing.T) {
 		s := &Server{opts: Options{RetryAfter: time.Second}, logger: slog.New(slog.DiscardHandler)}
 		s.metrics = newMetrics(s)
-		s.tokens.Store(&tokenSet{})
+		s.tokens.Store(&identity.Tokens{})
 		for _, path := range []string{"/readyz", "/v1/pipelines"} {
 			rec := httptestRecorder(s.Handler(), "GET", path, nil)
 			assert.Equal(t, 503, rec.status, path)

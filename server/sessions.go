@@ -329,7 +329,7 @@ func revokeAll(ctx context.Context, cur *session.Set, snap *catalog.Snapshot, id
 func (s *Server) answerSessionChange(w http.ResponseWriter, r *http.Request, kind string, set *session.Set, tools []string, snap *catalog.Snapshot) {
 	rec := sessionChange{Session: set.ID, Tools: tools, Version: set.Version}
 	if c := credentialOf(r.Context()); c != nil {
-		rec.Operator = c.name
+		rec.Operator = c.Name
 	}
 	data, _ := json.Marshal(rec)
 	reqID := r.Header.Get(headerRequestID)

@@ -48,7 +48,7 @@ func (m *metrics) registerStore(s *Server) {
 		}
 		return 0
 	})
-	m.reg.MustRegister(m.store.seconds, m.store.errors, up)
+	m.Register(m.store.seconds, m.store.errors, up)
 }
 
 func (m *metrics) onStoreOp(op string, took time.Duration, err error) {

@@ -3,26 +3,28 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/editdist"
+	"github.com/gatehost/gatehost/internal/frontend"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
-	"github.com/gatehost/gatehost/server"
 )
 
 const mcpUsage = `Usage: gatehost mcp [flags] [-- UPSTREAM-COMMAND...]
@@ -51,19 +53,21 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.setDefault("log-level", "info")
 	listen := fs.String("listen", "", "serve Streamable HTTP on ADDR (path /mcp) instead of stdio")
 	upstreamName := fs.String("upstream-name", "upstream", "name of the upstream given after --")
-	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+server.TokenEnv+"); none means no auth, loopback only")
+	tokenFile := fs.String("token-file", "", "file of bearer tokens for --listen, one a line (also $"+identity.TokenEnv+"); none means no auth, loopback only")
 	insecure := fs.Bool("insecure-listen-any", false, "allow --listen on a non-loopback address without bearer tokens")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM) for --listen; with --tls-key, serve HTTPS (auth.mtls needs it)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM)")
+	watch := fs.Duration("watch-interval", 2*time.Second, "with --listen, how often to check the config file for a change (0: only SIGHUP reloads)")
 	if code, done := fs.parse(args, func(int) bool { return true }); done {
 		return code
 	}
-	g, logger, cfg, closeAll, err := openGateway(ctx, fs, *upstreamName)
+	// The decisions' metrics, served on --listen's /metrics.
+	metrics := frontend.NewMetrics()
+	g, logger, cfg, closeAll, err := openGateway(ctx, fs, *upstreamName, metrics.Hooks())
 	if err != nil {
 		return fail(stderr, err)
 	}
 	defer closeAll()
-	opts := g.Options()
 	if *listen == "" {
 		// The SDK's stdio transport reads and writes the process's own
 		// stdin and stdout, which run was given.
@@ -82,70 +86,108 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		return 0
 	}
-	toks, err := server.LoadTokens(*tokenFile)
+	toks, err := identity.LoadTokens(*tokenFile, os.Getenv(identity.TokenEnv))
 	if err != nil {
 		return fail(stderr, err)
 	}
-	ids, err := server.NewIdentity(ctx, cfg.File, cfg.Auth, toks)
+	if err := frontend.CheckTLS(*tlsCert, *tlsKey); err != nil {
+		return fail(stderr, err)
+	}
+	ids, err := frontend.NewIdentities(ctx, cfg.File, cfg.Auth, *tlsCert)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if (*tlsCert == "") != (*tlsKey == "") || (ids.MTLS() && *tlsCert == "") {
-		return fail(stderr, fmt.Errorf("%w: --tls-cert and --tls-key go together, and auth.mtls needs them", errUsage))
-	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := frontend.Listen(*listen, ids.Authed(toks), *insecure)
 	if err != nil {
-		return fail(stderr, fmt.Errorf("--listen %s: %w", *listen, err))
+		return fail(stderr, err)
 	}
-	if a, ok := ln.Addr().(*net.TCPAddr); ids.Empty() && !*insecure && (!ok || !a.IP.IsLoopback()) {
-		ln.Close()
-		return fail(stderr, fmt.Errorf("%w: --listen %s is not a loopback address and no bearer token is configured (--token-file or $%s); pass --insecure-listen-any to serve it unauthenticated anyway",
-			errUsage, *listen, server.TokenEnv))
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", ids.Require(logger, g.Handler()))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
-	})
-	// Readiness takes no token, as serve's /readyz: it names each
-	// upstream's state, never error texts (they are in the log).
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		r := g.Readiness()
-		for i := range r.Upstreams {
-			r.Upstreams[i].Error = ""
-		}
-		if r.ConfigError != "" {
-			r.ConfigError = "the config names tools no upstream lists (see the log)"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if !r.Ready {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_ = json.NewEncoder(w).Encode(r)
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	scheme := "http"
-	if *tlsCert != "" {
-		scheme, srv.TLSConfig = "https", ids.TLSConfig(&tls.Config{MinVersion: tls.VersionTLS12})
-	}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	logger.Info("gatehost mcp: serving Streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "pipeline", opts.Pipeline)
-	serve := func() error { return srv.Serve(ln) }
-	if *tlsCert != "" {
-		serve = func() error { return srv.ServeTLS(ln, *tlsCert, *tlsKey) }
-	}
-	if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	var tokens atomic.Pointer[identity.Tokens]
+	tokens.Store(toks)
+	metrics.Register(g.Collector())
+	reloader := &frontend.Reloader{Path: cfg.File, Interval: *watch, Name: "gatehost mcp", Logger: logger, Metrics: metrics,
+		Apply: reloadGateway(g, fs, cfg, *tokenFile, &tokens)}
+	reloader.Mark()
+	reloader.Started()
+	// A failed reload is logged; the old config keeps serving.
+	defer frontend.OnHUP(ctx, func(ctx context.Context) error { return reloader.Reload(ctx, "SIGHUP") })()
+	err = g.Serve(ctx, ln, mcpgateway.ServeOptions{TLSCert: *tlsCert, TLSKey: *tlsKey, ClientCerts: ids.TLSConfig,
+		Require: func(h http.Handler) http.Handler { return ids.Require(tokens.Load, logger, h) },
+		Metrics: metrics.Handler(), Watch: reloader.Run})
+	reloader.Stop()
+	if err != nil {
 		fmt.Fprintln(stderr, "gatehost mcp:", err)
 		return 1
 	}
 	return 0
+}
+
+// reloadGateway is gatehost mcp's part of a config reload
+// (frontend.Reloader): the config file read as at start and the token
+// file again; the config's pipelines and plugins become the host the
+// gateway swaps in. What the gateway holds for its life — the mcp:,
+// auth:, store:, approvals:, tracing: and decision_log: sections, the event
+// log and session paths — must be unchanged (a restart changes them), and
+// the catalog stays the running one (the trust baseline's tools).
+func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded, tokenFile string, tokens *atomic.Pointer[identity.Tokens]) func(context.Context, uint64) ([]any, error) {
+	pipeline := g.Options().Pipeline
+	var mu sync.Mutex
+	running := start
+	return func(ctx context.Context, _ uint64) ([]any, error) {
+		toks, err := identity.LoadTokens(tokenFile, os.Getenv(identity.TokenEnv))
+		if err != nil {
+			return nil, err
+		}
+		if err := frontend.CheckTokenSwap(tokens.Load(), toks); err != nil {
+			return nil, err
+		}
+		l, err := fs.load()
+		if err != nil {
+			return nil, err
+		}
+		if err := sameForLife(start, l); err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		onlyPipeline(&l.Host, pipeline)
+		mu.Lock()
+		prev := running
+		mu.Unlock()
+		if err := g.Reload(ctx, l.Host, func() { _ = prev.Close() }); err != nil {
+			_ = l.Close()
+			if !errors.Is(err, mcpgateway.ErrPipeline) {
+				err = l.HostError(err)
+			}
+			return nil, fmt.Errorf("config %s: %w", l.File, err)
+		}
+		mu.Lock()
+		running = l
+		mu.Unlock()
+		tokens.Store(toks)
+		return []any{"pipeline", pipeline}, nil
+	}
+}
+
+// sameForLife refuses a reloaded config l that changes what the gateway
+// built at start holds for its life.
+func sameForLife(start, l *config.Loaded) error {
+	for _, k := range []struct {
+		key  string
+		same bool
+	}{
+		{"mcp", reflect.DeepEqual(start.MCP, l.MCP)},
+		{"auth", reflect.DeepEqual(start.Auth, l.Auth)},
+		{"store", reflect.DeepEqual(start.Store, l.Store)},
+		{"event_log.path", start.LogPath == l.LogPath},
+		{"sessions.path", start.SessionPath == l.SessionPath},
+		{"approvals", reflect.DeepEqual(start.Approvals, l.Approvals)},
+		{"tracing", start.Tracing.Equal(l.Tracing)},
+		{"decision_log", reflect.DeepEqual(start.DecisionLog, l.DecisionLog)},
+	} {
+		if !k.same {
+			return fmt.Errorf("config %s: %s: changed; a reload keeps what the running gateway was started with (restart to change it)", l.File, k.key)
+		}
+	}
+	return nil
 }
 
 // checkMCPPipeline refuses a pipeline the config does not define, naming
@@ -166,9 +208,10 @@ func checkMCPPipeline(cfg *config.Loaded, name string, flag bool) error {
 }
 
 // openGateway builds the gateway of the mcp command's flags: the config,
-// tracing, the store, the trust baseline and the host. closeAll undoes it
+// tracing, the store, the trust baseline and the host, whose decisions go
+// to hooks. closeAll undoes it
 // in order.
-func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *mcpgateway.Gateway, logger *slog.Logger, cfg *config.Loaded, closeAll func(), err error) {
+func openGateway(ctx context.Context, fs *commonFlags, upstreamName string, hooks *host.Hooks) (g *mcpgateway.Gateway, logger *slog.Logger, cfg *config.Loaded, closeAll func(), err error) {
 	var closers []func()
 	cleanup := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -225,7 +268,9 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string) (g *
 	}
 	// The gateway builds and owns the host: its approvals are the host's
 	// Confirmer.
-	g, err = mcpgateway.New(ctx, rt.Host(), opts)
+	hc := rt.Host()
+	hc.Hooks = hooks
+	g, err = mcpgateway.New(ctx, hc, opts)
 	if err != nil {
 		if errors.Is(err, mcpgateway.ErrOptions) {
 			err = fmt.Errorf("config %s: mcp: %w (or --pipeline / -- UPSTREAM)", cfg.File, err)

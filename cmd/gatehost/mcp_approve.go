@@ -35,7 +35,7 @@ func cmdMCPApprove(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if code, done := fs.parse(args, func(int) bool { return true }); done {
 		return code
 	}
-	g, _, _, closeAll, err := openGateway(ctx, fs, *upstreamName)
+	g, _, _, closeAll, err := openGateway(ctx, fs, *upstreamName, nil)
 	if err != nil {
 		return fail(stderr, err)
 	}

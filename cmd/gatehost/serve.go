@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/internal/frontend"
 	"github.com/gatehost/gatehost/server"
 )
 
@@ -66,22 +64,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		_ = s.Close()
 		return fail(stderr, err)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		for {
-			select {
-			case <-hup:
-				_ = s.Reload(sctx) // a failure is logged; the old config keeps serving
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
-	if err := s.Serve(sctx, ln); err != nil {
+	// A failed reload is logged; the old config keeps serving.
+	defer frontend.OnHUP(ctx, s.Reload)()
+	if err := s.Serve(ctx, ln); err != nil {
 		return fail(stderr, err)
 	}
 	return 0
