@@ -9,8 +9,8 @@ import (
 
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // Backends are the open state a config's store: section names: where
@@ -19,7 +19,7 @@ import (
 // them (docs/FLEET.md).
 type Backends struct {
 	// DB is the PostgreSQL store, nil with store.kind file.
-	DB *pgstore.DB
+	DB *postgres.DB
 	// Sessions is the session store; nil with files and no sessions.path
 	// (the caller keeps sessions in memory).
 	Sessions session.Store
@@ -27,7 +27,7 @@ type Backends struct {
 	// may append to the same file log).
 	EventLog eventlog.Appender
 	// Chain is the event log chain written: the node id or
-	// pgstore.GlobalChain; "" with files.
+	// postgres.GlobalChain; "" with files.
 	Chain   string
 	closeFn func() error
 }
@@ -36,7 +36,7 @@ type Backends struct {
 type BackendOptions struct {
 	// OnCommit receives the file log's group commits (eventlog.Options).
 	OnCommit func(eventlog.Commit)
-	// OnOp receives every PostgreSQL operation (pgstore.Options.OnOp).
+	// OnOp receives every PostgreSQL operation (postgres.Options.OnOp).
 	OnOp func(op string, took time.Duration, err error)
 }
 
@@ -53,13 +53,13 @@ func (l *Loaded) OpenBackends(ctx context.Context, logger *slog.Logger, o Backen
 	}
 	po := l.Store.Options(logger)
 	po.OnOp = o.OnOp
-	db, err := pgstore.Open(ctx, po)
+	db, err := postgres.Open(ctx, po)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: store: %w", l.File, err)
 	}
 	chain := l.Store.NodeID
 	if l.Store.Chain == ChainGlobal {
-		chain = pgstore.GlobalChain
+		chain = postgres.GlobalChain
 	}
 	log, err := db.EventLog(ctx, chain)
 	if err != nil {
@@ -101,7 +101,7 @@ func (b *Backends) CatalogTools(ctx context.Context, l *Loaded) ([]catalog.Tool,
 // their digest, given the PostgreSQL store db opened from l.Store (nil
 // with files): Backends.CatalogTools for a command that opened the store
 // alone, such as gatehost session.
-func (l *Loaded) CatalogTools(ctx context.Context, db *pgstore.DB) ([]catalog.Tool, string, error) {
+func (l *Loaded) CatalogTools(ctx context.Context, db *postgres.DB) ([]catalog.Tool, string, error) {
 	if db == nil || l.Store.Catalog != CatalogPublished {
 		snap := l.Host.Catalog.Snapshot()
 		return snap.List(), snap.Digest(), nil

@@ -20,13 +20,13 @@ import (
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/edgecase"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/server"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 const approverToken = "approver-token-0123456789abcdef"
@@ -180,7 +180,7 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 		assert.Equal(t, []string{abi.CodeConfirmationRequired}, codes(d))
 	}
 	// The refusals are in the fleet's log with their code.
-	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: os.Getenv("GATEHOST_STORE_DSN"), NodeID: "test"})
+	db, err := postgres.Open(context.Background(), postgres.Options{DSN: os.Getenv("GATEHOST_STORE_DSN"), NodeID: "test"})
 	require.NoError(t, err)
 	defer db.Close()
 	var n int

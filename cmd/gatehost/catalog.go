@@ -142,7 +142,7 @@ func showCatalog(s *catalog.Snapshot, output string, stdout, stderr io.Writer) i
 }
 
 // publishCatalog publishes the configured catalog to the PostgreSQL store
-// (pgstore.DB.PublishCatalog). A store that is not PostgreSQL, and a
+// (postgres.DB.PublishCatalog). A store that is not PostgreSQL, and a
 // catalog without tools (a config that lists no sources would otherwise
 // empty every replica's catalog), are usage errors (exit 2); a store
 // failure exits 1.

@@ -10,9 +10,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/server"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 const sessionUsage = `Usage: gatehost session SUBCOMMAND [flags] [TOOL...]
@@ -70,7 +70,7 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(stderr, err)
 	}
 	st := cfg.Host.Sessions
-	var db *pgstore.DB // the PostgreSQL store, if the config names one
+	var db *postgres.DB // the PostgreSQL store, if the config names one
 	switch {
 	case cfg.Store.Postgres():
 		logger, err := newLogger(stderr, "warn", fs.output == "json")
@@ -83,7 +83,7 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		} else {
 			db, err = cfg.Store.Open(ctx, logger)
 		}
-		if errors.Is(err, pgstore.ErrConfig) {
+		if errors.Is(err, postgres.ErrConfig) {
 			return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 		}
 		if err != nil {

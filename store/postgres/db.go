@@ -1,4 +1,4 @@
-// Package pgstore keeps gatehost's shared state in PostgreSQL, so that
+// Package postgres keeps gatehost's shared state in PostgreSQL, so that
 // several replicas decide against the same sessions, catalog snapshots and
 // event log (docs/FLEET.md): a session.Store (Sessions), an event log with
 // one hash chain per node or one global chain (EventLog), published
@@ -16,7 +16,7 @@
 // at a time. With Options.ReadOnly it writes nothing: it only checks that
 // the schema is the one this build expects, so that an auditor's
 // read-only role or a hot standby can read and verify.
-package pgstore
+package postgres
 
 import (
 	"context"
