@@ -36,6 +36,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gatehost/gatehost/store"
 )
 
 // Defaults of Options' zero fields.
@@ -45,8 +47,8 @@ const (
 	DefaultMaxConns       = 16
 )
 
-// MaxNodeIDBytes caps a node id.
-const MaxNodeIDBytes = 64
+// MaxNodeIDBytes caps a node id (store.MaxNodeIDBytes).
+const MaxNodeIDBytes = store.MaxNodeIDBytes
 
 var (
 	// ErrUnavailable wraps every failure of the database (unreachable,
@@ -103,10 +105,9 @@ type DB struct {
 	lastErr error
 }
 
-var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// ValidNodeID reports whether id is a valid Options.NodeID.
-func ValidNodeID(id string) bool { return nodeIDPattern.MatchString(id) }
+// ValidNodeID reports whether id is a valid Options.NodeID
+// (store.ValidNodeID).
+func ValidNodeID(id string) bool { return store.ValidNodeID(id) }
 
 // Open connects to the database, applies the migrations and returns the
 // store. Errors wrap ErrConfig (bad options), ErrSchema (a newer schema
