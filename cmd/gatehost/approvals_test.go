@@ -107,7 +107,7 @@ func openGatewayOn(t *testing.T, cfg string) *mcpgateway.Gateway {
 	rt, err := compose.Open(ctx, l, compose.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Close() })
-	st, err := l.OpenApprovals(rt.Backends)
+	st, err := compose.OpenApprovals(l, rt.Store)
 	require.NoError(t, err)
 	g, err := mcpgateway.New(ctx, rt.Host(), mcpgateway.Options{Pipeline: "exec", ApprovalTTL: l.Approvals.TTL, ApprovalStore: st,
 		Upstreams: []mcpgateway.Upstream{{Name: "github", Command: []string{"true"}}}})
