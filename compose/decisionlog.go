@@ -15,7 +15,7 @@ import (
 )
 
 // DecisionLogs are the decision-log exporters of a config's decision_log:
-// section (README "Decision-log export"): started once the event log is
+// section (docs/HTTP-API.md "Decision-log export"): started once the event log is
 // open, fed by every append through Tee, closed before the event log. A
 // nil *DecisionLogs exports nothing.
 type DecisionLogs struct {

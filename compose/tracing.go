@@ -20,12 +20,12 @@ import (
 	"github.com/gatehost/gatehost/config"
 )
 
-// Tracer is the span pipeline a tracing: section describes (README
-// "Tracing"): an OpenTelemetry SDK provider that samples, batches and
-// exports spans over OTLP. Spans are queued and exported in the background:
-// a decision never waits for the collector, and when the queue is full
-// (the collector is down or slow) spans are dropped, not decisions
-// delayed. A nil *Tracer is tracing off.
+// Tracer is the span pipeline a tracing: section describes
+// (docs/IDENTITY-AND-TRACING.md "Tracing"): an OpenTelemetry SDK provider
+// that samples, batches and exports spans over OTLP. Spans are queued and
+// exported in the background: a decision never waits for the collector, and
+// when the queue is full (the collector is down or slow) spans are dropped,
+// not decisions delayed. A nil *Tracer is tracing off.
 type Tracer struct {
 	tp      *sdktrace.TracerProvider
 	conf    config.Tracing

@@ -40,10 +40,10 @@ type authConfig struct {
 	} `mapstructure:"tokens"`
 }
 
-// Auth is the resolved auth: section (README "Identity"): who may call
-// gatehost serve and gatehost mcp --listen, and what the principal of a
-// run is. The zero value configures no OIDC and no mTLS: the static tokens
-// of --token-file alone, as before.
+// Auth is the resolved auth: section (docs/IDENTITY-AND-TRACING.md
+// "Identity"): who may call gatehost serve and gatehost mcp --listen, and
+// what the principal of a run is. The zero value configures no OIDC and no
+// mTLS: the static tokens of --token-file alone, as before.
 type Auth struct {
 	// Order lists the sources in the order they are asked (auth.order;
 	// default tokens, oidc, mtls), each configured one once.

@@ -1,5 +1,5 @@
 // Package config loads a gatehost config file — YAML, TOML or JSON, with
-// GATEHOST_* environment overrides (README "Configuration") — into a
+// GATEHOST_* environment overrides (docs/CONFIGURATION.md) — into a
 // host.Config and what the caller must close. The CLI and the server load
 // their configs here; an embedder may too.
 package config
@@ -30,7 +30,7 @@ import (
 // to the working directory.
 const DefaultFile = "gatehost.yaml"
 
-// fileConfig is the config file's shape (README "Configuration"). Every key
+// fileConfig is the config file's shape (docs/CONFIGURATION.md). Every key
 // is known: an unknown key is an error naming it.
 type fileConfig struct {
 	Catalog struct {
@@ -269,12 +269,12 @@ func (l *Loaded) Close() error {
 
 // Load reads the config file at path ("" is DefaultFile) — YAML, TOML or
 // JSON by its extension — with GATEHOST_* environment overrides of the
-// keys in README "Configuration", and returns the host configuration it
+// keys in docs/CONFIGURATION.md, and returns the host configuration it
 // describes. Relative paths in the file are relative to its directory.
 //
 // A stage's config: block is passed to its gate as written, keys in the
 // author's case; the loader folds every other map key (plugin and
-// pipeline names) to lower case, as the README says.
+// pipeline names) to lower case, as docs/CONFIGURATION.md says.
 //
 // Errors name the file and the key as a dotted path ("config F:
 // pipelines.plan.stages[0].timeout: …"), or the environment variable and

@@ -31,7 +31,7 @@ type decisionLogConfig struct {
 	Cursor string   `mapstructure:"cursor"`
 }
 
-// DecisionLog is the resolved decision_log: section (README "Decision-log
+// DecisionLog is the resolved decision_log: section (docs/HTTP-API.md "Decision-log
 // export"): where decision records are exported besides the local log.
 // Load opens nothing of it; gatehost serve starts the exporters.
 type DecisionLog struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/gatehost/gatehost/internal/safefile"
 )
 
-// MaxFileBytes caps the config file (README "Configuration"): the largest
+// MaxFileBytes caps the config file (docs/CONFIGURATION.md): the largest
 // real config is a few KiB. The files the config names have caps of their
 // own: host.MaxModuleFileBytes, catalog.MaxFileBytes,
 // domain.MaxCatalogBytes, datasource.MaxFileBytes, session.MaxFileBytes.

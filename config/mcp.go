@@ -2,9 +2,9 @@ package config
 
 import "time"
 
-// MCP is the mcp: section of a config file, read by gatehost mcp (README
-// "Put gatehost in front of an MCP server"). Values are checked where they
-// are used: mcpgateway.Options names a bad one.
+// MCP is the mcp: section of a config file, read by gatehost mcp
+// (docs/MCP-GATEWAY.md "The mcp: section"). Values are checked where they are
+// used: mcpgateway.Options names a bad one.
 type MCP struct {
 	// Pipeline is the tool_call pipeline every tools/call runs, unless
 	// the command names another.

@@ -41,7 +41,7 @@ type storeConfig struct {
 	Catalog   string        `mapstructure:"catalog"`
 }
 
-// Store is the resolved store: section (README "Configuration",
+// Store is the resolved store: section (docs/CONFIGURATION.md,
 // docs/FLEET.md): the description of the backend, which compose.OpenStore
 // opens.
 type Store struct {

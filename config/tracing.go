@@ -42,9 +42,9 @@ type tracingConfig struct {
 	Timeout     time.Duration     `mapstructure:"timeout"`
 }
 
-// Tracing is the resolved tracing: section (README "Tracing"): where the
-// spans of decisions go. server.NewTracer builds the provider it
-// describes.
+// Tracing is the resolved tracing: section (docs/IDENTITY-AND-TRACING.md
+// "Tracing"): where the spans of decisions go. server.NewTracer builds the
+// provider it describes.
 type Tracing struct {
 	// Exporter is TracingNone (the default: no spans at all),
 	// TracingOTLPHTTP or TracingOTLPGRPC. With TracingNone the other

@@ -13,11 +13,11 @@ import (
 	"github.com/gatehost/gatehost/internal/runecut"
 )
 
-// Bounds on what a stage keeps of a gate's answer, in the Decision and in
-// its event log record (README "Limits"). Sizes are of the JSON encoding the
-// log writes, escapes included, so an answer of characters that encode six
-// times larger (such as "<", written \u003c) is bounded like any other.
-// Together they keep a stage record far below eventlog.MaxRecordBytes
+// Bounds on what a stage keeps of a gate's answer, in the Decision and in its
+// event log record (docs/CONFIGURATION.md "Limits"). Sizes are of the JSON
+// encoding the log writes, escapes included, so an answer of characters that
+// encode six times larger (such as "<", written \u003c) is bounded like any
+// other. Together they keep a stage record far below eventlog.MaxRecordBytes
 // whatever the answer held, up to any MaxResponseBytes the config accepts.
 const (
 	// MaxKeptEvidenceBytes bounds a stage's evidence.

@@ -58,14 +58,15 @@ type Config struct {
 	// Hooks receives decisions and quarantine changes, for metrics; nil
 	// means none.
 	Hooks *Hooks
-	// TracerProvider makes the spans of every Check (README "Tracing":
-	// SpanDecision, SpanStage); nil means no tracing, at no cost.
+	// TracerProvider makes the spans of every Check
+	// (docs/IDENTITY-AND-TRACING.md "Tracing": SpanDecision, SpanStage); nil
+	// means no tracing, at no cost.
 	TracerProvider trace.TracerProvider
 	// CacheDir is the compilation cache: "" means
 	// os.UserCacheDir()/gatehost/wazero, CacheOff disables it. Its entries
-	// are authenticated with a key kept in it (README "Compilation
-	// cache"); New refuses, with a *ConfigError for cache_dir wrapping
-	// ErrCacheUnsafe, a directory or key other users could write.
+	// are authenticated with a key kept in it (docs/CONFIGURATION.md
+	// "Compilation cache"); New refuses, with a *ConfigError for cache_dir
+	// wrapping ErrCacheUnsafe, a directory or key other users could write.
 	CacheDir string
 	// MaxResponseBytes caps one gate answer; default 1 MiB, at most
 	// MaxResponseBytesLimit. A larger answer is an abi_violation.
@@ -119,7 +120,7 @@ type Config struct {
 	// id (see Confirmer).
 	Confirmer Confirmer
 
-	// Limits (README "Limits"). Zero fields take the defaults.
+	// Limits (docs/CONFIGURATION.md "Limits"). Zero fields take the defaults.
 
 	// MaxSubjectBytes caps the subject of one run; default 4 MiB
 	// (MaxSubjectBytes). A larger subject is refused with ErrBadSubject.

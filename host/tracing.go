@@ -11,11 +11,12 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// Tracing (README "Tracing"): with Config.TracerProvider set, each Check is
-// one span named SpanDecision, a child of the span in Check's context (a
-// caller's traceparent, extracted by the server), with one child span
-// named SpanStage per stage of the pipeline. Spans carry the identifiers
-// and outcomes of the run, never the subject or its arguments.
+// Tracing (docs/IDENTITY-AND-TRACING.md "Tracing"): with
+// Config.TracerProvider set, each Check is one span named SpanDecision, a
+// child of the span in Check's context (a caller's traceparent, extracted by
+// the server), with one child span named SpanStage per stage of the pipeline.
+// Spans carry the identifiers and outcomes of the run, never the subject or
+// its arguments.
 const (
 	// SpanDecision is the span of one Check.
 	SpanDecision = "gatehost.decision"

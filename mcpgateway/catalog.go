@@ -27,7 +27,7 @@ type route struct {
 // exposedName is the wire name of an upstream's tool: its own name, or
 // UPSTREAM.NAME when another upstream's tool has the same name or one a
 // person could take for it (nameSkeleton) — the collision-only
-// namespacing rule, README "Put gatehost in front of an MCP server".
+// namespacing rule, docs/MCP-GATEWAY.md "The edge: trust baseline, identity, caps".
 func exposedName(upstream, name string, collides bool) string {
 	if collides {
 		return upstream + "." + name

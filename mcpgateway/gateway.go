@@ -1,7 +1,7 @@
 // Package mcpgateway puts gatehost in the data path between an agent and
 // real MCP servers: the agent connects to the gateway as if it were the
 // server, and every tools/call runs a host pipeline before anything is sent
-// upstream (README "Put gatehost in front of an MCP server").
+// upstream (docs/MCP-GATEWAY.md).
 //
 // The gateway speaks MCP through the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk): downstream over stdio

@@ -140,9 +140,10 @@ type Options struct {
 	MaxListPages, MaxListItems, MaxListBytes int
 	// MaxApprovalArgumentBytes: see DefaultMaxApprovalArgumentBytes.
 	MaxApprovalArgumentBytes int
-	// Baseline holds the tool definitions trusted across sessions,
-	// processes and replicas (package baseline); nil keeps them in memory
-	// for the gateway's life. See README "The trust baseline".
+	// Baseline holds the tool definitions trusted across sessions, processes
+	// and replicas (package baseline); nil keeps them in memory for the
+	// gateway's life. See docs/MCP-GATEWAY.md "The edge: trust baseline,
+	// identity, caps".
 	Baseline baseline.Store
 	// RequireApproval: no tool enters the baseline by being listed; an
 	// operator approves each (gatehost mcp approve). Otherwise a tool

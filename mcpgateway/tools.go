@@ -109,7 +109,7 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 // trustedAtFirstListing reports whether the config names the tool in
 // CoreTools or ActivateOnList ("*", its name, or its id mcp.UPSTREAM:NAME):
 // such a tool with no baseline entry yet is taken into the baseline as
-// first listed (README "The trust baseline").
+// first listed (docs/MCP-GATEWAY.md "The edge: trust baseline, identity, caps").
 func (g *Gateway) trustedAtFirstListing(upstream, name string) bool {
 	for _, list := range [][]string{g.opts.CoreTools, g.opts.ActivateOnList} {
 		for _, n := range list {

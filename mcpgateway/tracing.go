@@ -14,12 +14,13 @@ import (
 	"github.com/gatehost/gatehost/host"
 )
 
-// Tracing (README "Tracing"), with the host's Config.TracerProvider set: a
-// tools/call's decision continues the client's trace — W3C Trace Context
-// in the call's _meta (traceparent, tracestate: MCP's SEP-414), else, over
-// Streamable HTTP, in the request's headers — and an accepted call's
-// forwarding upstream is a span (SpanForward) under the decision's, whose
-// traceparent replaces the client's in the _meta sent upstream.
+// Tracing (docs/IDENTITY-AND-TRACING.md "Tracing"), with the host's
+// Config.TracerProvider set: a tools/call's decision continues the client's
+// trace — W3C Trace Context in the call's _meta (traceparent, tracestate:
+// MCP's SEP-414), else, over Streamable HTTP, in the request's headers — and
+// an accepted call's forwarding upstream is a span (SpanForward) under the
+// decision's, whose traceparent replaces the client's in the _meta sent
+// upstream.
 const (
 	// SpanForward is the span of an accepted tools/call sent upstream.
 	SpanForward = "gatehost.mcp.forward"

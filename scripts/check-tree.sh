@@ -6,6 +6,10 @@
 # reference notes the repository does not contain (by section or file name)
 # or a numbered seed document: the facts belong in docs/GATES.md,
 # docs/RATIONALE.md or abi/SPEC.md, and citations point there.
+# Also fails when the README's Layout section does not name a package
+# directory (go list ./...), or when a relative link of a tracked Markdown
+# file outside testdata/ names a file that does not exist or an anchor that
+# no heading of its Markdown target has (internal/cmd/doccheck).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 max=$((1 << 20))
@@ -48,4 +52,37 @@ case $rc in
   bad=1
   ;;
 esac
+# The README's Layout names every package directory of the module, and every
+# relative link of the tracked Markdown outside testdata/ resolves (to a file,
+# and for a #fragment into a Markdown file to one of its headings).
+GO=${GO:-go}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+doccheck() {
+  local out
+  if ! out=$("$tmp/doccheck" "$@"); then
+    while IFS= read -r line; do
+      [ -n "$line" ] && echo "check-tree: $line" >&2
+    done <<<"$out"
+    bad=1
+  fi
+}
+if ! "$GO" build -o "$tmp/doccheck" ./internal/cmd/doccheck; then
+  echo "check-tree: go build ./internal/cmd/doccheck failed; the README's Layout and the Markdown links were not checked" >&2
+  exit 1
+fi
+module=$("$GO" list -m)
+if dirs=$("$GO" list ./... | sed -e "s#^$module\$#.#" -e "s#^$module/##"); then
+  # shellcheck disable=SC2086 # one package directory per word
+  doccheck layout README.md $dirs
+else
+  echo "check-tree: go list ./... failed; the README's Layout was not checked" >&2
+  bad=1
+fi
+mapfile -d '' mds < <(git ls-files -z -- '*.md' ':(exclude)testdata/')
+existing=()
+for f in "${mds[@]}"; do
+  [ -f "$f" ] && existing+=("$f") # deleted in the work tree, not yet committed
+done
+[ ${#existing[@]} -eq 0 ] || doccheck links "${existing[@]}"
 exit $bad

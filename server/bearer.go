@@ -7,7 +7,7 @@ import (
 )
 
 // Tokens are the agent bearer tokens of --token-file and $GATEHOST_AUTH_TOKENS
-// (README "gatehost serve" gives the line format), for another HTTP front
+// (docs/HTTP-API.md "Security" gives the line format), for another HTTP front
 // end of the host, such as the MCP gateway, to authenticate its callers the
 // way the decision API does.
 type Tokens struct{ set *tokenSet }

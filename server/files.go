@@ -13,8 +13,8 @@ import (
 // auth. The CLI exits 2 on them.
 var ErrUsage = errors.New("usage")
 
-// Caps on the files the server reads besides the config (README
-// "Configuration").
+// Caps on the files the server reads besides the config (docs/CONFIGURATION.md
+// and docs/HTTP-API.md).
 const (
 	// MaxTokenFileBytes caps a token file (Options.TokenFile,
 	// Options.ApproverTokenFile).

@@ -22,7 +22,7 @@ import (
 	"github.com/gatehost/gatehost/internal/oneline"
 )
 
-// HTTP API error codes (README "gatehost serve"). Stable, snake_case.
+// HTTP API error codes (docs/HTTP-API.md "Errors"). Stable, snake_case.
 const (
 	errInvalidSubject   = "invalid_subject"
 	errInvalidRequest   = "invalid_request"

@@ -30,8 +30,8 @@ import (
 // allowed without Options.InsecureListenAny.
 const DefaultListen = "127.0.0.1:8490"
 
-// Options configure a Server; `gatehost serve`'s flags fill them (README
-// "gatehost serve"). New fills each zero field that has a default
+// Options configure a Server; `gatehost serve`'s flags fill them
+// (docs/HTTP-API.md). New fills each zero field that has a default
 // (Defaults); a zero WatchInterval or MaxBody is meaningful.
 type Options struct {
 	// ConfigPath is the config file ("" is config.DefaultFile), read at
@@ -93,7 +93,7 @@ func (o Options) Defaults() Options {
 	return o
 }
 
-// Server is the HTTP decision API (README "gatehost serve"): an HTTP front
+// Server is the HTTP decision API (docs/HTTP-API.md): an HTTP front
 // of the current runtime — a host built from the config file — which a
 // reload replaces atomically. New it, then either Serve it on a listener,
 // or Start it and mount Handler on an HTTP server of your own and Close it

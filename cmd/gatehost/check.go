@@ -99,7 +99,7 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return verdictExit(d.Verdict)
 }
 
-// verdictExit is the exit code of a decided run, the verdict's (README's
+// verdictExit is the exit code of a decided run, the verdict's (docs/CLI.md's
 // exit-code table); anything but accepted or rejected is inconclusive.
 func verdictExit(v abi.Verdict) int {
 	switch v {

@@ -1,6 +1,6 @@
 package main
 
 // maxOperatorFileBytes caps merge-verify's --footprint and --waiver
-// (README "Configuration"); the config file's cap is config.MaxFileBytes,
+// (docs/CONFIGURATION.md); the config file's cap is config.MaxFileBytes,
 // serve's files' are in package server.
 const maxOperatorFileBytes = 4 << 20

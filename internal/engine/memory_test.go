@@ -124,8 +124,9 @@ func growthPeak(tb testing.TB, limitPages uint32) int64 {
 }
 
 // TestMemoryGrowthHostCost: growing a guest memory in steps to its limit
-// costs the host about the limit, once: growth neither copies nor keeps
-// old buffers. It logs the figure README "Limits" states.
+// costs the host about the limit, once: growth neither copies nor keeps old
+// buffers. It logs the figure docs/CONFIGURATION.md "Host memory per
+// instance" states.
 func TestMemoryGrowthHostCost(t *testing.T) {
 	if !rt.MemoryAllocatorSupported {
 		t.Skip("wazy reallocates a growing memory")

@@ -41,8 +41,9 @@ type LinearMemory interface {
 	Free()
 }
 
-// MemoryAllocatorSupported is false: wazy has no allocator hook, so a
-// growing memory is reallocated and copied by the runtime (README "Limits").
+// MemoryAllocatorSupported is false: wazy has no allocator hook, so a growing
+// memory is reallocated and copied by the runtime (docs/CONFIGURATION.md
+// "Host memory per instance").
 const MemoryAllocatorSupported = false
 
 // WithMemoryAllocator returns ctx; see MemoryAllocatorSupported.
