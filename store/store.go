@@ -65,7 +65,7 @@ type Store interface {
 
 	// PublishCatalog stores snap as the catalog the replicas with
 	// store.catalog: published decide against and returns its digest
-	// (catalog.Snapshot.Digest, "sha256:" and 64 hex digits). A store
+	// (catalog.Snapshot.Digest: 64 lowercase hex digits). A store
 	// that is not shared returns an error wrapping ErrNotShared.
 	PublishCatalog(ctx context.Context, snap *catalog.Snapshot) (digest string, err error)
 	// PublishedCatalog returns the catalog last published and its digest,
