@@ -8,7 +8,7 @@ import (
 )
 
 // Store holds approvals. A store may be shared by processes (File) or
-// replicas (host/pgstore's DB.Approvals); its two operations are each
+// replicas (store/postgres's DB.Approvals); its two operations are each
 // atomic across all of them. Store methods do not apply the binding: that
 // is the Approvals' rule, the same whatever the store.
 type Store interface {

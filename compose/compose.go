@@ -18,6 +18,7 @@ import (
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/store"
 )
 
 // Options tune Open; zero fields are fine.
@@ -26,8 +27,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the service.version of traces.
 	Version string
-	// Backend tunes the store (metrics hooks).
-	Backend config.BackendOptions
+	// Backend tunes the store (metrics hooks); its Logger and Access are
+	// Open's own.
+	Backend StoreOptions
 	// ExportDecisions starts the decision_log: section's exporters and
 	// tees the event log to them: for processes that live (serve, mcp),
 	// not for a one-shot check, whose records the next exporter to start
@@ -42,8 +44,9 @@ type Options struct {
 type Runtime struct {
 	// Config is the loaded config.
 	Config *config.Loaded
-	// Backends is the store opened (nil with files and no event_log.path).
-	Backends *config.Backends
+	// Store is the store opened: store/file (its event log only with
+	// event_log.path) or store/postgres.
+	Store store.Store
 	// Tracer exports the host's spans; nil is tracing off.
 	Tracer *Tracer
 	// DecisionLogs are the running exporters; nil is none.
@@ -75,13 +78,13 @@ func Open(ctx context.Context, l *config.Loaded, o Options) (*Runtime, error) {
 		return fail(fmt.Errorf("config %s: %w", l.File, err))
 	}
 	l.Host.TracerProvider = r.Tracer.Provider()
-	if l.Store.Postgres() || l.LogPath != "" {
-		if r.Backends, err = l.OpenBackends(ctx, r.logger, o.Backend); err != nil {
-			return fail(err)
-		}
-		if err := adopt(ctx, l, r.Backends); err != nil {
-			return fail(err)
-		}
+	so := o.Backend
+	so.Logger, so.Access = r.logger, Serve
+	if r.Store, err = OpenStore(ctx, l, so); err != nil {
+		return fail(fmt.Errorf("config %s: %w", l.File, err))
+	}
+	if err := adopt(ctx, l, r.Store); err != nil {
+		return fail(err)
 	}
 	if o.ExportDecisions {
 		if r.DecisionLogs, err = OpenDecisionLogs(l, r.logger); err != nil {
@@ -94,16 +97,16 @@ func Open(ctx context.Context, l *config.Loaded, o Options) (*Runtime, error) {
 	return r, nil
 }
 
-// adopt makes l.Host append to b's event log and, with a PostgreSQL
-// store, read b's sessions and decide against the catalog the store's
-// config names (Backends.CatalogTools).
-func adopt(ctx context.Context, l *config.Loaded, b *config.Backends) error {
-	l.Host.EventLogPath, l.Host.EventLog = "", b.EventLog
-	if b.DB == nil {
+// adopt makes l.Host append to st's event log (none without one) and,
+// with a shared store, read st's sessions and decide against the catalog
+// the store's config names (CatalogTools).
+func adopt(ctx context.Context, l *config.Loaded, st store.Store) error {
+	l.Host.EventLogPath, l.Host.EventLog = "", st.EventLog()
+	if !st.Shared() {
 		return nil
 	}
-	l.Host.Sessions = b.Sessions
-	tools, _, err := b.CatalogTools(ctx, l)
+	l.Host.Sessions = st.Sessions()
+	tools, _, err := CatalogTools(ctx, l, st)
 	if err != nil {
 		return err
 	}
@@ -129,7 +132,9 @@ func (r *Runtime) closeParts() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := r.DecisionLogs.Close(ctx)
-	err = errors.Join(err, r.Backends.Close())
+	if r.Store != nil {
+		err = errors.Join(err, r.Store.Close())
+	}
 	if terr := r.Tracer.Shutdown(context.Background()); terr != nil {
 		r.logger.Warn("tracing: spans dropped at exit", "err", terr)
 	}

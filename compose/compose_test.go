@@ -70,7 +70,7 @@ func TestOpenFileStore(t *testing.T) {
 	l := load(t, "event_log: {path: events.jsonl}\ndecision_log: {http: {url: "+srv.URL+", flush_interval: 10ms}}\n")
 	rt, err := compose.Open(context.Background(), l, compose.Options{ExportDecisions: true})
 	require.NoError(t, err)
-	require.NotNil(t, rt.Backends)
+	require.NotNil(t, rt.Store)
 	require.NotNil(t, rt.DecisionLogs)
 	hc := rt.Host()
 	require.NotNil(t, hc.EventLog)

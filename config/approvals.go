@@ -92,22 +92,3 @@ func resolveApprovals(ac approvalsConfig, mcpTTL time.Duration, st Store, logPat
 	}
 	return a, nil
 }
-
-// OpenApprovals opens the approval store of l: memory, the file, or b's
-// PostgreSQL store. Errors name the config key.
-func (l *Loaded) OpenApprovals(b *Backends) (approval.Store, error) {
-	switch l.Approvals.Store {
-	case ApprovalsFile:
-		f, err := approval.OpenFile(l.Approvals.Path)
-		if err != nil {
-			return nil, fmt.Errorf("config %s: approvals.path: %w", l.File, err)
-		}
-		return f, nil
-	case ApprovalsPostgres:
-		if b == nil || b.DB == nil {
-			return nil, fmt.Errorf("config %s: approvals.store: %s needs the PostgreSQL store open", l.File, ApprovalsPostgres)
-		}
-		return b.DB.Approvals(), nil
-	}
-	return approval.NewMemory(), nil
-}

@@ -239,9 +239,8 @@ type Loaded struct {
 	// the catalog is then known at load (see CheckToolReferences).
 	FileCatalog bool
 	// Store is the store: section: where sessions, the event log and
-	// (optionally) the catalog live. Load opens nothing of it; a
-	// PostgreSQL store is opened by its user (Store.Open), once for all
-	// reloads.
+	// (optionally) the catalog live. Load opens nothing of it: the
+	// composition root does (compose.OpenStore), once for all reloads.
 	Store Store
 	// DecisionLog is the decision_log: section, read by gatehost serve.
 	DecisionLog DecisionLog

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehost/gatehost/decisionlog"
+	"github.com/gatehost/gatehost/decisionlog/mask"
 )
 
 // decisionLogConfig is the decision_log: section as written.
@@ -40,7 +40,7 @@ type DecisionLog struct {
 	// OTLP is the OpenTelemetry logs export; nil when not set.
 	OTLP *DecisionLogOTLP
 	// Mask lists JSON Pointers (RFC 6901) into each event whose values
-	// are replaced before export (decisionlog.ParsePointer).
+	// are replaced before export (mask.ParsePointer).
 	Mask []string
 	// Cursor is the HTTP export's cursor file (decision_log.cursor,
 	// resolved; default <event_log.path>.export-cursor); the OTLP
@@ -97,7 +97,7 @@ func resolveDecisionLog(dc decisionLogConfig, logPath string, rel func(string) s
 		d.Cursor = logPath + ".export-cursor"
 	}
 	for i, m := range dc.Mask {
-		if _, err := decisionlog.ParsePointer(m); err != nil {
+		if _, err := mask.ParsePointer(m); err != nil {
 			return DecisionLog{}, fmt.Errorf("decision_log.mask[%d]: %w", i, err)
 		}
 	}

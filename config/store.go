@@ -2,15 +2,13 @@ package config
 
 import (
 	"cmp"
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/safefile"
+	"github.com/gatehost/gatehost/store"
 )
 
 // Store kinds (store.kind).
@@ -43,7 +41,9 @@ type storeConfig struct {
 	Catalog   string        `mapstructure:"catalog"`
 }
 
-// Store is the resolved store: section (docs/CONFIGURATION.md, docs/FLEET.md).
+// Store is the resolved store: section (docs/CONFIGURATION.md,
+// docs/FLEET.md): the description of the backend, which compose.OpenStore
+// opens.
 type Store struct {
 	// Kind is StoreFile (the default) or StorePostgres.
 	Kind string
@@ -54,9 +54,11 @@ type Store struct {
 	// NodeID names this replica (store.node_id, $GATEHOST_STORE_NODE_ID);
 	// default the host name.
 	NodeID string
-	// OpTimeout bounds each store operation; 0 is pgstore's default.
+	// OpTimeout bounds each store operation; 0 is the PostgreSQL
+	// store's default (postgres.DefaultOpTimeout).
 	OpTimeout time.Duration
-	// MaxConns caps the connection pool; 0 is pgstore's default.
+	// MaxConns caps the connection pool; 0 is the PostgreSQL store's
+	// default (postgres.DefaultMaxConns).
 	MaxConns int32
 	// Chain is ChainNode (default) or ChainGlobal.
 	Chain string
@@ -66,41 +68,6 @@ type Store struct {
 
 // Postgres reports whether the store is PostgreSQL.
 func (s Store) Postgres() bool { return s.Kind == StorePostgres }
-
-// Options returns the pgstore options of a PostgreSQL store.
-func (s Store) Options(logger *slog.Logger) pgstore.Options {
-	return pgstore.Options{DSN: s.DSN, NodeID: s.NodeID, OpTimeout: s.OpTimeout, MaxConns: s.MaxConns, Logger: logger}
-}
-
-// Open opens a PostgreSQL store (nil, nil for the file store). The caller
-// closes it.
-func (s Store) Open(ctx context.Context, logger *slog.Logger) (*pgstore.DB, error) {
-	if !s.Postgres() {
-		return nil, nil
-	}
-	db, err := pgstore.Open(ctx, s.Options(logger))
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return db, nil
-}
-
-// OpenReadOnly opens a PostgreSQL store for reading only (nil, nil for
-// the file store): no migration, no node row, read-only transactions
-// (pgstore.Options.ReadOnly), so that a read-only role or a hot standby
-// can verify, export and show. The caller closes it.
-func (s Store) OpenReadOnly(ctx context.Context, logger *slog.Logger) (*pgstore.DB, error) {
-	if !s.Postgres() {
-		return nil, nil
-	}
-	o := s.Options(logger)
-	o.ReadOnly = true
-	db, err := pgstore.Open(ctx, o)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return db, nil
-}
 
 // resolveStore checks the store: section and the keys it excludes.
 func resolveStore(sc storeConfig, eventLogPath, sessionsPath string, rel func(string) string) (Store, error) {
@@ -152,10 +119,10 @@ func resolveStore(sc storeConfig, eventLogPath, sessionsPath string, rel func(st
 		}
 		s.NodeID = h
 	}
-	if !pgstore.ValidNodeID(s.NodeID) {
-		return Store{}, fmt.Errorf("store.node_id (or $%s): %q: want 1 to %d bytes of [A-Za-z0-9_.-]", envName("store.node_id"), s.NodeID, pgstore.MaxNodeIDBytes)
+	if !store.ValidNodeID(s.NodeID) {
+		return Store{}, fmt.Errorf("store.node_id (or $%s): %q: want 1 to %d bytes of [A-Za-z0-9_.-]", envName("store.node_id"), s.NodeID, store.MaxNodeIDBytes)
 	}
-	// 0 is pgstore's default; a bare number is nanoseconds, never meant.
+	// 0 is the PostgreSQL store's default; a bare number is nanoseconds, never meant.
 	if s.OpTimeout != 0 && (s.OpTimeout < time.Millisecond || s.OpTimeout > time.Minute) {
 		return Store{}, fmt.Errorf("store.op_timeout: %s: want 1ms to 1m", s.OpTimeout)
 	}

@@ -54,7 +54,7 @@ func TestStoreRefusals(t *testing.T) {
 }
 
 // TestStoreBounds: the ends of op_timeout's range are accepted, and 0 is
-// pgstore's default.
+// the PostgreSQL store's default.
 func TestStoreBounds(t *testing.T) {
 	for _, d := range []string{"1ms", "1m", "0s"} {
 		l, err := Load(write(t, "gatehost.yaml", "store: {kind: postgres, dsn: 'postgres://x', node_id: n, op_timeout: "+d+"}\n"))

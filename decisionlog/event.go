@@ -133,7 +133,7 @@ func (e *encoder) mask(b []byte) ([]byte, error) {
 	var erased []string
 	for _, p := range e.masks {
 		if p.apply(doc) {
-			erased = append(erased, p.text)
+			erased = append(erased, p.String())
 		}
 	}
 	if len(erased) == 0 {

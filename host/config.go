@@ -49,7 +49,7 @@ type Config struct {
 	// that exists must be a regular file (ErrNotRegular otherwise).
 	EventLogPath string
 	// EventLog is an already-open event log (a file *eventlog.Log, or a
-	// store's, such as pgstore's) the host appends to instead of opening
+	// store's, such as store/postgres's) the host appends to instead of opening
 	// EventLogPath (set at most one of the two). The host never
 	// closes it: its owner does, after every host using it is closed. This
 	// lets hosts that replace one another (a server's reload) share one

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // fileBaseline is a trust baseline lock file in a fresh directory, as
@@ -139,7 +139,7 @@ func TestBaselineSharedByReplicas(t *testing.T) {
 	c := pgtest.Shared(t)
 	dsn := c.NewDatabase(t)
 	replica := func(node string) baseline.Store {
-		db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node})
+		db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, NodeID: node})
 		require.NoError(t, err)
 		t.Cleanup(db.Close)
 		return db.Baseline()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
@@ -66,7 +67,7 @@ func (s *Server) openApprovals(l *config.Loaded) error {
 		s.logger.Warn("gatehost serve: --approval-ttl is deprecated: set approvals.ttl in the config, the one approval TTL of gatehost serve and gatehost mcp")
 		ttl = o
 	}
-	st, err := l.OpenApprovals(s.backends)
+	st, err := compose.OpenApprovals(l, s.backends)
 	if err != nil {
 		return err
 	}

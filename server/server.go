@@ -23,6 +23,7 @@ import (
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/frontend"
+	"github.com/gatehost/gatehost/store"
 )
 
 // DefaultListen is loopback: with no auth configured nothing else is
@@ -112,7 +113,7 @@ type Server struct {
 	// backends hold the event log and, with store.kind: postgres, the
 	// shared store (docs/FLEET.md); store is the store: section they
 	// were opened with.
-	backends *config.Backends
+	backends store.Store
 	store    config.Store
 	sessions session.Store
 	sessPath string
@@ -264,15 +265,15 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	// decision-log export; they live as long as the server, across
 	// reloads, and the server closes them (Close).
 	rt, err := compose.Open(context.Background(), l, compose.Options{Logger: logger, Version: serviceVersion(), ExportDecisions: true,
-		Backend: config.BackendOptions{OnCommit: s.metrics.onCommit, OnOp: s.metrics.onStoreOp}})
+		Backend: compose.StoreOptions{OnCommit: s.metrics.onCommit, OnOp: s.metrics.onStoreOp}})
 	if err != nil {
 		_ = l.Close()
 		return nil, err
 	}
-	s.backends, s.tracer, s.dlog = rt.Backends, rt.Tracer, rt.DecisionLogs
-	s.evlog, s.store = s.backends.EventLog, l.Store
-	if s.backends.DB != nil {
-		s.sessions = s.backends.Sessions
+	s.backends, s.tracer, s.dlog = rt.Store, rt.Tracer, rt.DecisionLogs
+	s.evlog, s.store = s.backends.EventLog(), l.Store
+	if s.backends.Shared() {
+		s.sessions = s.backends.Sessions()
 		s.metrics.registerStore(s)
 	}
 	if s.dlog != nil {
@@ -473,7 +474,7 @@ func (s *Server) build(ctx context.Context, l *config.Loaded, prev *loadedConfig
 	if err := s.checkStore(l); err != nil {
 		return nil, err
 	}
-	tools, digest, err := s.backends.CatalogTools(ctx, l)
+	tools, digest, err := compose.CatalogTools(ctx, l, s.backends)
 	if err != nil {
 		return nil, err
 	}

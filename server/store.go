@@ -61,10 +61,10 @@ func (m *metrics) onStoreOp(op string, took time.Duration, err error) {
 // checkStore refuses a reload that would move the store: the open pool,
 // log and session store are kept for the server's life.
 func (s *Server) checkStore(l *config.Loaded) error {
-	if l.Store.Postgres() != (s.backends.DB != nil) {
+	if l.Store.Postgres() != s.backends.Shared() {
 		return fmt.Errorf("config %s: store.kind: changed; a reload keeps the open store (restart to change it)", l.File)
 	}
-	if s.backends.DB == nil {
+	if !s.backends.Shared() {
 		return nil
 	}
 	// Every key the open store was built from: a reload that took a new
@@ -90,8 +90,8 @@ func (s *Server) checkStore(l *config.Loaded) error {
 // watchStore runs the store's health probe and, with store.catalog:
 // published, calls published when another snapshot is published.
 func (s *Server) watchStore(ctx context.Context, published func()) {
-	db := s.backends.DB
-	if db == nil {
+	db := s.backends
+	if !db.Shared() {
 		return
 	}
 	go db.Monitor(ctx, probeInterval, probeMaxBackoff)
@@ -104,9 +104,9 @@ func (s *Server) watchStore(ctx context.Context, published func()) {
 // database does not answer is not ready, so a load balancer sends its
 // traffic elsewhere (its decisions would be inconclusive).
 func (s *Server) storeReady() bool {
-	if s.backends == nil || s.backends.DB == nil {
+	if s.backends == nil || !s.backends.Shared() {
 		return true
 	}
-	ok, _ := s.backends.DB.Healthy()
+	ok, _ := s.backends.Healthy()
 	return ok
 }

@@ -20,13 +20,13 @@ import (
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/edgecase"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/server"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 const approverToken = "approver-token-0123456789abcdef"
@@ -107,7 +107,7 @@ func openGatewayOn(t *testing.T, cfg string) *mcpgateway.Gateway {
 	rt, err := compose.Open(ctx, l, compose.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Close() })
-	st, err := l.OpenApprovals(rt.Backends)
+	st, err := compose.OpenApprovals(l, rt.Store)
 	require.NoError(t, err)
 	g, err := mcpgateway.New(ctx, rt.Host(), mcpgateway.Options{Pipeline: "exec", ApprovalTTL: l.Approvals.TTL, ApprovalStore: st,
 		Upstreams: []mcpgateway.Upstream{{Name: "github", Command: []string{"true"}}}})
@@ -180,7 +180,7 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 		assert.Equal(t, []string{abi.CodeConfirmationRequired}, codes(d))
 	}
 	// The refusals are in the fleet's log with their code.
-	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: os.Getenv("GATEHOST_STORE_DSN"), NodeID: "test"})
+	db, err := postgres.Open(context.Background(), postgres.Options{DSN: os.Getenv("GATEHOST_STORE_DSN"), NodeID: "test"})
 	require.NoError(t, err)
 	defer db.Close()
 	var n int

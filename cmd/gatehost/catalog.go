@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/catalog"
 )
@@ -142,7 +143,7 @@ func showCatalog(s *catalog.Snapshot, output string, stdout, stderr io.Writer) i
 }
 
 // publishCatalog publishes the configured catalog to the PostgreSQL store
-// (pgstore.DB.PublishCatalog). A store that is not PostgreSQL, and a
+// (store.Store.PublishCatalog). A store that is not PostgreSQL, and a
 // catalog without tools (a config that lists no sources would otherwise
 // empty every replica's catalog), are usage errors (exit 2); a store
 // failure exits 1.
@@ -159,13 +160,13 @@ func publishCatalog(ctx context.Context, cfg *config.Loaded, output string, stdo
 	if err != nil {
 		return fail(stderr, err)
 	}
-	db, err := cfg.Store.Open(ctx, logger)
+	st, err := compose.OpenStore(ctx, cfg, compose.StoreOptions{Logger: logger, Access: compose.State})
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost: catalog publish:", err)
 		return 1
 	}
-	defer db.Close()
-	digest, err := db.PublishCatalog(ctx, snap)
+	defer st.Close()
+	digest, err := st.PublishCatalog(ctx, snap)
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost: catalog publish:", err)
 		return 1
@@ -177,11 +178,11 @@ func publishCatalog(ctx context.Context, cfg *config.Loaded, output string, stdo
 			Digest string `json:"digest"`
 			Tools  int    `json:"tools"`
 			Node   string `json:"node"`
-		}{digest, snap.Len(), db.NodeID()}); err != nil {
+		}{digest, snap.Len(), cfg.Store.NodeID}); err != nil {
 			return fail(stderr, err)
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "published catalog %s: %d tools (node %s)\n", digest, snap.Len(), db.NodeID())
+	fmt.Fprintf(stdout, "published catalog %s: %d tools (node %s)\n", digest, snap.Len(), cfg.Store.NodeID)
 	return 0
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // writePGConfig writes a config whose store is PostgreSQL at dsn ("" to
@@ -79,7 +79,7 @@ func TestCatalogPublish(t *testing.T) {
 
 	// A replica pulls the same catalog.
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "replica"})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "replica"})
 	require.NoError(t, err)
 	defer db.Close()
 	pulled, tools, err := db.PublishedCatalog(ctx)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // TestCheckOnPostgresStore: with store.kind postgres, `gatehost check`
@@ -35,9 +35,9 @@ func TestCheckOnPostgresStore(t *testing.T) {
 	require.Equal(t, exitAccepted, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "verifier"})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "verifier"})
 	require.NoError(t, err)
-	reports, err := db.VerifyChains(ctx, pgstore.VerifyChainsOptions{Chains: []string{"cli"}})
+	reports, err := db.VerifyChains(ctx, postgres.VerifyChainsOptions{Chains: []string{"cli"}})
 	db.Close()
 	require.NoError(t, err)
 	require.Len(t, reports, 1)

@@ -10,8 +10,9 @@ import (
 
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/safefile"
+	"github.com/gatehost/gatehost/store"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 const logExportUsage = `Usage: gatehost log export --out FILE [flags]
@@ -47,7 +48,7 @@ func cmdLogExport(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if name == "" {
 		name = cfg.Store.NodeID
 		if cfg.Store.Chain == config.ChainGlobal {
-			name = pgstore.GlobalChain
+			name = postgres.GlobalChain
 		}
 	}
 	db, err := openLogStore(ctx, cfg, fs.output, stderr)
@@ -82,7 +83,7 @@ func cmdLogExport(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // exportChain writes chain to a new file at path and its head to
 // path.head; a failed export leaves no file behind.
-func exportChain(ctx context.Context, db *pgstore.DB, chain, path string) (head eventlog.Head, err error) {
+func exportChain(ctx context.Context, db store.ChainReader, chain, path string) (head eventlog.Head, err error) {
 	f, err := safefile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		return eventlog.Head{}, fmt.Errorf("--out: %w", err)

@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // storeFixture is a PostgreSQL store with two chains, and a config for it.
 type storeFixture struct {
-	db     *pgstore.DB
+	db     *postgres.DB
 	config string // path of a config file with store.kind postgres
 	last   map[string]eventlog.Head
 }
@@ -27,7 +27,7 @@ func newStoreFixture(t *testing.T, chainMode string) *storeFixture {
 	t.Helper()
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "node-a"})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "node-a"})
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	f := &storeFixture{db: db, last: map[string]eventlog.Head{}}
@@ -97,7 +97,7 @@ func TestLogVerifyStore(t *testing.T) {
 	require.Len(t, res.Chains, 2)
 	assert.True(t, res.Chains[0].OK)
 	assert.Equal(t, eventlog.ReasonSeqGap, res.Chains[1].Reason)
-	assert.Equal(t, []pgstore.Gap{{From: 2, To: 3}}, res.Chains[1].Gaps)
+	assert.Equal(t, []postgres.Gap{{From: 2, To: 3}}, res.Chains[1].Gaps)
 }
 
 func TestLogVerifyStoreRefusals(t *testing.T) {
@@ -138,11 +138,11 @@ func TestLogExport(t *testing.T) {
 			chain := "node-a"
 			if mode == "global" {
 				// The global chain exists once a replica writes it.
-				l, err := f.db.EventLog(context.Background(), pgstore.GlobalChain)
+				l, err := f.db.EventLog(context.Background(), postgres.GlobalChain)
 				require.NoError(t, err)
 				out, err := l.Append(eventlog.Record{Kind: "k", Verdict: "v"}, eventlog.Record{Kind: "k", Verdict: "v"})
 				require.NoError(t, err)
-				chain, f.last[pgstore.GlobalChain] = pgstore.GlobalChain, eventlog.Head{Seq: 2, Hash: out[1].Hash}
+				chain, f.last[postgres.GlobalChain] = postgres.GlobalChain, eventlog.Head{Seq: 2, Hash: out[1].Hash}
 			}
 			path := filepath.Join(t.TempDir(), "export.jsonl")
 			code, out, errOut := runCLI("log", "export", "--config", f.config, "--out", path)

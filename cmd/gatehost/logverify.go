@@ -8,9 +8,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
+	"github.com/gatehost/gatehost/store"
 )
 
 const logVerifyUsage = `Usage: gatehost log verify [flags]
@@ -92,22 +93,22 @@ func verifyExit(err error) int {
 
 // chainJSON is one chain in log verify's JSON output.
 type chainJSON struct {
-	Chain     string        `json:"chain"`
-	OK        bool          `json:"ok"`
-	Records   uint64        `json:"records"`
-	LastSeq   uint64        `json:"last_seq"`
-	LastHash  string        `json:"last_hash"`
-	HeadSeq   uint64        `json:"head_seq"`
-	HeadHash  string        `json:"head_hash"`
-	AnchorSeq uint64        `json:"anchor_seq,omitempty"`
-	Gaps      []pgstore.Gap `json:"gaps,omitempty"`
-	Reason    string        `json:"reason,omitempty"`
-	Error     string        `json:"error,omitempty"`
+	Chain     string      `json:"chain"`
+	OK        bool        `json:"ok"`
+	Records   uint64      `json:"records"`
+	LastSeq   uint64      `json:"last_seq"`
+	LastHash  string      `json:"last_hash"`
+	HeadSeq   uint64      `json:"head_seq"`
+	HeadHash  string      `json:"head_hash"`
+	AnchorSeq uint64      `json:"anchor_seq,omitempty"`
+	Gaps      []store.Gap `json:"gaps,omitempty"`
+	Reason    string      `json:"reason,omitempty"`
+	Error     string      `json:"error,omitempty"`
 }
 
 // verifyStoreChains verifies the chains of a PostgreSQL store.
 func verifyStoreChains(ctx context.Context, cfg *config.Loaded, chain, anchor, output string, stdout, stderr io.Writer) int {
-	opts := pgstore.VerifyChainsOptions{}
+	opts := store.VerifyChainsOptions{}
 	if chain != "" {
 		opts.Chains = []string{chain}
 	}
@@ -168,15 +169,30 @@ func verifyStoreChains(ctx context.Context, cfg *config.Loaded, chain, anchor, o
 	return 0
 }
 
+// chainStore is a store whose event log chains can be read: PostgreSQL's.
+type chainStore interface {
+	store.Store
+	store.ChainReader
+}
+
 // openLogStore opens the PostgreSQL store of cfg for reading only (a
 // read-only role or a hot standby suffices), logging its warnings to
 // stderr (as JSON with --output json).
-func openLogStore(ctx context.Context, cfg *config.Loaded, output string, stderr io.Writer) (*pgstore.DB, error) {
+func openLogStore(ctx context.Context, cfg *config.Loaded, output string, stderr io.Writer) (chainStore, error) {
 	logger, err := newLogger(stderr, "warn", output == "json")
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Store.OpenReadOnly(ctx, logger)
+	st, err := compose.OpenStore(ctx, cfg, compose.StoreOptions{Logger: logger, Access: compose.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	cs, ok := st.(chainStore)
+	if !ok {
+		_ = st.Close()
+		return nil, fmt.Errorf("%w: config %s: store.kind %s keeps no event log chains; read the log file", errUsage, cfg.File, cfg.Store.Kind)
+	}
+	return cs, nil
 }
 
 // writeLogJSON writes v indented, as the commands' JSON output is.

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/gatehost/gatehost/internal/frontend"
 	"github.com/gatehost/gatehost/mcpgateway"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
+	"github.com/gatehost/gatehost/store"
 )
 
 const mcpUsage = `Usage: gatehost mcp [flags] [-- UPSTREAM-COMMAND...]
@@ -257,10 +257,10 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string, hook
 		logger.Warn("gatehost mcp: config " + cfg.File + ": " + d)
 	}
 	opts.ApprovalTTL = cfg.Approvals.TTL
-	if opts.ApprovalStore, err = cfg.OpenApprovals(rt.Backends); err != nil {
+	if opts.ApprovalStore, err = compose.OpenApprovals(cfg, rt.Store); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if opts.Baseline, err = openBaseline(cfg, rt.Backends); err != nil {
+	if opts.Baseline, err = openBaseline(cfg, rt.Store); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if opts.Pipeline != "" {
@@ -283,31 +283,18 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string, hook
 	return g, logger, cfg, cleanup, nil
 }
 
-// openBaseline opens the gateway's trust baseline: with a PostgreSQL
-// store, the fleet's (every replica shares it); else mcp.baseline.path, or
-// a lock file beside the session file (sessions.path), shared by every
-// gatehost process on the host; with neither, memory (the gateway's life).
-func openBaseline(cfg *config.Loaded, b *config.Backends) (baseline.Store, error) {
-	if b != nil && b.DB != nil {
-		if cfg.MCP.Baseline.Path != "" {
-			return nil, fmt.Errorf("config %s: mcp.baseline.path: the baseline is the PostgreSQL store's with store.kind postgres; remove the key", cfg.File)
-		}
-		return b.DB.Baseline(), nil
+// openBaseline opens the gateway's trust baseline, the store's
+// (store.Store.Baseline): with a PostgreSQL store, the fleet's (every
+// replica shares it); else mcp.baseline.path, or a lock file beside the
+// session file (sessions.path), shared by every gatehost process on the
+// host; with neither, memory (the gateway's life).
+func openBaseline(cfg *config.Loaded, st store.Store) (baseline.Store, error) {
+	if st.Shared() && cfg.MCP.Baseline.Path != "" {
+		return nil, fmt.Errorf("config %s: mcp.baseline.path: the baseline is the PostgreSQL store's with store.kind postgres; remove the key", cfg.File)
 	}
-	path := cfg.MCP.Baseline.Path
-	if path == "" && cfg.SessionPath != "" {
-		path = filepath.Join(filepath.Dir(cfg.SessionPath), DefaultBaselineFile)
-	}
-	if path == "" {
-		return baseline.NewMemory(), nil
-	}
-	f, err := baseline.OpenFile(path)
+	b, err := st.Baseline()
 	if err != nil {
 		return nil, fmt.Errorf("config %s: mcp.baseline.path: %w", cfg.File, err)
 	}
-	return f, nil
+	return b, nil
 }
-
-// DefaultBaselineFile is the trust baseline's file name beside the session
-// file when mcp.baseline.path is not set.
-const DefaultBaselineFile = "mcp-tools.lock.json"

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/server"
+	"github.com/gatehost/gatehost/store"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 const sessionUsage = `Usage: gatehost session SUBCOMMAND [flags] [TOOL...]
@@ -70,20 +72,20 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return fail(stderr, err)
 	}
 	st := cfg.Host.Sessions
-	var db *pgstore.DB // the PostgreSQL store, if the config names one
+	var shared store.Store // the PostgreSQL store, if the config names one
 	switch {
 	case cfg.Store.Postgres():
 		logger, err := newLogger(stderr, "warn", fs.output == "json")
 		if err != nil {
 			return fail(stderr, err)
 		}
+		access := compose.State
 		if sub == "show" {
 			// Reading only: a read-only role or a hot standby suffices.
-			db, err = cfg.Store.OpenReadOnly(ctx, logger)
-		} else {
-			db, err = cfg.Store.Open(ctx, logger)
+			access = compose.ReadOnly
 		}
-		if errors.Is(err, pgstore.ErrConfig) {
+		shared, err = compose.OpenStore(ctx, cfg, compose.StoreOptions{Logger: logger, Access: access})
+		if errors.Is(err, postgres.ErrConfig) {
 			return fail(stderr, fmt.Errorf("config %s: %w", cfg.File, err))
 		}
 		if err != nil {
@@ -92,16 +94,16 @@ func cmdSession(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "gatehost: config %s: %v\n", cfg.File, err)
 			return 1
 		}
-		defer db.Close()
-		st = db.Sessions()
+		defer shared.Close()
+		st = shared.Sessions()
 	case cfg.SessionPath == "":
 		return fail(stderr, fmt.Errorf("config %s: sessions.path: required by gatehost session (sessions would not outlive the command)", cfg.File))
 	}
 	snap := cfg.Host.Catalog.Snapshot()
-	if db != nil {
+	if shared != nil {
 		// Pin and show against the catalog the replicas decide against:
 		// with store.catalog: published, the store's, not catalog.sources.
-		tools, _, err := cfg.CatalogTools(ctx, db)
+		tools, _, err := compose.CatalogTools(ctx, cfg, shared)
 		if err != nil {
 			fmt.Fprintln(stderr, "gatehost:", err)
 			return 1

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // writePGSessionConfig writes a config whose store is PostgreSQL, with the
@@ -64,7 +64,7 @@ func TestSessionCommandOnPostgres(t *testing.T) {
 
 	// The grants are in the database, for every replica.
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "replica"})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "replica"})
 	require.NoError(t, err)
 	set, err := db.Sessions().Load(ctx, "dev")
 	db.Close()

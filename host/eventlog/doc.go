@@ -124,7 +124,7 @@
 // Seal chains and encodes records exactly as Log.Append does, and
 // VerifyLines checks a stream of lines against a Head as Verify checks a
 // file, so a log kept elsewhere (the PostgreSQL store of a fleet, see
-// host/pgstore) holds byte-for-byte the lines a file log would: exported
+// store/postgres) holds byte-for-byte the lines a file log would: exported
 // as a file beside its head (WriteHead), it verifies with Verify.
 //
 // # What this detects

@@ -22,9 +22,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 const (
@@ -365,10 +365,10 @@ pipelines:
 
 	// The log: every chain verifies, and holds every acknowledged decision.
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "verifier"})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "verifier"})
 	require.NoError(t, err)
 	defer db.Close()
-	reports, err := db.VerifyChains(ctx, pgstore.VerifyChainsOptions{})
+	reports, err := db.VerifyChains(ctx, postgres.VerifyChainsOptions{})
 	require.NoError(t, err)
 	require.Len(t, reports, replicas, "one chain per replica")
 	for _, r := range reports {

@@ -7,7 +7,7 @@
 //
 // Three stores implement Store: NewMemory (one process), OpenFile (a JSON
 // lock file an operator can review and commit, shared by processes on one
-// machine through flock) and the PostgreSQL store of host/pgstore (shared
+// machine through flock) and the PostgreSQL store of store/postgres (shared
 // by the replicas of a fleet). Every store checks entries when they are
 // written and again when they are read: a stored definition that does not
 // hash to its digest is an error naming the entry, never a silently dropped

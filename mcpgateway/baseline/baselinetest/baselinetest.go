@@ -1,6 +1,6 @@
 // Package baselinetest is the behaviour every baseline.Store must have, as
 // a test suite: the memory and file stores run it in package baseline, the
-// PostgreSQL store in host/pgstore.
+// PostgreSQL store in store/postgres.
 package baselinetest
 
 import (

@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -55,12 +55,12 @@ func BenchmarkEventLogAppend(b *testing.B) {
 			dsn := newDatabase(b)
 			var logs []eventlog.Appender
 			for i := range c.replicas {
-				db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i), MaxConns: 4, Logger: quiet})
+				db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i), MaxConns: 4, Logger: quiet})
 				require.NoError(b, err)
 				defer db.Close()
 				chain := db.NodeID()
 				if c.mode == "global" {
-					chain = pgstore.GlobalChain
+					chain = postgres.GlobalChain
 				}
 				l, err := db.EventLog(context.Background(), chain)
 				require.NoError(b, err)

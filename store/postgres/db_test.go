@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // openDB opens a store on a new database of the shared cluster.
-func openDB(t *testing.T, node string) (*pgstore.DB, string) {
+func openDB(t *testing.T, node string) (*postgres.DB, string) {
 	t.Helper()
 	dsn := pgtest.Shared(t).NewDatabase(t)
-	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node})
+	db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, NodeID: node})
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	return db, dsn
@@ -30,12 +30,12 @@ func TestOpenMigratesOnceAcrossConcurrentReplicas(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	dbs := make([]*pgstore.DB, 4)
+	dbs := make([]*postgres.DB, 4)
 	for i := range dbs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dbs[i], errs[i] = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i)})
+			dbs[i], errs[i] = postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i)})
 		}()
 	}
 	wg.Wait()
@@ -54,7 +54,7 @@ func TestOpenMigratesOnceAcrossConcurrentReplicas(t *testing.T) {
 	assert.Equal(t, 4, nodes)
 
 	// Opening again changes nothing.
-	again, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "node-0"})
+	again, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "node-0"})
 	require.NoError(t, err)
 	defer again.Close()
 	v2, err := again.SchemaVersion(ctx)
@@ -67,8 +67,8 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	_, err := db.Pool().Exec(ctx, "INSERT INTO gatehost_schema_migrations (version, name) VALUES (9999, 'future')")
 	require.NoError(t, err)
-	_, err = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "b"})
-	require.ErrorIs(t, err, pgstore.ErrSchema)
+	_, err = postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "b"})
+	require.ErrorIs(t, err, postgres.ErrSchema)
 	assert.Contains(t, err.Error(), "9999")
 }
 
@@ -76,19 +76,19 @@ func TestOpenRefusals(t *testing.T) {
 	pgtest.Skip(t)
 	tests := []struct {
 		name string
-		opts pgstore.Options
+		opts postgres.Options
 		want error
 	}{
-		{"bad node id", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: "a b"}, pgstore.ErrConfig},
-		{"empty node id", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x"}, pgstore.ErrConfig},
-		{"long node id", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: string(make([]byte, 65))}, pgstore.ErrConfig},
-		{"bad dsn", pgstore.Options{DSN: "postgres://user:s3cret@[::1", NodeID: "a"}, pgstore.ErrConfig},
-		{"negative timeout", pgstore.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: "a", OpTimeout: -1}, pgstore.ErrConfig},
-		{"unreachable", pgstore.Options{DSN: "postgres://user:s3cret@127.0.0.1:1/x?connect_timeout=2", NodeID: "a", ConnectTimeout: 2 * time.Second}, pgstore.ErrUnavailable},
+		{"bad node id", postgres.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: "a b"}, postgres.ErrConfig},
+		{"empty node id", postgres.Options{DSN: "postgres://x@127.0.0.1:1/x"}, postgres.ErrConfig},
+		{"long node id", postgres.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: string(make([]byte, 65))}, postgres.ErrConfig},
+		{"bad dsn", postgres.Options{DSN: "postgres://user:s3cret@[::1", NodeID: "a"}, postgres.ErrConfig},
+		{"negative timeout", postgres.Options{DSN: "postgres://x@127.0.0.1:1/x", NodeID: "a", OpTimeout: -1}, postgres.ErrConfig},
+		{"unreachable", postgres.Options{DSN: "postgres://user:s3cret@127.0.0.1:1/x?connect_timeout=2", NodeID: "a", ConnectTimeout: 2 * time.Second}, postgres.ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := pgstore.Open(context.Background(), tt.opts)
+			_, err := postgres.Open(context.Background(), tt.opts)
 			require.ErrorIs(t, err, tt.want)
 			assert.NotContains(t, err.Error(), "s3cret", "errors never echo the DSN's password")
 		})
@@ -99,9 +99,9 @@ func TestOpPassthroughAndHealth(t *testing.T) {
 	db, _ := openDB(t, "a")
 	ctx := context.Background()
 	mine := errors.New("refused by the caller")
-	err := db.Op(ctx, "t", func(context.Context) error { return pgstore.Passthrough(mine) })
+	err := db.Op(ctx, "t", func(context.Context) error { return postgres.Passthrough(mine) })
 	require.ErrorIs(t, err, mine)
-	assert.NotErrorIs(t, err, pgstore.ErrUnavailable)
+	assert.NotErrorIs(t, err, postgres.ErrUnavailable)
 	ok, _ := db.Healthy()
 	assert.True(t, ok)
 
@@ -109,7 +109,7 @@ func TestOpPassthroughAndHealth(t *testing.T) {
 		_, err := db.Pool().Exec(ctx, "SELECT pg_sleep(10)")
 		return err
 	})
-	require.ErrorIs(t, err, pgstore.ErrUnavailable, "an operation past OpTimeout is unavailable")
+	require.ErrorIs(t, err, postgres.ErrUnavailable, "an operation past OpTimeout is unavailable")
 	ok, last := db.Healthy()
 	assert.False(t, ok)
 	require.Error(t, last)
@@ -123,12 +123,12 @@ func TestPingRefusesReadOnly(t *testing.T) {
 	ctx := context.Background()
 	_, err := db.Pool().Exec(ctx, "SELECT 1")
 	require.NoError(t, err)
-	ro, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn + "&options=-c%20default_transaction_read_only%3Don", NodeID: "ro"})
+	ro, err := postgres.Open(ctx, postgres.Options{DSN: dsn + "&options=-c%20default_transaction_read_only%3Don", NodeID: "ro"})
 	if err == nil {
 		defer ro.Close()
 		err = ro.Ping(ctx)
 	}
-	require.ErrorIs(t, err, pgstore.ErrUnavailable, "a read-only server cannot record decisions")
+	require.ErrorIs(t, err, postgres.ErrUnavailable, "a read-only server cannot record decisions")
 	_ = db
 }
 
@@ -138,12 +138,12 @@ func TestPingRefusesReadOnly(t *testing.T) {
 func TestOpenReadOnly(t *testing.T) {
 	ctx := context.Background()
 	empty := pgtest.Shared(t).NewDatabase(t)
-	_, err := pgstore.Open(ctx, pgstore.Options{DSN: empty, NodeID: "auditor", ReadOnly: true})
-	require.ErrorIs(t, err, pgstore.ErrSchema)
+	_, err := postgres.Open(ctx, postgres.Options{DSN: empty, NodeID: "auditor", ReadOnly: true})
+	require.ErrorIs(t, err, postgres.ErrSchema)
 	assert.Contains(t, err.Error(), "no gatehost schema")
 
 	db, dsn := openDB(t, "writer")
-	ro, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
+	ro, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
 	require.NoError(t, err)
 	_, err = ro.Pool().Exec(ctx, "INSERT INTO gatehost_nodes (node_id) VALUES ('x')")
 	require.Error(t, err, "every transaction of a read-only store is read-only")
@@ -164,8 +164,8 @@ func TestOpenReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	before, err := db.SchemaVersion(ctx)
 	require.NoError(t, err)
-	_, err = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
-	require.ErrorIs(t, err, pgstore.ErrSchema)
+	_, err = postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
+	require.ErrorIs(t, err, postgres.ErrSchema)
 	assert.Contains(t, err.Error(), "older than this gatehost expects")
 	after, err := db.SchemaVersion(ctx)
 	require.NoError(t, err)
@@ -174,7 +174,7 @@ func TestOpenReadOnly(t *testing.T) {
 	// A newer one: refused too.
 	_, err = db.Pool().Exec(ctx, "INSERT INTO gatehost_schema_migrations (version, name) VALUES (9999, 'future')")
 	require.NoError(t, err)
-	_, err = pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
-	require.ErrorIs(t, err, pgstore.ErrSchema)
+	_, err = postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "auditor", ReadOnly: true})
+	require.ErrorIs(t, err, postgres.ErrSchema)
 	assert.Contains(t, err.Error(), "9999")
 }

@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // record makes the i-th test record of writer w.
@@ -30,7 +30,7 @@ func record(w string, i int) eventlog.Record {
 }
 
 // openLog opens chain on db.
-func openLog(t *testing.T, db *pgstore.DB, chain string) *pgstore.Log {
+func openLog(t *testing.T, db *postgres.DB, chain string) *postgres.Log {
 	t.Helper()
 	l, err := db.EventLog(context.Background(), chain)
 	require.NoError(t, err)
@@ -39,16 +39,16 @@ func openLog(t *testing.T, db *pgstore.DB, chain string) *pgstore.Log {
 }
 
 // replica opens another store on dsn, as another replica would.
-func replica(t *testing.T, dsn, node string) *pgstore.DB {
+func replica(t *testing.T, dsn, node string) *postgres.DB {
 	t.Helper()
-	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node})
+	db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, NodeID: node})
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	return db
 }
 
 // storedLines returns chain's lines in seq order.
-func storedLines(t *testing.T, db *pgstore.DB, chain string) []string {
+func storedLines(t *testing.T, db *postgres.DB, chain string) []string {
 	t.Helper()
 	rows, err := db.Pool().Query(context.Background(), "SELECT line FROM gatehost_events WHERE chain = $1 ORDER BY seq", chain)
 	require.NoError(t, err)
@@ -63,9 +63,9 @@ func storedLines(t *testing.T, db *pgstore.DB, chain string) []string {
 }
 
 // verifyOne verifies chain alone and returns its report.
-func verifyOne(t *testing.T, db *pgstore.DB, chain string, anchor string) pgstore.ChainReport {
+func verifyOne(t *testing.T, db *postgres.DB, chain string, anchor string) postgres.ChainReport {
 	t.Helper()
-	opts := pgstore.VerifyChainsOptions{Chains: []string{chain}}
+	opts := postgres.VerifyChainsOptions{Chains: []string{chain}}
 	if anchor != "" {
 		opts.Anchors = map[string]string{chain: anchor}
 	}
@@ -124,7 +124,7 @@ func TestEventLogConcurrentReplicas(t *testing.T) {
 	for _, mode := range []string{"node", "global"} {
 		t.Run(mode, func(t *testing.T) {
 			db0, dsn := openDB(t, "node-0")
-			dbs := []*pgstore.DB{db0, replica(t, dsn, "node-1"), replica(t, dsn, "node-2")}
+			dbs := []*postgres.DB{db0, replica(t, dsn, "node-1"), replica(t, dsn, "node-2")}
 			const goroutines, calls = 8, 6
 			type ack struct {
 				writer string
@@ -136,7 +136,7 @@ func TestEventLogConcurrentReplicas(t *testing.T) {
 			for i, db := range dbs {
 				chain := db.NodeID()
 				if mode == "global" {
-					chain = pgstore.GlobalChain
+					chain = postgres.GlobalChain
 				}
 				l := openLog(t, db, chain)
 				for g := range goroutines {
@@ -189,7 +189,7 @@ func TestEventLogConcurrentReplicas(t *testing.T) {
 			if mode == "global" {
 				wantChains = 1
 			}
-			reps, err := db0.VerifyChains(context.Background(), pgstore.VerifyChainsOptions{})
+			reps, err := db0.VerifyChains(context.Background(), postgres.VerifyChainsOptions{})
 			require.NoError(t, err)
 			require.Len(t, reps, wantChains)
 			for _, rep := range reps {
@@ -209,24 +209,24 @@ func TestEventLogTampering(t *testing.T) {
 		sql    string
 		reason string
 		seq    uint64
-		gaps   []pgstore.Gap
+		gaps   []postgres.Gap
 	}{
 		{name: "edited line", sql: `UPDATE gatehost_events SET line = replace(line, '"verdict":"accepted"', '"verdict":"rejected"') WHERE seq = 3`,
 			reason: eventlog.ReasonBadHash, seq: 3},
-		{name: "edited column", sql: `UPDATE gatehost_events SET verdict = 'rejected' WHERE seq = 3`, reason: pgstore.ReasonColumnMismatch, seq: 3},
-		{name: "edited time column", sql: `UPDATE gatehost_events SET time = time + interval '1 second' WHERE seq = 2`, reason: pgstore.ReasonColumnMismatch, seq: 2},
-		{name: "edited seq column", sql: `UPDATE gatehost_events SET seq = 100 WHERE seq = 6`, reason: pgstore.ReasonColumnMismatch, seq: 6},
+		{name: "edited column", sql: `UPDATE gatehost_events SET verdict = 'rejected' WHERE seq = 3`, reason: postgres.ReasonColumnMismatch, seq: 3},
+		{name: "edited time column", sql: `UPDATE gatehost_events SET time = time + interval '1 second' WHERE seq = 2`, reason: postgres.ReasonColumnMismatch, seq: 2},
+		{name: "edited seq column", sql: `UPDATE gatehost_events SET seq = 100 WHERE seq = 6`, reason: postgres.ReasonColumnMismatch, seq: 6},
 		{name: "deleted row", sql: `DELETE FROM gatehost_events WHERE seq IN (3, 4)`, reason: eventlog.ReasonSeqGap, seq: 5,
-			gaps: []pgstore.Gap{{From: 3, To: 4}}},
+			gaps: []postgres.Gap{{From: 3, To: 4}}},
 		{name: "deleted first row", sql: `DELETE FROM gatehost_events WHERE seq = 1`, reason: eventlog.ReasonSeqGap, seq: 2,
-			gaps: []pgstore.Gap{{From: 1, To: 1}}},
+			gaps: []postgres.Gap{{From: 1, To: 1}}},
 		{name: "truncated", sql: `DELETE FROM gatehost_events WHERE seq > 4`, reason: eventlog.ReasonTruncated, seq: 6},
 		{name: "head hash changed", sql: `UPDATE gatehost_chain_heads SET hash = repeat('a', 64)`, reason: eventlog.ReasonHeadMismatch, seq: 6},
 		{name: "head seq beyond", sql: `UPDATE gatehost_chain_heads SET seq = 7`, reason: eventlog.ReasonTruncated, seq: 7},
 		{name: "head not a hash", sql: `UPDATE gatehost_chain_heads SET hash = 'x'`, reason: eventlog.ReasonBadHead},
 		{name: "head deleted", sql: `DELETE FROM gatehost_chain_heads`, reason: eventlog.ReasonHeadMissing},
 		{name: "two lines in one row", sql: `UPDATE gatehost_events SET line = line || chr(10) || (SELECT line FROM gatehost_events WHERE seq = 3) WHERE seq = 2`,
-			reason: pgstore.ReasonColumnMismatch},
+			reason: postgres.ReasonColumnMismatch},
 		{name: "not canonical", sql: `UPDATE gatehost_events SET line = replace(line, '{"seq":4,', '{ "seq":4,') WHERE seq = 4`,
 			reason: eventlog.ReasonNonCanonical, seq: 4},
 		{name: "empty line", sql: `UPDATE gatehost_events SET line = '' WHERE seq = 6`, reason: eventlog.ReasonUnparsable, seq: 6},
@@ -277,7 +277,7 @@ func TestEventLogRefusesBrokenHead(t *testing.T) {
 			require.NoError(t, err)
 
 			_, err = l.Append(record("w", 3))
-			require.ErrorIs(t, err, pgstore.ErrUnavailable)
+			require.ErrorIs(t, err, postgres.ErrUnavailable)
 			var ce *eventlog.ChainError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.reason, ce.Reason)
@@ -311,7 +311,7 @@ func TestEventLogInvalidRecordsTouchNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := l.Append(tt.recs...)
 			require.ErrorIs(t, err, tt.want)
-			assert.NotErrorIs(t, err, pgstore.ErrUnavailable)
+			assert.NotErrorIs(t, err, postgres.ErrUnavailable)
 		})
 	}
 	assert.Empty(t, storedLines(t, db, "a"))
@@ -328,7 +328,7 @@ func TestEventLogInvalidRecordsTouchNothing(t *testing.T) {
 	require.NoError(t, l.Close())
 
 	_, err = db.EventLog(context.Background(), "bad chain")
-	require.ErrorIs(t, err, pgstore.ErrConfig)
+	require.ErrorIs(t, err, postgres.ErrConfig)
 }
 
 func TestEventLogVerifyChainsOptions(t *testing.T) {
@@ -340,7 +340,7 @@ func TestEventLogVerifyChainsOptions(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	reps, err := db.VerifyChains(ctx, pgstore.VerifyChainsOptions{})
+	reps, err := db.VerifyChains(ctx, postgres.VerifyChainsOptions{})
 	require.NoError(t, err)
 	require.Len(t, reps, 2)
 	assert.Equal(t, "a", reps[0].Chain)
@@ -356,17 +356,17 @@ func TestEventLogVerifyChainsOptions(t *testing.T) {
 
 	rep = verifyOne(t, db, "missing", "")
 	require.ErrorAs(t, rep.Err, &ce)
-	assert.Equal(t, pgstore.ReasonChainNotFound, ce.Reason)
+	assert.Equal(t, postgres.ReasonChainNotFound, ce.Reason)
 
-	_, err = db.VerifyChains(ctx, pgstore.VerifyChainsOptions{Chains: []string{"a"}, Anchors: map[string]string{"b": out[0].Hash}})
+	_, err = db.VerifyChains(ctx, postgres.VerifyChainsOptions{Chains: []string{"a"}, Anchors: map[string]string{"b": out[0].Hash}})
 	require.Error(t, err, "an anchor for a chain not verified")
-	_, err = db.VerifyChains(ctx, pgstore.VerifyChainsOptions{Chains: []string{"a"}, Anchors: map[string]string{"a": "short"}})
+	_, err = db.VerifyChains(ctx, postgres.VerifyChainsOptions{Chains: []string{"a"}, Anchors: map[string]string{"a": "short"}})
 	require.Error(t, err)
 	assert.NotErrorAs(t, err, &ce, "a malformed anchor is a usage error")
 
 	_, err = db.ExportChain(ctx, "missing", &bytes.Buffer{})
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, pgstore.ReasonChainNotFound, ce.Reason)
+	assert.Equal(t, postgres.ReasonChainNotFound, ce.Reason)
 }
 
 // TestEventLogLongChainStreams: a chain longer than one read batch
@@ -407,7 +407,7 @@ func TestEventLogOutage(t *testing.T) {
 	cluster := pgtest.Start(t)
 	dsn := cluster.NewDatabase(t)
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "a", OpTimeout: 2 * time.Second})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "a", OpTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	defer db.Close()
 	l := openLog(t, db, "a")
@@ -416,7 +416,7 @@ func TestEventLogOutage(t *testing.T) {
 
 	require.NoError(t, cluster.Stop())
 	_, err = l.Append(record("w", 3))
-	require.ErrorIs(t, err, pgstore.ErrUnavailable)
+	require.ErrorIs(t, err, postgres.ErrUnavailable)
 	seq, _ := l.Last()
 	assert.Equal(t, uint64(2), seq, "a failed append does not move Last")
 
@@ -430,7 +430,7 @@ func TestEventLogOutage(t *testing.T) {
 		if err == nil || time.Now().After(deadline) {
 			break
 		}
-		require.ErrorIs(t, err, pgstore.ErrUnavailable)
+		require.ErrorIs(t, err, postgres.ErrUnavailable)
 	}
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), out[0].Seq, "the chain resumes where it was")

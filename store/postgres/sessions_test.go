@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // sessCatalog is the exec fixture catalog host/session's own tests use.
@@ -30,9 +30,9 @@ func sessCatalog(t *testing.T) *catalog.Store {
 }
 
 // sessReplica opens one more store on dsn, as another replica would.
-func sessReplica(t *testing.T, dsn, node string) *pgstore.DB {
+func sessReplica(t *testing.T, dsn, node string) *postgres.DB {
 	t.Helper()
-	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node})
+	db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, NodeID: node})
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	return db
@@ -53,14 +53,14 @@ func requireStoreFailure(t *testing.T, err error, unavailable bool, msgAndArgs .
 	require.ErrorIs(t, err, session.ErrStore, msgAndArgs...)
 	assert.Equal(t, "store_failure", sessCode(err), msgAndArgs...)
 	if unavailable {
-		assert.ErrorIs(t, err, pgstore.ErrUnavailable, msgAndArgs...)
+		assert.ErrorIs(t, err, postgres.ErrUnavailable, msgAndArgs...)
 	} else {
-		assert.NotErrorIs(t, err, pgstore.ErrUnavailable, msgAndArgs...)
+		assert.NotErrorIs(t, err, postgres.ErrUnavailable, msgAndArgs...)
 	}
 }
 
 // revocations lists the revocation history of sess as "tool@version/node".
-func revocations(t *testing.T, db *pgstore.DB, sess string) []string {
+func revocations(t *testing.T, db *postgres.DB, sess string) []string {
 	t.Helper()
 	rows, err := db.Pool().Query(context.Background(),
 		"SELECT tool || '@' || version::text || '/' || node FROM gatehost_session_revocations WHERE session = $1 ORDER BY seq", sess)
@@ -120,7 +120,7 @@ func TestSessionStoreOperations(t *testing.T) {
 		t.Run(fmt.Sprint(tc.names), func(t *testing.T) {
 			_, err := session.ActivateMany(ctx, st, snap, "s1", tc.names)
 			assert.ErrorIs(t, err, tc.want)
-			assert.NotErrorIs(t, err, pgstore.ErrUnavailable, "a refusal is the caller's, not the database's")
+			assert.NotErrorIs(t, err, postgres.ErrUnavailable, "a refusal is the caller's, not the database's")
 			assert.Equal(t, tc.code, sessCode(err))
 			cur, err := st.Load(ctx, "s1")
 			require.NoError(t, err)
@@ -313,7 +313,7 @@ func TestSessionCreateRace(t *testing.T) {
 func TestSessionStoreOutage(t *testing.T) {
 	ctx := context.Background()
 	c := pgtest.Start(t)
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: c.NewDatabase(t), NodeID: "node-a", OpTimeout: 5 * time.Second})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: c.NewDatabase(t), NodeID: "node-a", OpTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer db.Close()
 	st := db.Sessions()
@@ -334,7 +334,7 @@ func TestSessionStoreOutage(t *testing.T) {
 	}
 	ok, last := db.Healthy()
 	assert.False(t, ok)
-	assert.ErrorIs(t, last, pgstore.ErrUnavailable)
+	assert.ErrorIs(t, last, postgres.ErrUnavailable)
 
 	require.NoError(t, c.Start())
 	// pgxpool reconnects on demand; a connection the restart cut may fail

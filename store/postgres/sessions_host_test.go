@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
 	"github.com/gatehost/gatehost/plugins/exec"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // TestSessionExecGateOnPostgres runs the exec gate in a host whose sessions
@@ -35,7 +35,7 @@ func TestSessionExecGateOnPostgres(t *testing.T) {
 	ctx := context.Background()
 	c := pgtest.Start(t)
 	dsn := c.NewDatabase(t)
-	db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: "gate", OpTimeout: 5 * time.Second})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "gate", OpTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer db.Close()
 	other := sessReplica(t, dsn, "operator")

@@ -1,4 +1,4 @@
-// Package pgstore keeps gatehost's shared state in PostgreSQL, so that
+// Package postgres keeps gatehost's shared state in PostgreSQL, so that
 // several replicas decide against the same sessions, catalog snapshots and
 // event log (docs/FLEET.md): a session.Store (Sessions), an event log with
 // one hash chain per node or one global chain (EventLog), published
@@ -16,7 +16,7 @@
 // at a time. With Options.ReadOnly it writes nothing: it only checks that
 // the schema is the one this build expects, so that an auditor's
 // read-only role or a hot standby can read and verify.
-package pgstore
+package postgres
 
 import (
 	"context"
@@ -36,6 +36,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gatehost/gatehost/store"
 )
 
 // Defaults of Options' zero fields.
@@ -45,8 +47,8 @@ const (
 	DefaultMaxConns       = 16
 )
 
-// MaxNodeIDBytes caps a node id.
-const MaxNodeIDBytes = 64
+// MaxNodeIDBytes caps a node id (store.MaxNodeIDBytes).
+const MaxNodeIDBytes = store.MaxNodeIDBytes
 
 var (
 	// ErrUnavailable wraps every failure of the database (unreachable,
@@ -103,10 +105,9 @@ type DB struct {
 	lastErr error
 }
 
-var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// ValidNodeID reports whether id is a valid Options.NodeID.
-func ValidNodeID(id string) bool { return nodeIDPattern.MatchString(id) }
+// ValidNodeID reports whether id is a valid Options.NodeID
+// (store.ValidNodeID).
+func ValidNodeID(id string) bool { return store.ValidNodeID(id) }
 
 // Open connects to the database, applies the migrations and returns the
 // store. Errors wrap ErrConfig (bad options), ErrSchema (a newer schema

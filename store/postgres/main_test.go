@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/approval/approvaltest"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // TestApprovalStore: the approval rule on the fleet's store, with Open as
@@ -30,5 +30,5 @@ func TestApprovalStoreUnavailable(t *testing.T) {
 	db.Close()
 	_, _, err := db.Approvals().Take(context.Background(), approval.NewID(), approvaltest.Epoch)
 	require.ErrorIs(t, err, approval.ErrStore)
-	require.ErrorIs(t, err, pgstore.ErrUnavailable)
+	require.ErrorIs(t, err, postgres.ErrUnavailable)
 }

@@ -1,4 +1,4 @@
-package pgstore
+package postgres
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/store"
 )
 
 // Reasons, beside eventlog's, that a chain in the store fails verification
@@ -35,39 +36,13 @@ const (
 	batchBytes   = 8 << 20
 )
 
-// ChainReport is the verification of one chain.
-type ChainReport struct {
-	Chain string
-	// Report is what verified, as eventlog.VerifyLines reports it.
-	eventlog.Report
-	// Head is the chain's head row; the zero Head if it has none.
-	Head eventlog.Head
-	// Gaps lists the missing seq ranges (at most 100) when the chain
-	// broke with eventlog.ReasonSeqGap.
-	Gaps []Gap
-	// Err is nil when the chain holds, a *eventlog.ChainError when it
-	// is broken.
-	Err error
-}
-
-// Gap is a run of missing seqs, From to To inclusive.
-type Gap struct {
-	From uint64 `json:"from"`
-	To   uint64 `json:"to"`
-}
-
-// VerifyChainsOptions tunes VerifyChains; the zero value verifies every
-// chain.
-type VerifyChainsOptions struct {
-	// Chains, if set, are the chains to verify; a chain named that does
-	// not exist fails with ReasonChainNotFound.
-	Chains []string
-	// Anchors maps a chain to a record hash kept outside the store's
-	// reach (eventlog.VerifyOptions.Anchor): that chain fails unless a
-	// record on it has that hash. An anchor for a chain not verified is an
-	// error.
-	Anchors map[string]string
-}
+// ChainReport, Gap and VerifyChainsOptions are the store package's: the
+// verification any store that keeps chains reports (store.ChainReader).
+type (
+	ChainReport         = store.ChainReport
+	Gap                 = store.Gap
+	VerifyChainsOptions = store.VerifyChainsOptions
+)
 
 // VerifyChains verifies chains of the event log as eventlog.Verify does a
 // file, with each chain's head row as its head checkpoint, and returns a

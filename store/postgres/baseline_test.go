@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 	"github.com/gatehost/gatehost/mcpgateway/baseline/baselinetest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 func TestBaselineStore(t *testing.T) {
@@ -51,7 +51,7 @@ func TestBaselineUnavailable(t *testing.T) {
 	db.Close()
 	_, err := db.Baseline().Load(context.Background())
 	require.ErrorIs(t, err, baseline.ErrStore)
-	require.ErrorIs(t, err, pgstore.ErrUnavailable)
+	require.ErrorIs(t, err, postgres.ErrUnavailable)
 	_, err = db.Baseline().AddIfAbsent(context.Background(), []baseline.Entry{baselinetest.Entry(t, "up", "a", "a1", "alice")})
 	require.ErrorIs(t, err, baseline.ErrStore)
 }

@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"bytes"
@@ -15,25 +15,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // openReplica opens a store as node on the database dsn names; a nil
 // logger is slog.Default().
-func openReplica(t *testing.T, dsn, node string, logger *slog.Logger) *pgstore.DB {
+func openReplica(t *testing.T, dsn, node string, logger *slog.Logger) *postgres.DB {
 	t.Helper()
-	db, err := pgstore.Open(context.Background(), pgstore.Options{DSN: dsn, NodeID: node, Logger: logger})
+	db, err := postgres.Open(context.Background(), postgres.Options{DSN: dsn, NodeID: node, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(db.Close)
 	return db
 }
 
 // replicas opens one store per node on one new database of cluster c.
-func replicas(t *testing.T, c *pgtest.Cluster, nodes ...string) []*pgstore.DB {
+func replicas(t *testing.T, c *pgtest.Cluster, nodes ...string) []*postgres.DB {
 	t.Helper()
 	dsn := c.NewDatabase(t)
-	dbs := make([]*pgstore.DB, len(nodes))
+	dbs := make([]*postgres.DB, len(nodes))
 	for i, node := range nodes {
 		dbs[i] = openReplica(t, dsn, node, nil)
 	}
@@ -55,7 +55,7 @@ func snapshotOf(t *testing.T, tools ...catalog.Tool) *catalog.Snapshot {
 }
 
 // count returns the rows of a table.
-func count(t *testing.T, db *pgstore.DB, table string) int {
+func count(t *testing.T, db *postgres.DB, table string) int {
 	t.Helper()
 	var n int
 	require.NoError(t, db.Pool().QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n))
@@ -68,8 +68,8 @@ func TestPublishCatalogOnOneReplicaPullOnAnother(t *testing.T) {
 	ctx := context.Background()
 
 	_, _, err := b.PublishedCatalog(ctx)
-	require.ErrorIs(t, err, pgstore.ErrNoCatalog)
-	assert.NotErrorIs(t, err, pgstore.ErrUnavailable)
+	require.ErrorIs(t, err, postgres.ErrNoCatalog)
+	assert.NotErrorIs(t, err, postgres.ErrUnavailable)
 	ok, _ := b.Healthy()
 	assert.True(t, ok, "an empty head is an answer, not an outage")
 
@@ -186,8 +186,8 @@ func TestPublishedCatalogRefusesTamperedContent(t *testing.T) {
 			_, err = db.Pool().Exec(ctx, "UPDATE gatehost_catalogs SET content = $1", content)
 			require.NoError(t, err)
 			digest, pulled, err := db.PublishedCatalog(ctx)
-			require.ErrorIs(t, err, pgstore.ErrCatalogIntegrity)
-			assert.NotErrorIs(t, err, pgstore.ErrUnavailable)
+			require.ErrorIs(t, err, postgres.ErrCatalogIntegrity)
+			assert.NotErrorIs(t, err, postgres.ErrUnavailable)
 			assert.Empty(t, digest)
 			assert.Nil(t, pulled, "never a catalog")
 		})
@@ -209,7 +209,7 @@ type delivery struct {
 	tools  int
 }
 
-func watch(t *testing.T, db *pgstore.DB) (<-chan delivery, context.CancelFunc) {
+func watch(t *testing.T, db *postgres.DB) (<-chan delivery, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan delivery, 16)
@@ -332,9 +332,9 @@ func TestCatalogOutage(t *testing.T) {
 
 	require.NoError(t, c.Stop())
 	_, err = pub.PublishCatalog(ctx, snapshotOf(t, tools[:4]...))
-	require.ErrorIs(t, err, pgstore.ErrUnavailable)
+	require.ErrorIs(t, err, postgres.ErrUnavailable)
 	_, pulled, err := rep.PublishedCatalog(ctx)
-	require.ErrorIs(t, err, pgstore.ErrUnavailable)
+	require.ErrorIs(t, err, postgres.ErrUnavailable)
 	assert.Nil(t, pulled)
 	ok, _ := rep.Healthy()
 	assert.False(t, ok)

@@ -1,4 +1,4 @@
-package pgstore_test
+package postgres_test
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/host/pgstore"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/pgtest"
 	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/store/postgres"
 )
 
 // fleetConcurrency is the number of decisions in flight at once in every
@@ -49,7 +49,7 @@ const (
 //   - mem-nosync: session.MemStore and a file log without fsync, the
 //     reference with no durability at all;
 //   - pg-node-replicas=1: one host on a PostgreSQL store, its own chain;
-//   - pg-node-replicas=3: three hosts, each with its own pgstore.DB (its
+//   - pg-node-replicas=3: three hosts, each with its own postgres.DB (its
 //     own connection pool) and chain, on one database;
 //   - pg-global-replicas=3: the same three appending to one global chain.
 //
@@ -121,12 +121,12 @@ func BenchmarkFleetDecisions(b *testing.B) {
 			}
 			var hosts []*host.Host
 			for i := range c.replicas {
-				db, err := pgstore.Open(ctx, pgstore.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i), Logger: quiet})
+				db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: fmt.Sprintf("node-%d", i), Logger: quiet})
 				require.NoError(b, err)
 				b.Cleanup(db.Close)
 				chain := db.NodeID()
 				if c.mode == "global" {
-					chain = pgstore.GlobalChain
+					chain = postgres.GlobalChain
 				}
 				l, err := db.EventLog(ctx, chain)
 				require.NoError(b, err)
