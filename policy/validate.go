@@ -74,13 +74,15 @@ func (s *Schema) Validate(set *Set) []Problem {
 	v := validate.New(s.resolved, validate.WithStrict())
 	var out []Problem
 	for _, p := range set.Policies {
-		err := v.Policy("", (*ast.Policy)(p.cedar.AST()))
-		if err == nil {
-			continue
+		var found []Problem
+		if err := v.Policy("", (*ast.Policy)(p.cedar.AST())); err != nil {
+			for _, e := range flatten(err) {
+				found = append(found, s.problem(set, p, e.Error()))
+			}
 		}
+		found = append(found, s.checkNames(set, p)...)
 		seen := map[string]bool{}
-		for _, e := range flatten(err) {
-			pr := s.problem(set, p, e.Error())
+		for _, pr := range found {
 			key := pr.Kind + "\x00" + pr.Name + "\x00" + pr.Message
 			if pr.Name != "" {
 				key = pr.Kind + "\x00" + pr.Name

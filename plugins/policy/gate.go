@@ -52,10 +52,6 @@ const configSchema = `{
   "additionalProperties": false
 }`
 
-// CodeUnknownTool is the finding on a call of a tool the catalog does not
-// hold: Cedar cannot name it, so no policy can permit it.
-const CodeUnknownTool = "unknown_tool"
-
 // Gate is the policy gate. It needs the catalog capability.
 var Gate = sdk.Gate{
 	Descriptor: abi.Descriptor{
@@ -163,10 +159,9 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 		return sdk.Inconclusive(reason, err), nil
 	}
 	if !found {
-		return abi.Response{Verdict: abi.Rejected, Findings: []abi.Finding{{
-			Code: CodeUnknownTool, Severity: abi.Blocking, Tier: abi.DecisionProcedure,
-			Message: "the catalog holds no tool by this name, so no policy permits it",
-		}}, Evidence: map[string]any{"catalog_generation": req.Context.CatalogGeneration}}, nil
+		resp := cedarpolicy.UnknownTool()
+		resp.Evidence = map[string]any{"catalog_generation": req.Context.CatalogGeneration}
+		return resp, nil
 	}
 	now, err := time.Parse(time.RFC3339Nano, req.Context.Now)
 	if err != nil {
