@@ -124,11 +124,8 @@ func (s *Schema) checkName(set *Set, p Policy, path, name string, tools []ToolSc
 	pr.Suggestion, _ = editdist.Closest(name, names)
 	text, base := set.text(p)
 	leaf := path[strings.LastIndexByte(path, '.')+1:]
-	for _, pat := range []string{leaf + "." + name, leaf + `["` + name + `"]`, "has " + name, `has "` + name + `"`, name} {
-		if i := strings.Index(text, pat); i >= 0 {
-			pr.Line, pr.Column = set.position(p.src, base+i+strings.Index(pat, name))
-			break
-		}
+	if i := firstOf(text, name, []string{leaf + "." + name, leaf + `["` + name + `"]`, "has " + name, `has "` + name + `"`}); i >= 0 {
+		pr.Line, pr.Column = set.position(p.src, base+i)
 	}
 	return pr, true
 }

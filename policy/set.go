@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -62,9 +61,6 @@ func (e *DuplicateIDError) Error() string {
 	return fmt.Sprintf("%s: policy id %q is also the id of the policy at %s", e.Then, e.ID, e.First)
 }
 
-// ErrNoPolicies is a set of sources holding no policy statement.
-var ErrNoPolicies = errors.New("policy: no policy statements")
-
 func fileOf(s Source) string {
 	if s.File == "" {
 		return "policy"
@@ -72,7 +68,8 @@ func fileOf(s Source) string {
 	return s.File
 }
 
-// Parse parses Cedar policy documents into one set.
+// Parse parses Cedar policy documents into one set. An empty set is
+// valid: it permits nothing (Cedar's default deny).
 func Parse(srcs []Source) (*Set, error) {
 	s := &Set{byID: map[string]int{}, ps: cedar.NewPolicySet(), sources: srcs}
 	for si, src := range srcs {
@@ -104,9 +101,6 @@ func Parse(srcs []Source) (*Set, error) {
 			s.Policies = append(s.Policies, pol)
 			s.ps.Add(cedar.PolicyID(pol.ID), p)
 		}
-	}
-	if len(s.Policies) == 0 {
-		return nil, ErrNoPolicies
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/cedar-policy/cedar-go/x/exp/ast"
@@ -81,6 +82,17 @@ func (s *Schema) Validate(set *Set) []Problem {
 			}
 		}
 		found = append(found, s.checkNames(set, p)...)
+		// An unknown action or entity type leaves no action the policy applies to: the
+		// scope complaint that follows says nothing more.
+		if slices.ContainsFunc(found, func(pr Problem) bool { return pr.Kind == KindTool || pr.Kind == KindEntity }) {
+			found = slices.DeleteFunc(found, func(pr Problem) bool {
+				return pr.Kind == KindScope && strings.Contains(pr.Message, "unable to find an applicable action")
+			})
+		}
+		// The first place a name is written is where it is reported.
+		sort.SliceStable(found, func(i, j int) bool {
+			return found[i].Line < found[j].Line || (found[i].Line == found[j].Line && found[i].Column < found[j].Column)
+		})
 		seen := map[string]bool{}
 		for _, pr := range found {
 			key := pr.Kind + "\x00" + pr.Name + "\x00" + pr.Message
@@ -114,11 +126,8 @@ func (s *Schema) problem(set *Set, p Policy, msg string) Problem {
 	pr := Problem{File: p.File, Line: p.Line, Column: p.Column, Policy: p.ID, Kind: KindScope, Message: msg}
 	text, base := set.text(p)
 	at := func(patterns ...string) {
-		for _, pat := range patterns {
-			if i := strings.Index(text, pat); i >= 0 {
-				pr.Line, pr.Column = set.position(p.src, base+i+strings.Index(pat, pr.Name))
-				return
-			}
+		if i := firstOf(text, pr.Name, patterns); i >= 0 {
+			pr.Line, pr.Column = set.position(p.src, base+i)
 		}
 	}
 	switch {
@@ -132,7 +141,7 @@ func (s *Schema) problem(set *Set, p Policy, msg string) Problem {
 		pr.Name = m[1]
 		action := strings.TrimSuffix(strings.TrimPrefix(m[2], `Action::"`), `"`)
 		pr.Kind, pr.Message, pr.Suggestion = s.contextName(text, pr.Name, action)
-		at("."+pr.Name, `["`+pr.Name+`"]`, pr.Name)
+		at("."+pr.Name, `["`+pr.Name+`"]`, "has "+pr.Name)
 	case reEntity.MatchString(msg):
 		m := reEntity.FindStringSubmatch(msg)
 		path, ent := m[1], m[2]
@@ -140,12 +149,12 @@ func (s *Schema) problem(set *Set, p Policy, msg string) Problem {
 			pr.Kind, pr.Name = KindClaim, claim
 			pr.Message = fmt.Sprintf("no claim %q is declared", claim)
 			pr.Suggestion, _ = editdist.Closest(claim, sortedKeys(s.Claims))
-			at("claims."+claim, `claims["`+claim+`"]`, claim)
+			at("claims."+claim, `claims["`+claim+`"]`, "has "+claim)
 		} else {
 			pr.Kind, pr.Name = KindAttribute, path
 			pr.Message = fmt.Sprintf("%s has no attribute %q", ent, path)
 			pr.Suggestion, _ = editdist.Closest(path, entityAttrs[ent])
-			at("."+path, `["`+path+`"]`, path)
+			at("."+path, `["`+path+`"]`, "has "+path)
 		}
 	case reEntityTyp.MatchString(msg):
 		pr.Kind, pr.Name = KindEntity, reEntityTyp.FindStringSubmatch(msg)[1]
@@ -226,4 +235,18 @@ func (s *Schema) nearestAction(name string) string {
 
 func unquoteCedar(s string) string {
 	return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(s)
+}
+
+// firstOf is the offset of name in the earliest match in text of any of
+// the patterns (each holding name), or -1.
+func firstOf(text, name string, patterns []string) int {
+	best := -1
+	for _, pat := range patterns {
+		if i := strings.Index(text, pat); i >= 0 {
+			if at := i + strings.Index(pat, name); best < 0 || at < best {
+				best = at
+			}
+		}
+	}
+	return best
 }

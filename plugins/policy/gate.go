@@ -26,14 +26,13 @@ import (
 
 // configSchema is the stage config: the policy documents, inline (a config
 // loader may fill them from files, docs/POLICY.md) and the declared types
-// of the principal's claims.
+// of the principal's claims. No policies permit nothing: every call is
+// rejected (Cedar's default deny).
 const configSchema = `{
   "type": "object",
-  "required": ["policies"],
   "properties": {
     "policies": {
       "type": "array",
-      "minItems": 1,
       "items": {
         "type": "object",
         "required": ["text"],
@@ -81,6 +80,9 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // NewEngine parses a stage config into an engine.
 func NewEngine(raw json.RawMessage) (*cedarpolicy.Engine, error) {
 	var cfg Config
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
@@ -132,9 +134,6 @@ func engineFor(raw json.RawMessage) (*cedarpolicy.Engine, error) {
 func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectToolCall {
 		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("subject kind %q", req.SubjectKind)), nil
-	}
-	if len(bytes.TrimSpace(req.Config)) == 0 || string(req.Config) == "null" {
-		return sdk.Inconclusive(abi.ReasonBadConfig, errors.New("policy: the stage config names no policies")), nil
 	}
 	eng, err := engineFor(req.Config)
 	if err != nil {
