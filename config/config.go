@@ -421,6 +421,9 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 		pc := host.PipelineConfig{Subject: abi.SubjectKind(p.Subject), StopOnReject: p.StopOnReject}
 		for i, s := range p.Stages {
 			raw, err := stageConfigs.config(name, i)
+			if err == nil && l.Builtins[strings.ToLower(s.Plugin)] == PolicyGate {
+				raw, err = inlinePolicyFiles(raw, rel)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("config %s: pipelines.%s.stages[%d].config: %w", path, name, i, err)
 			}

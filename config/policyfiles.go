@@ -1,0 +1,83 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gatehost/gatehost/internal/safefile"
+)
+
+// PolicyGate is the built-in gate whose stage config may name Cedar policy
+// files (docs/POLICY.md): policy_files, paths relative to the config file.
+// A gate cannot read the disk, so the loader reads them and appends each to
+// the config's policies as {"file": PATH, "text": …}, PATH as written.
+const PolicyGate = "policy"
+
+// MaxPolicyFileBytes caps one policy file a stage config names.
+const MaxPolicyFileBytes = 4 << 20
+
+// policyFilesKey is the stage config key the loader expands.
+const policyFilesKey = "policy_files"
+
+// PolicyFileError is a policy file a stage config names that could not be
+// read, or a policy_files value that is not a list of paths.
+type PolicyFileError struct {
+	// File is the path as the config writes it ("" when the list itself is
+	// malformed).
+	File string
+	Err  error
+}
+
+func (e *PolicyFileError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("%s: %v", policyFilesKey, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", policyFilesKey, e.File, e.Err)
+}
+
+func (e *PolicyFileError) Unwrap() error { return e.Err }
+
+// inlinePolicyFiles expands a policy stage config's policy_files: the
+// files' text is appended to policies, and the key removed. A config
+// without the key is returned as it is.
+func inlinePolicyFiles(raw json.RawMessage, rel func(string) string) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return raw, nil
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil || cfg == nil {
+		return raw, nil // not an object: the gate's config schema says why
+	}
+	v, ok := cfg[policyFilesKey]
+	if !ok {
+		return raw, nil
+	}
+	files, ok := v.([]any)
+	if !ok {
+		return nil, &PolicyFileError{Err: errors.New("want a list of file paths")}
+	}
+	policies, _ := cfg["policies"].([]any)
+	if cfg["policies"] != nil && policies == nil {
+		return raw, nil // the gate's config schema refuses it
+	}
+	for _, f := range files {
+		path, ok := f.(string)
+		if !ok || path == "" {
+			return nil, &PolicyFileError{Err: errors.New("want a list of file paths")}
+		}
+		b, err := safefile.ReadFile(rel(path), MaxPolicyFileBytes)
+		if err != nil {
+			return nil, &PolicyFileError{File: path, Err: withoutPath(err)}
+		}
+		policies = append(policies, map[string]any{"file": path, "text": string(b)})
+	}
+	delete(cfg, policyFilesKey)
+	cfg["policies"] = policies
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, &PolicyFileError{Err: err}
+	}
+	return out, nil
+}
