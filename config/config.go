@@ -422,7 +422,7 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 		for i, s := range p.Stages {
 			raw, err := stageConfigs.config(name, i)
 			if err == nil && l.Builtins[strings.ToLower(s.Plugin)] == PolicyGate {
-				raw, err = inlinePolicyFiles(raw, rel)
+				raw, err = policyStageConfig(raw, rel)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("config %s: pipelines.%s.stages[%d].config: %w", path, name, i, err)

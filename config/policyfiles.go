@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/gatehost/gatehost/internal/safefile"
+	"github.com/gatehost/gatehost/policy"
 )
 
 // PolicyGate is the built-in gate whose stage config may name Cedar policy
@@ -38,6 +39,34 @@ func (e *PolicyFileError) Error() string {
 }
 
 func (e *PolicyFileError) Unwrap() error { return e.Err }
+
+// policyStageConfig prepares a policy stage's config: policy_files are
+// inlined (inlinePolicyFiles), then the policies are parsed and the claim
+// types checked, so that a policy that does not parse refuses the config
+// (naming FILE:LINE:COLUMN) instead of making every call inconclusive.
+// Type-checking against the catalog is gatehost policy validate's.
+func policyStageConfig(raw json.RawMessage, rel func(string) string) (json.RawMessage, error) {
+	raw, err := inlinePolicyFiles(raw, rel)
+	if err != nil || len(bytes.TrimSpace(raw)) == 0 {
+		return raw, err
+	}
+	var cfg struct {
+		Policies []policy.Source   `json:"policies"`
+		Claims   map[string]string `json:"claims"`
+	}
+	if json.Unmarshal(raw, &cfg) != nil {
+		return raw, nil // the gate's config schema says why
+	}
+	for name, t := range cfg.Claims {
+		if _, err := policy.ParseClaimType(t); err != nil {
+			return nil, fmt.Errorf("claims.%s: %w", name, err)
+		}
+	}
+	if _, err := policy.Parse(cfg.Policies); err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	return raw, nil
+}
 
 // inlinePolicyFiles expands a policy stage config's policy_files: the
 // files' text is appended to policies, and the key removed. A config

@@ -70,3 +70,21 @@ func TestInlinePolicyFilesShapes(t *testing.T) {
 		require.ErrorAs(t, err, &pe, raw)
 	}
 }
+
+// TestPolicyStageRefusesBadPolicies: a policy that does not parse, two
+// policies with one id or an unknown claim type refuse the config.
+func TestPolicyStageRefusesBadPolicies(t *testing.T) {
+	rel := func(p string) string { return p }
+	for _, tc := range []struct{ raw, want string }{
+		{`{"policies":[{"file":"a.cedar","text":"permit(principal"}]}`, "policies: a.cedar:"},
+		{`{"policies":[{"text":"@id(\"x\") permit(principal, action, resource); @id(\"x\") forbid(principal, action, resource);"}]}`, `policy id "x" is also the id`},
+		{`{"claims":{"roles":"List"}}`, "claims.roles:"},
+	} {
+		_, err := policyStageConfig(json.RawMessage(tc.raw), rel)
+		require.Error(t, err, tc.raw)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	out, err := policyStageConfig(json.RawMessage(`{"policies":[{"text":"permit(principal, action, resource);"}]}`), rel)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"policies":[{"text":"permit(principal, action, resource);"}]}`, string(out))
+}
