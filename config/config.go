@@ -457,6 +457,9 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	}
 	cfg.Catalog = store
 	l.FileCatalog = len(fc.Catalog.Sources) > 0
+	if err := validatePolicyStages(&cfg, l.Builtins); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	if l.SessionPath != "" {
 		cfg.Sessions = session.NewFileStore(l.SessionPath)
 	}

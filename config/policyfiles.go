@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/policy"
 )
@@ -109,4 +113,50 @@ func inlinePolicyFiles(raw json.RawMessage, rel func(string) string) (json.RawMe
 		return nil, &PolicyFileError{Err: err}
 	}
 	return out, nil
+}
+
+// validatePolicyStages type-checks every policy stage's policies against
+// the schema generated from the config's file catalog (catalog.sources),
+// as gatehost policy validate does: a policy naming a tool, argument,
+// attribute or claim the catalog does not have refuses the config. A
+// catalog the gateway learns from its upstreams at run time is not known
+// here; run gatehost policy validate against it.
+func validatePolicyStages(cfg *host.Config, builtins map[string]string) error {
+	if cfg.Catalog == nil || cfg.Catalog.Snapshot().Len() == 0 {
+		return nil
+	}
+	var tools []abi.Tool
+	for _, t := range cfg.Catalog.Snapshot().List() {
+		tools = append(tools, t.ABI())
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
+		for i, st := range cfg.Pipelines[name].Stages {
+			if builtins[st.Plugin] != PolicyGate || len(bytes.TrimSpace(st.Config)) == 0 {
+				continue
+			}
+			var sc struct {
+				Policies []policy.Source   `json:"policies"`
+				Claims   map[string]string `json:"claims"`
+			}
+			if json.Unmarshal(st.Config, &sc) != nil {
+				continue // the gate's config schema says why
+			}
+			o := policy.Options{Claims: map[string]policy.ClaimType{}}
+			for n, t := range sc.Claims {
+				o.Claims[n], _ = policy.ParseClaimType(t) // checked by policyStageConfig
+			}
+			set, err := policy.Parse(sc.Policies)
+			if err != nil {
+				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: %w", name, i, err)
+			}
+			s, err := policy.NewSchema(tools, o)
+			if err != nil {
+				return fmt.Errorf("pipelines.%s.stages[%d].config: %w", name, i, err)
+			}
+			if ps := s.Validate(set); len(ps) > 0 {
+				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: against the catalog: %w", name, i, &policy.ValidationError{Problems: ps})
+			}
+		}
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/policy"
 )
 
 // TestPolicyFiles: a policy stage's policy_files are read relative to the
@@ -87,4 +89,33 @@ func TestPolicyStageRefusesBadPolicies(t *testing.T) {
 	out, err := policyStageConfig(json.RawMessage(`{"policies":[{"text":"permit(principal, action, resource);"}]}`), rel)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"policies":[{"text":"permit(principal, action, resource);"}]}`, string(out))
+}
+
+// TestPolicyStageAgainstFileCatalog: with catalog.sources, a policy
+// naming a tool the catalog does not have refuses the config, with the
+// nearest real name.
+func TestPolicyStageAgainstFileCatalog(t *testing.T) {
+	plugins := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(plugins, "policy.wasm"), []byte("m"), 0o644))
+	t.Setenv(PluginDirEnv, plugins)
+	tools, err := filepath.Abs("../examples/policies/server-filesystem.tools.json")
+	require.NoError(t, err)
+	doc := func(text string) string {
+		return `event_log: {path: e.jsonl}
+catalog: {sources: [{path: ` + tools + `, format: mcp, server: fs}]}
+plugins: {cedar: {builtin: policy}}
+pipelines:
+  calls:
+    subject: tool_call
+    stages: [{plugin: cedar, capabilities: [catalog], config: {policies: [{file: p.cedar, text: '` + text + `'}]}}]
+`
+	}
+	l, err := Load(write(t, "g.yaml", doc(`permit(principal, action == Action::"mcp.fs:write_file", resource) when { context.paths.path like "/srv/*" };`)))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	_, err = Load(write(t, "g.yaml", doc(`permit(principal, action == Action::"mcp.fs:write_file", resource) when { context.paths.pth like "/srv/*" };`)))
+	var ve *policy.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), `pipelines.calls.stages[0].config.policies: against the catalog: p.cedar:1:89:`)
+	assert.Contains(t, err.Error(), `(did you mean "path"?)`)
 }
