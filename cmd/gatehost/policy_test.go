@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/internal/testwasm"
 )
 
 // TestPolicyExamples: gatehost policy test runs the example policies'
@@ -110,4 +113,46 @@ func TestPolicySchema(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, 117, res.Tools)
 	assert.NotEmpty(t, res.Omitted)
+}
+
+// TestPolicyGateEndToEnd: a config names the built-in policy gate and the
+// example rules by policy_files, over the server-filesystem catalog;
+// gatehost check decides calls with it, and plugin inspect shows the
+// built-in module.
+func TestPolicyGateEndToEnd(t *testing.T) {
+	mod, err := testwasm.Go("plugins/policy/wasm")
+	require.NoError(t, err)
+	plugins := t.TempDir()
+	require.NoError(t, os.Symlink(mod, filepath.Join(plugins, "policy.wasm")))
+	t.Setenv(config.PluginDirEnv, plugins)
+	dir := t.TempDir()
+	examples := filepath.Join(repoRoot, "examples/policies")
+	cfg := filepath.Join(dir, "gatehost.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`event_log: {path: events.jsonl}
+cache_dir: `+testwasm.CacheDir()+`
+catalog: {sources: [{path: `+filepath.Join(examples, "server-filesystem.tools.json")+`, format: mcp, server: fs}]}
+plugins: {cedar: {builtin: policy}}
+pipelines:
+  calls:
+    subject: tool_call
+    stages:
+      - {plugin: cedar, timeout: 60s, capabilities: [catalog], config: {policy_files: [`+filepath.Join(examples, "filesystem.cedar")+`]}}
+`), 0o644))
+	for _, tc := range []struct {
+		params, code string
+		exit         int
+	}{
+		{`{"path":"/srv/share/public/a.md","content":"x"}`, "", exitAccepted},
+		{`{"path":"/srv/share/public/../a.md","content":"x"}`, "policy_no_permit", exitRejected},
+		{`{"path":"/srv/share/public/k","content":"-----BEGIN PRIVATE KEY-----"}`, "policy_forbid", exitRejected},
+	} {
+		call := filepath.Join(dir, "call.json")
+		require.NoError(t, os.WriteFile(call, []byte(`{"tool":"write_file","parameters":`+tc.params+`}`), 0o644))
+		code, out, errOut := runCLI("check", "--config", cfg, call)
+		assert.Equal(t, tc.exit, code, "%s%s", out, errOut)
+		assert.Contains(t, out, tc.code)
+	}
+	code, out, errOut := runCLI("plugin", "inspect", "builtin:policy")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "builtin  policy")
 }
