@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,7 +107,7 @@ func (e *Engine) Set() *Set { return e.set }
 const maxCachedTools = 4096
 
 func (e *Engine) tool(t abi.Tool) ToolSchema {
-	key := t.ID + "\x00" + t.SchemaDigest + "\x00" + t.Effect
+	key := t.ID + "\x00" + t.SchemaDigest + "\x00" + t.PolicyDigest + "\x00" + t.Effect + "\x00" + fmt.Sprint(t.Hints)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ts, ok := e.tools[key]; ok && t.SchemaDigest != "" {
@@ -216,15 +217,19 @@ func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, err
 // set is declared is a set of one.
 func claimValue(ct ClaimType, v any) (types.Value, error) {
 	t := claimType(ct)
-	if f, ok := v.(float64); ok {
-		v = json.Number(fmt.Sprint(f))
-	}
-	if a, ok := v.([]any); ok {
-		for i, x := range a {
-			if f, ok := x.(float64); ok {
-				a[i] = json.Number(fmt.Sprint(f))
-			}
+	number := func(x any) any {
+		if f, ok := x.(float64); ok {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 		}
+		return x
+	}
+	v = number(v)
+	if a, ok := v.([]any); ok {
+		c := make([]any, len(a)) // the principal's claims are the caller's: not changed
+		for i, x := range a {
+			c[i] = number(x)
+		}
+		v = c
 	}
 	if t.Kind == KindSet {
 		if _, ok := v.([]any); !ok {
@@ -238,8 +243,13 @@ func claimValue(ct ClaimType, v any) (types.Value, error) {
 // policy that errs, is Decision Error: never Allow.
 func (e *Engine) Evaluate(c Call) Result {
 	req, ents, err := e.Request(c)
-	res := Result{Action: fmt.Sprintf("%s::%q", ActionType, c.Tool.ID), Resource: fmt.Sprintf("%s::%q", ResourceType, namespaceOf(c.Tool.ID))}
-	res.Principal = req.Principal.String()
+	res := Result{Action: types.NewEntityUID(ActionType, types.String(c.Tool.ID)).String(),
+		Resource: types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID))).String()}
+	subject := ""
+	if c.Principal != nil {
+		subject = c.Principal.Subject
+	}
+	res.Principal = types.NewEntityUID(PrincipalType, types.String(subject)).String()
 	if err != nil {
 		code := CodeArgumentUnrepresentable
 		var re *RequestError

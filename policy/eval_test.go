@@ -108,3 +108,14 @@ func TestActionGroups(t *testing.T) {
 	noHints := policy.NewToolSchema(abi.Tool{ID: "native:x", Effect: abi.EffectIdempotentWrite})
 	assert.Equal(t, []string{"idempotent_write", "destructive", "native:*"}, noHints.Groups, "without hints, a write is destructive")
 }
+
+// TestClaimsNotChanged: evaluating converts a copy of the principal's
+// claims; the caller's values stay as they were.
+func TestClaimsNotChanged(t *testing.T) {
+	_, lookup := githubTools(t)
+	eng := policy.NewEngine(mustSet(t, `permit(principal, action, resource);`), policy.Options{Claims: map[string]policy.ClaimType{"levels": policy.ClaimLongSet}})
+	p := &abi.Principal{Method: "oidc", Subject: "a", Claims: map[string]any{"levels": []any{float64(3), float64(4)}}}
+	r := eng.Evaluate(policy.Call{Tool: mustTool(t, lookup, "get_me"), Principal: p, Now: now})
+	assert.Equal(t, policy.Allow, r.Decision)
+	assert.Equal(t, []any{float64(3), float64(4)}, p.Claims["levels"])
+}
