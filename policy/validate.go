@@ -66,6 +66,8 @@ var (
 	reContext   = regexp.MustCompile("^attribute `(.+)` in context for (.+) not found$")
 	reEntity    = regexp.MustCompile("^attribute `(.+)` on entity types? `?([A-Za-z_:]+)`?.* not found$")
 	reEntityTyp = regexp.MustCompile("^unrecognized entity type `(.+)`")
+	reOptional  = regexp.MustCompile("optional attribute `([^`]+)`")
+	reCondition = regexp.MustCompile(`\b(when|unless)\s*\{`)
 )
 
 // Validate type-checks every policy of set against the schema (Cedar's
@@ -161,8 +163,18 @@ func (s *Schema) problem(set *Set, p Policy, msg string) Problem {
 		pr.Message = fmt.Sprintf("no entity type %s (the types are %s, %s and Action)", pr.Name, PrincipalType, ResourceType)
 		pr.Suggestion, _ = editdist.Closest(pr.Name, []string{PrincipalType, ResourceType, ActionType})
 		at(pr.Name)
-	case strings.HasPrefix(msg, "unexpected type") || strings.Contains(msg, "incompatible types") || strings.Contains(msg, "type"):
+	case strings.Contains(msg, "type") || strings.Contains(msg, "optional attribute"):
+		// The validator does not say which expression: name the
+		// optional attribute when it says, else the first condition.
 		pr.Kind = KindType
+		if m := reOptional.FindStringSubmatch(msg); m != nil {
+			leaf := m[1][strings.LastIndexByte(m[1], '.')+1:]
+			if i := firstOf(text, leaf, []string{"." + leaf, `["` + leaf + `"]`}); i >= 0 {
+				pr.Line, pr.Column = set.position(p.src, base+i)
+			}
+		} else if loc := reCondition.FindStringIndex(text); loc != nil {
+			pr.Line, pr.Column = set.position(p.src, base+loc[0])
+		}
 	}
 	return pr
 }

@@ -45,7 +45,9 @@ func TestValidateNames(t *testing.T) {
 		{"a claim read without has", "@id(\"p\") permit(principal, action, resource) when { principal.claims.group == \"x\" };",
 			policy.Problem{Line: 1, Column: 70, Kind: policy.KindClaim, Name: "group"}},
 		{"a string compared with a number", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.arguments.owner < 3 };",
-			policy.Problem{Line: 1, Column: 1, Kind: policy.KindType}},
+			policy.Problem{Line: 3, Column: 1, Kind: policy.KindType}},
+		{"an optional argument read without has", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.arguments.merge_method == \"squash\" };",
+			policy.Problem{Line: 3, Column: 26, Kind: policy.KindType}},
 		{"an unknown entity type", `@id("p") permit(principal is User, action, resource);`,
 			policy.Problem{Line: 1, Column: 30, Kind: policy.KindEntity, Name: "User"}},
 	} {
