@@ -457,7 +457,7 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	}
 	cfg.Catalog = store
 	l.FileCatalog = len(fc.Catalog.Sources) > 0
-	if err := validatePolicyStages(&cfg, l.Builtins); err != nil {
+	if err := validatePolicyStages(&cfg, l); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if l.SessionPath != "" {

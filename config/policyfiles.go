@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
@@ -118,18 +119,24 @@ func inlinePolicyFiles(raw json.RawMessage, rel func(string) string) (json.RawMe
 // validatePolicyStages type-checks every policy stage's policies against
 // the schema generated from the config's file catalog (catalog.sources),
 // as gatehost policy validate does: a policy naming a tool, argument,
-// attribute or claim the catalog does not have refuses the config. A
-// catalog the gateway learns from its upstreams at run time is not known
-// here; run gatehost policy validate against it.
-func validatePolicyStages(cfg *host.Config, builtins map[string]string) error {
-	if cfg.Catalog == nil || cfg.Catalog.Snapshot().Len() == 0 {
+// attribute or claim the catalog does not have refuses the config. It
+// checks what CheckToolReferences checks: not a store serving a published
+// catalog, not the mcp: section's pipeline, whose catalog the gateway
+// learns from its upstreams at run time (run gatehost policy validate
+// against that one).
+func validatePolicyStages(cfg *host.Config, l *Loaded) error {
+	if !l.FileCatalog || l.Store.Catalog == CatalogPublished || cfg.Catalog == nil || cfg.Catalog.Snapshot().Len() == 0 {
 		return nil
 	}
+	builtins, gateway := l.Builtins, strings.ToLower(l.MCP.Pipeline)
 	var tools []abi.Tool
 	for _, t := range cfg.Catalog.Snapshot().List() {
 		tools = append(tools, t.ABI())
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
+		if strings.ToLower(name) == gateway {
+			continue
+		}
 		for i, st := range cfg.Pipelines[name].Stages {
 			if builtins[st.Plugin] != PolicyGate || len(bytes.TrimSpace(st.Config)) == 0 {
 				continue

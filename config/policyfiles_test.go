@@ -118,4 +118,10 @@ pipelines:
 	require.ErrorAs(t, err, &ve)
 	assert.Contains(t, err.Error(), `pipelines.calls.stages[0].config.policies: against the catalog: p.cedar:1:89:`)
 	assert.Contains(t, err.Error(), `(did you mean "path"?)`)
+
+	// The gateway's pipeline decides against the upstreams' tools, which
+	// are not known at load: it is not checked here.
+	l, err = Load(write(t, "g.yaml", "mcp: {pipeline: calls}\n"+doc(`permit(principal, action == Action::"mcp.other:tool", resource);`)))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
 }
