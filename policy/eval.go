@@ -194,7 +194,8 @@ func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, err
 		})}, nil
 	}
 	claims := types.RecordMap{}
-	for name, ct := range e.claims {
+	for _, name := range sortedKeys(e.claims) { // the first bad claim, always the same
+		ct := e.claims[name]
 		v, ok := p.Claims[name]
 		if !ok || v == nil {
 			continue
