@@ -274,6 +274,7 @@ func (e *Engine) Evaluate(c Call) Result {
 		res.Determining = append(res.Determining, Hit{ID: p.ID, Effect: p.Effect, Message: p.Message, Where: p.Where()})
 	}
 	sort.Slice(res.Determining, func(i, j int) bool { return res.Determining[i].ID < res.Determining[j].ID })
+	sort.SliceStable(res.Errors, func(i, j int) bool { return res.Errors[i].Policy < res.Errors[j].Policy })
 	switch {
 	case len(res.Errors) > 0:
 		res.Decision = Error

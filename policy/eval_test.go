@@ -2,6 +2,8 @@ package policy_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,4 +120,21 @@ func TestClaimsNotChanged(t *testing.T) {
 	r := eng.Evaluate(policy.Call{Tool: mustTool(t, lookup, "get_me"), Principal: p, Now: now})
 	assert.Equal(t, policy.Allow, r.Decision)
 	assert.Equal(t, []any{float64(3), float64(4)}, p.Claims["levels"])
+}
+
+// TestErrorsInPolicyOrder: several erring policies are reported in id
+// order, every time (a gate's answer is deterministic).
+func TestErrorsInPolicyOrder(t *testing.T) {
+	_, lookup := githubTools(t)
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "@id(\"p%02d\") permit(principal, action, resource) when { context.arguments.nope%d == 1 };\n", i, i)
+	}
+	eng := policy.NewEngine(mustSet(t, b.String()), policy.Options{})
+	first := eng.Evaluate(policy.Call{Tool: mustTool(t, lookup, "get_me"), Now: now})
+	require.Len(t, first.Errors, 20)
+	assert.Equal(t, "p00", first.Errors[0].Policy)
+	for range 10 {
+		assert.Equal(t, first.Response(), eng.Evaluate(policy.Call{Tool: mustTool(t, lookup, "get_me"), Now: now}).Response())
+	}
 }
