@@ -93,7 +93,11 @@ func (s *Schema) Validate(set *Set) []Problem {
 		}
 		// The first place a name is written is where it is reported.
 		sort.SliceStable(found, func(i, j int) bool {
-			return found[i].Line < found[j].Line || (found[i].Line == found[j].Line && found[i].Column < found[j].Column)
+			a, b := found[i], found[j]
+			if a.Line != b.Line || a.Column != b.Column {
+				return a.Line < b.Line || (a.Line == b.Line && a.Column < b.Column)
+			}
+			return a.Kind+"\x00"+a.Name+"\x00"+a.Message < b.Kind+"\x00"+b.Name+"\x00"+b.Message
 		})
 		seen := map[string]bool{}
 		for _, pr := range found {
