@@ -83,6 +83,9 @@ func (s *Schema) Validate(set *Set) []Problem {
 				found = append(found, s.problem(set, p, e.Error()))
 			}
 		}
+		// The validator's messages in a fixed order (it may walk maps);
+		// at one place, its message is kept over checkNames' plainer one.
+		sort.SliceStable(found, func(i, j int) bool { return problemLess(found[i], found[j], true) })
 		found = append(found, s.checkNames(set, p)...)
 		// An unknown action or entity type leaves no action the policy applies to: the
 		// scope complaint that follows says nothing more.
@@ -92,13 +95,7 @@ func (s *Schema) Validate(set *Set) []Problem {
 			})
 		}
 		// The first place a name is written is where it is reported.
-		sort.SliceStable(found, func(i, j int) bool {
-			a, b := found[i], found[j]
-			if a.Line != b.Line || a.Column != b.Column {
-				return a.Line < b.Line || (a.Line == b.Line && a.Column < b.Column)
-			}
-			return a.Kind+"\x00"+a.Name+"\x00"+a.Message < b.Kind+"\x00"+b.Name+"\x00"+b.Message
-		})
+		sort.SliceStable(found, func(i, j int) bool { return problemLess(found[i], found[j], false) })
 		seen := map[string]bool{}
 		for _, pr := range found {
 			key := pr.Kind + "\x00" + pr.Name + "\x00" + pr.Message
@@ -113,6 +110,15 @@ func (s *Schema) Validate(set *Set) []Problem {
 		}
 	}
 	return out
+}
+
+// problemLess orders problems by place, then, with text, by kind, name
+// and message.
+func problemLess(a, b Problem, text bool) bool {
+	if a.Line != b.Line || a.Column != b.Column {
+		return a.Line < b.Line || (a.Line == b.Line && a.Column < b.Column)
+	}
+	return text && a.Kind+"\x00"+a.Name+"\x00"+a.Message < b.Kind+"\x00"+b.Name+"\x00"+b.Message
 }
 
 func flatten(err error) []error {
