@@ -46,6 +46,13 @@ func cmdPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gatehost policy: unknown subcommand %q\n\n%s", sub, policyUsage)
 		return exitUsage
 	}
+	if sub == "test" { // a test file names its own catalog and claims
+		fs := newFlags("policy test", policyUsage, stderr, flagOutput)
+		if code, done := fs.parse(args[1:], want); done {
+			return code
+		}
+		return policyTest(fs.Args(), fs.output == "json", stdout, stderr)
+	}
 	fs := newFlags("policy "+sub, policyUsage, stderr, flagOutput|flagFormat)
 	fs.setUsage("format", "format of the --catalog file: mcp, openai, anthropic or native (default: detect)")
 	catalogPath := fs.String("catalog", "", "the tool catalog file (or directory)")
@@ -53,9 +60,6 @@ func cmdPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	claims := fs.StringArray("claim", nil, "declare a principal claim NAME=TYPE (repeatable)")
 	if code, done := fs.parse(args[1:], want); done {
 		return code
-	}
-	if sub == "test" {
-		return policyTest(fs.Args(), fs.output == "json", stdout, stderr)
 	}
 	if *catalogPath == "" {
 		return fail(stderr, fmt.Errorf("%w: policy %s: --catalog FILE is required", errUsage, sub))
