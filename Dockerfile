@@ -16,7 +16,7 @@ COPY . .
 # The version gatehost version prints (make build passes git describe).
 ARG VERSION=devel
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/bin/gatehost ./cmd/gatehost \
- && for g in exec merge preconditions static-verify; do \
+ && for g in exec merge policy preconditions static-verify; do \
       GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o /out/lib/gatehost/plugins/$g.wasm ./plugins/$g/wasm || exit 1; \
     done
 

@@ -1,6 +1,6 @@
 # gatehost — build, test, bench, demo. `make help` lists the targets.
 GO      ?= go
-PLUGINS := static-verify exec merge preconditions
+PLUGINS := static-verify exec merge preconditions policy
 WASM    := $(PLUGINS:%=build/plugins/%.wasm)
 GOFILES := $(shell find . -name '*.go' -not -path './build/*' -not -path './testdata/mcp/node_modules/*')
 

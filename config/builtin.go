@@ -14,7 +14,7 @@ import (
 
 // Builtins are the gates built with gatehost (plugins/NAME), which a config
 // may name as plugins.P.builtin: NAME instead of giving a path.
-var Builtins = []string{"exec", "merge", "preconditions", "static-verify"}
+var Builtins = []string{"exec", "merge", "policy", "preconditions", "static-verify"}
 
 // PluginDirEnv names the variable that gives the first directory searched
 // for built-in gate modules.

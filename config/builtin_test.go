@@ -38,7 +38,7 @@ func TestBuiltinPlugins(t *testing.T) {
 		{name: "prefix without env", plugin: "{builtin: exec}", inPrefix: true, noEnv: true, want: "prefix"},
 		{name: "pin passes through", plugin: `{builtin: exec, sha256: "ab"}`, inEnv: true, want: "env"},
 		{name: "unknown gate", plugin: "{builtin: nope}", inEnv: true,
-			wantErr: []string{`plugins.exec.builtin: "nope" is not a built-in gate (exec, merge, preconditions, static-verify)`}},
+			wantErr: []string{`plugins.exec.builtin: "nope" is not a built-in gate (exec, merge, policy, preconditions, static-verify)`}},
 		{name: "not found", plugin: "{builtin: exec}",
 			wantErr: []string{"plugins.exec.builtin: module exec.wasm not found; looked in $GATEHOST_PLUGIN_DIR: ENV/exec.wasm, PREFIX/lib/gatehost/plugins/exec.wasm"}},
 		{name: "not found, env unset", plugin: "{builtin: exec}", noEnv: true,
@@ -46,7 +46,7 @@ func TestBuiltinPlugins(t *testing.T) {
 		{name: "path and builtin", plugin: "{builtin: exec, path: x.wasm}", inEnv: true,
 			wantErr: []string{"plugins.exec: path and builtin are exclusive"}},
 		{name: "neither", plugin: "{sha256: ab}", inEnv: true,
-			wantErr: []string{"plugins.exec.path: required (or builtin: one of exec, merge, preconditions, static-verify)"}},
+			wantErr: []string{"plugins.exec.path: required (or builtin: one of exec, merge, policy, preconditions, static-verify)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -420,6 +420,9 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 		pc := host.PipelineConfig{Subject: abi.SubjectKind(p.Subject), StopOnReject: p.StopOnReject}
 		for i, s := range p.Stages {
 			raw, err := stageConfigs.config(name, i)
+			if err == nil && l.Builtins[strings.ToLower(s.Plugin)] == PolicyGate {
+				raw, err = policyStageConfig(raw, rel)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("config %s: pipelines.%s.stages[%d].config: %w", path, name, i, err)
 			}
@@ -453,6 +456,9 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	}
 	cfg.Catalog = store
 	l.FileCatalog = len(fc.Catalog.Sources) > 0
+	if err := validatePolicyStages(&cfg, l); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	if l.SessionPath != "" {
 		cfg.Sessions = session.NewFileStore(l.SessionPath)
 	}

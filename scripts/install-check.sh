@@ -24,7 +24,7 @@ fail() { echo "install-check: $*" >&2; exit 1; }
 
 make -s install PREFIX="$prefix" >/dev/null
 got=$(cd "$prefix" && find . -type f | sort | tr '\n' ' ')
-want="./bin/gatehost ./lib/gatehost/plugins/exec.wasm ./lib/gatehost/plugins/merge.wasm ./lib/gatehost/plugins/preconditions.wasm ./lib/gatehost/plugins/static-verify.wasm "
+want="./bin/gatehost ./lib/gatehost/plugins/exec.wasm ./lib/gatehost/plugins/merge.wasm ./lib/gatehost/plugins/policy.wasm ./lib/gatehost/plugins/preconditions.wasm ./lib/gatehost/plugins/static-verify.wasm "
 [ "$got" = "$want" ] || fail "make install put: $got; want: $want"
 gatehost=$prefix/bin/gatehost
 echo "install-check: $("$gatehost" version | head -1)"

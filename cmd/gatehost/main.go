@@ -10,6 +10,7 @@
 //	gatehost catalog show|diff|publish [--config F] [--output text|json] [PATH]
 //	gatehost merge-verify --repo PATH --base REF --head REF [--footprint F] [--waiver F] [flags]
 //	gatehost domain validate [--output text|json] FILE…
+//	gatehost policy schema|validate|test [--catalog FILE] [--output text|json] …
 //	gatehost plugin inspect|check|pin|new [flags] …
 //	gatehost bench [--config F] --pipeline P [-n N] [--concurrency C] [--output text|json] SUBJECT|-
 //	gatehost version | --version
@@ -52,6 +53,7 @@ Usage:
   gatehost catalog SUB [flags]       show the catalog, diff it against another file, or publish it to the store
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
+  gatehost policy SUB [flags]        print the Cedar schema of a catalog, validate policies, run policy tests
   gatehost plugin SUB [flags]        inspect, check (conformance kit), pin or scaffold (new) a gate module
   gatehost bench [flags] SUBJECT|-   time a pipeline: latency percentiles, throughput, allocations
   gatehost version                   print the version and ABI (also --version)
@@ -111,6 +113,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdMergeVerify(ctx, args[1:], stdout, stderr)
 	case "domain":
 		return cmdDomain(ctx, args[1:], stdout, stderr)
+	case "policy":
+		return cmdPolicy(ctx, args[1:], stdout, stderr)
 	case "plugin":
 		return cmdPlugin(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -107,7 +107,7 @@ func cmdPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
        gatehost plugin inspect --config F [--output text|json] PLUGIN
 
 builtin:GATE is the installed module of a built-in gate (exec, merge,
-preconditions, static-verify): GATE.wasm in $GATEHOST_PLUGIN_DIR, then in
+policy, preconditions, static-verify): GATE.wasm in $GATEHOST_PLUGIN_DIR, then in
 PREFIX/lib/gatehost/plugins beside PREFIX/bin/gatehost. With --config, PLUGIN
 is a plugin of that config (plugins.PLUGIN), by path or builtin.
 `, stderr, flagOutput|flagConfig)

@@ -50,7 +50,7 @@ func buildVersion() string {
 }
 
 // commands are the top-level commands, for help and completion.
-var commands = []string{"check", "serve", "mcp", "log", "session", "catalog", "merge-verify", "domain", "plugin", "bench", "version", "help", "completion"}
+var commands = []string{"check", "serve", "mcp", "log", "session", "catalog", "merge-verify", "domain", "policy", "plugin", "bench", "version", "help", "completion"}
 
 // subcommands are the second words of the commands that have them.
 var subcommands = map[string][]string{
@@ -58,6 +58,7 @@ var subcommands = map[string][]string{
 	"session":    {"create", "activate", "revoke", "rebuild", "show"},
 	"catalog":    {"show", "diff"},
 	"domain":     {"validate"},
+	"policy":     {"schema", "validate", "test"},
 	"plugin":     {"inspect", "check", "pin", "new"},
 	"completion": {"bash", "zsh", "fish"},
 	"help":       commands,

@@ -18,7 +18,7 @@ import (
 	"github.com/gatehost/gatehost/sdk/gatekit"
 )
 
-// The four built-in gates pass the conformance kit, with their own data
+// The built-in gates pass the conformance kit, with their own data
 // cases where they have them.
 
 // testBudget only bounds a gate that hangs: these tests check conformance,

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/safefile"
+	"github.com/gatehost/gatehost/policy"
+)
+
+// PolicyGate is the built-in gate whose stage config may name Cedar policy
+// files (docs/POLICY.md): policy_files, paths relative to the config file.
+// A gate cannot read the disk, so the loader reads them and appends each to
+// the config's policies as {"file": PATH, "text": …}, PATH as written.
+const PolicyGate = "policy"
+
+// MaxPolicyFileBytes caps one policy file a stage config names.
+const MaxPolicyFileBytes = 4 << 20
+
+// policyFilesKey is the stage config key the loader expands.
+const policyFilesKey = "policy_files"
+
+// PolicyFileError is a policy file a stage config names that could not be
+// read, or a policy_files value that is not a list of paths.
+type PolicyFileError struct {
+	// File is the path as the config writes it ("" when the list itself is
+	// malformed).
+	File string
+	Err  error
+}
+
+func (e *PolicyFileError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("%s: %v", policyFilesKey, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", policyFilesKey, e.File, e.Err)
+}
+
+func (e *PolicyFileError) Unwrap() error { return e.Err }
+
+// policyStageConfig prepares a policy stage's config: policy_files are
+// inlined (inlinePolicyFiles), then the policies are parsed and the claim
+// types checked, so that a policy that does not parse refuses the config
+// (naming FILE:LINE:COLUMN) instead of making every call inconclusive.
+// Type-checking against the catalog is gatehost policy validate's.
+func policyStageConfig(raw json.RawMessage, rel func(string) string) (json.RawMessage, error) {
+	raw, err := inlinePolicyFiles(raw, rel)
+	if err != nil || len(bytes.TrimSpace(raw)) == 0 {
+		return raw, err
+	}
+	var cfg struct {
+		Policies []policy.Source   `json:"policies"`
+		Claims   map[string]string `json:"claims"`
+	}
+	if json.Unmarshal(raw, &cfg) != nil {
+		return raw, nil // the gate's config schema says why
+	}
+	for name, t := range cfg.Claims {
+		if _, err := policy.ParseClaimType(t); err != nil {
+			return nil, fmt.Errorf("claims.%s: %w", name, err)
+		}
+	}
+	if _, err := policy.Parse(cfg.Policies); err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	return raw, nil
+}
+
+// inlinePolicyFiles expands a policy stage config's policy_files: the
+// files' text is appended to policies, and the key removed. A config
+// without the key is returned as it is.
+func inlinePolicyFiles(raw json.RawMessage, rel func(string) string) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return raw, nil
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil || cfg == nil {
+		return raw, nil // not an object: the gate's config schema says why
+	}
+	v, ok := cfg[policyFilesKey]
+	if !ok {
+		return raw, nil
+	}
+	files, ok := v.([]any)
+	if !ok {
+		return nil, &PolicyFileError{Err: errors.New("want a list of file paths")}
+	}
+	policies, _ := cfg["policies"].([]any)
+	if cfg["policies"] != nil && policies == nil {
+		return raw, nil // the gate's config schema refuses it
+	}
+	for _, f := range files {
+		path, ok := f.(string)
+		if !ok || path == "" {
+			return nil, &PolicyFileError{Err: errors.New("want a list of file paths")}
+		}
+		b, err := safefile.ReadFile(rel(path), MaxPolicyFileBytes)
+		if err != nil {
+			return nil, &PolicyFileError{File: path, Err: withoutPath(err)}
+		}
+		policies = append(policies, map[string]any{"file": path, "text": string(b)})
+	}
+	delete(cfg, policyFilesKey)
+	cfg["policies"] = policies
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, &PolicyFileError{Err: err}
+	}
+	return out, nil
+}
+
+// validatePolicyStages type-checks every policy stage's policies against
+// the schema generated from the config's file catalog (catalog.sources),
+// as gatehost policy validate does: a policy naming a tool, argument,
+// attribute or claim the catalog does not have refuses the config. It
+// checks what CheckToolReferences checks: not a store serving a published
+// catalog, not the mcp: section's pipeline, whose catalog the gateway
+// learns from its upstreams at run time (run gatehost policy validate
+// against that one).
+func validatePolicyStages(cfg *host.Config, l *Loaded) error {
+	if !l.FileCatalog || l.Store.Catalog == CatalogPublished || cfg.Catalog == nil || cfg.Catalog.Snapshot().Len() == 0 {
+		return nil
+	}
+	builtins, gateway := l.Builtins, strings.ToLower(l.MCP.Pipeline)
+	var tools []abi.Tool
+	for _, t := range cfg.Catalog.Snapshot().List() {
+		tools = append(tools, t.ABI())
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
+		if strings.ToLower(name) == gateway {
+			continue
+		}
+		for i, st := range cfg.Pipelines[name].Stages {
+			if builtins[st.Plugin] != PolicyGate || len(bytes.TrimSpace(st.Config)) == 0 {
+				continue
+			}
+			var sc struct {
+				Policies []policy.Source   `json:"policies"`
+				Claims   map[string]string `json:"claims"`
+			}
+			if json.Unmarshal(st.Config, &sc) != nil {
+				continue // the gate's config schema says why
+			}
+			o := policy.Options{Claims: map[string]policy.ClaimType{}}
+			for n, t := range sc.Claims {
+				o.Claims[n], _ = policy.ParseClaimType(t) // checked by policyStageConfig
+			}
+			set, err := policy.Parse(sc.Policies)
+			if err != nil {
+				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: %w", name, i, err)
+			}
+			s, err := policy.NewSchema(tools, o)
+			if err != nil {
+				return fmt.Errorf("pipelines.%s.stages[%d].config: %w", name, i, err)
+			}
+			if ps := s.Validate(set); len(ps) > 0 {
+				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: against the catalog: %w", name, i, &policy.ValidationError{Problems: ps})
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+// Package policy is the policy gate: it decides about a tool call with the
+// operator's Cedar policies (docs/POLICY.md). The request it evaluates is
+// principal Caller::"<subject>", action Action::"<tool id>" (in the action
+// groups of its effect class, of destructive tools and of its namespace),
+// resource Server::"<namespace>", and a context holding the call's
+// arguments typed by the tool's input schema, its path arguments cleaned,
+// the tool's effect and annotations and the run's clock. Cedar decides:
+// deny unless a permit applies and no forbid does; an error is never an
+// acceptance.
+package policy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+	cedarpolicy "github.com/gatehost/gatehost/policy"
+	"github.com/gatehost/gatehost/sdk"
+)
+
+// configSchema is the stage config: the policy documents, inline (a config
+// loader may fill them from files, docs/POLICY.md) and the declared types
+// of the principal's claims. No policies permit nothing: every call is
+// rejected (Cedar's default deny).
+const configSchema = `{
+  "type": "object",
+  "properties": {
+    "policies": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["text"],
+        "properties": {
+          "file": {"type": "string", "minLength": 1},
+          "text": {"type": "string", "minLength": 1}
+        },
+        "additionalProperties": false
+      }
+    },
+    "claims": {
+      "type": "object",
+      "additionalProperties": {"enum": ["String", "Long", "Bool", "Set<String>", "Set<Long>"]}
+    }
+  },
+  "additionalProperties": false
+}`
+
+// Gate is the policy gate. It needs the catalog capability.
+var Gate = sdk.Gate{
+	Descriptor: abi.Descriptor{
+		ABIVersion:   abi.MajorVersion,
+		Name:         "policy",
+		Version:      "1.0.0",
+		Description:  "Decides a tool call with the operator's Cedar policies: the caller, the tool's action and groups, its server, and the call's typed arguments, cleaned paths, effect and annotations.",
+		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
+		Capabilities: []string{abi.CapabilityCatalog},
+		ConfigSchema: json.RawMessage(configSchema),
+	},
+	Evaluate: evaluate,
+}
+
+// Config is the stage config.
+type Config struct {
+	Policies []cedarpolicy.Source `json:"policies"`
+	Claims   map[string]string    `json:"claims,omitempty"`
+}
+
+// ConfigError is a stage config the gate cannot use.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return "policy: config: " + e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// NewEngine parses a stage config into an engine.
+func NewEngine(raw json.RawMessage) (*cedarpolicy.Engine, error) {
+	var cfg Config
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	o := cedarpolicy.Options{Claims: map[string]cedarpolicy.ClaimType{}}
+	for name, t := range cfg.Claims {
+		ct, err := cedarpolicy.ParseClaimType(t)
+		if err != nil {
+			return nil, &ConfigError{Err: fmt.Errorf("claims.%s: %w", name, err)}
+		}
+		o.Claims[name] = ct
+	}
+	set, err := cedarpolicy.Parse(cfg.Policies)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	return cedarpolicy.NewEngine(set, o), nil
+}
+
+// engines caches the parsed engine of each config seen, by digest: a
+// module instance serves many requests with the same config.
+var engines struct {
+	sync.Mutex
+	m map[[32]byte]*cedarpolicy.Engine
+}
+
+// maxEngines bounds the cache: configs are few (one per stage).
+const maxEngines = 16
+
+func engineFor(raw json.RawMessage) (*cedarpolicy.Engine, error) {
+	key := sha256.Sum256(raw)
+	engines.Lock()
+	defer engines.Unlock()
+	if e, ok := engines.m[key]; ok {
+		return e, nil
+	}
+	e, err := NewEngine(raw)
+	if err != nil {
+		return nil, err
+	}
+	if engines.m == nil || len(engines.m) >= maxEngines {
+		engines.m = map[[32]byte]*cedarpolicy.Engine{}
+	}
+	engines.m[key] = e
+	return e, nil
+}
+
+func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
+	if req.SubjectKind != abi.SubjectToolCall {
+		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("subject kind %q", req.SubjectKind)), nil
+	}
+	eng, err := engineFor(req.Config)
+	if err != nil {
+		return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
+	}
+	var call abi.ToolCall
+	if err := json.Unmarshal(req.Subject, &call); err != nil {
+		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: decode tool call: %w", err)), nil
+	}
+	if call.Tool == "" {
+		return sdk.Inconclusive(abi.ReasonBadRequest, errors.New("policy: the tool call names no tool")), nil
+	}
+	if call.ParseError != "" {
+		return sdk.Inconclusive(cedarpolicy.CodeArgumentUnrepresentable, errors.New("policy: the call's arguments did not decode")), nil
+	}
+	tool, found, err := sdk.CatalogGet(req.Host, call.Tool)
+	if err != nil {
+		reason := "catalog_unavailable"
+		if errors.Is(err, sdk.ErrCapabilityDenied) {
+			reason = abi.ReasonCapabilityDenied
+		}
+		return sdk.Inconclusive(reason, err), nil
+	}
+	if !found {
+		resp := cedarpolicy.UnknownTool()
+		resp.Evidence = map[string]any{"catalog_generation": req.Context.CatalogGeneration}
+		return resp, nil
+	}
+	now, err := time.Parse(time.RFC3339Nano, req.Context.Now)
+	if err != nil {
+		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: context.now: %w", err)), nil
+	}
+	p, _ := req.Principal()
+	resp := eng.Evaluate(cedarpolicy.Call{Tool: tool, Arguments: call.Parameters, Principal: p, Now: now}).Response()
+	resp.Evidence["tool_id"] = tool.ID
+	resp.Evidence["catalog_generation"] = req.Context.CatalogGeneration
+	return resp, nil
+}

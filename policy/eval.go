@@ -1,0 +1,342 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cedar-policy/cedar-go"
+	"github.com/cedar-policy/cedar-go/types"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/runecut"
+)
+
+// Call is one tool call to decide about.
+type Call struct {
+	// Tool is the called tool's catalog record (its input schema types
+	// the arguments).
+	Tool abi.Tool
+	// Arguments are the call's arguments, a JSON object; empty is {}.
+	Arguments json.RawMessage
+	// Principal is the caller; nil is anonymous.
+	Principal *abi.Principal
+	// Now is the run's clock, context.now.
+	Now time.Time
+}
+
+// Decision is how an evaluation ended.
+type Decision string
+
+// The decisions.
+const (
+	// Allow: some permit applies and no forbid does, and no policy erred.
+	Allow Decision = "allow"
+	// Deny: a forbid applies, or no permit does.
+	Deny Decision = "deny"
+	// Error: the request could not be built, or a policy's evaluation
+	// erred; never an acceptance.
+	Error Decision = "error"
+)
+
+// Hit is a policy that determined the decision.
+type Hit struct {
+	ID      string `json:"id"`
+	Effect  string `json:"effect"`
+	Message string `json:"message,omitempty"`
+	Where   string `json:"where"`
+}
+
+// EvalError is a policy whose evaluation erred (for example an absent
+// attribute read without has), or a request that could not be built
+// (Policy "").
+type EvalError struct {
+	Policy  string `json:"policy,omitempty"`
+	Where   string `json:"where,omitempty"`
+	Message string `json:"message"`
+	// Code is the finding code: policy_error, argument_unrepresentable or
+	// claim_unrepresentable.
+	Code string `json:"code"`
+}
+
+// Result is one evaluation's outcome.
+type Result struct {
+	Decision Decision `json:"decision"`
+	// Determining are the policies that decided: the permits of an Allow,
+	// the forbids of a Deny (none when no permit applied).
+	Determining []Hit       `json:"determining,omitempty"`
+	Errors      []EvalError `json:"errors,omitempty"`
+	Principal   string      `json:"principal"`
+	Action      string      `json:"action"`
+	Resource    string      `json:"resource"`
+}
+
+// Finding codes of the policy gate.
+const (
+	CodeForbid                  = "policy_forbid"
+	CodeNoPermit                = "policy_no_permit"
+	CodePolicyError             = "policy_error"
+	CodeArgumentUnrepresentable = "argument_unrepresentable"
+	CodeClaimUnrepresentable    = "claim_unrepresentable"
+)
+
+// Engine evaluates calls against a policy set. It is safe for concurrent
+// use.
+type Engine struct {
+	set    *Set
+	claims map[string]ClaimType
+	mu     sync.Mutex
+	tools  map[string]ToolSchema // by id + schema digest
+}
+
+// NewEngine returns an engine for set under o.
+func NewEngine(set *Set, o Options) *Engine {
+	return &Engine{set: set, claims: o.claims(), tools: map[string]ToolSchema{}}
+}
+
+// Set returns the engine's policies.
+func (e *Engine) Set() *Set { return e.set }
+
+// maxCachedTools bounds the engine's cache of mapped input schemas.
+const maxCachedTools = 4096
+
+func (e *Engine) tool(t abi.Tool) ToolSchema {
+	key := t.ID + "\x00" + t.SchemaDigest + "\x00" + t.PolicyDigest + "\x00" + t.Effect + "\x00" + fmt.Sprint(t.Hints)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ts, ok := e.tools[key]; ok && t.SchemaDigest != "" {
+		return ts
+	}
+	ts := NewToolSchema(t)
+	if len(e.tools) >= maxCachedTools {
+		clear(e.tools)
+	}
+	e.tools[key] = ts
+	return ts
+}
+
+// RequestError is a call whose request could not be built.
+type RequestError struct {
+	Code string
+	Err  error
+}
+
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Request builds the Cedar request of a call and the entities it needs.
+func (e *Engine) Request(c Call) (cedar.Request, types.EntityMap, error) {
+	ts := e.tool(c.Tool)
+	raw := c.Arguments
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	var args any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		return cedar.Request{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: fmt.Errorf("arguments: %w", err)}
+	}
+	av, err := ts.Arguments.Value(args, "")
+	if err != nil {
+		return cedar.Request{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: err}
+	}
+	argRec := av.(types.Record)
+	h := annotations(c.Tool)
+	tool := types.NewRecord(types.RecordMap{
+		"id": types.String(c.Tool.ID), "name": types.String(c.Tool.Name),
+		"namespace": types.String(namespaceOf(c.Tool.ID)), "effect": types.String(effectOf(c.Tool)),
+		"annotations": types.NewRecord(types.RecordMap{
+			"read_only": types.Boolean(h.ReadOnly), "destructive": types.Boolean(h.Destructive),
+			"idempotent": types.Boolean(h.Idempotent), "open_world": types.Boolean(h.OpenWorld),
+		}),
+	})
+	ctx := types.NewRecord(types.RecordMap{
+		"arguments": argRec,
+		"paths":     pathsValue(ts.Paths, argRec),
+		"tool":      tool,
+		"now":       types.NewDatetime(c.Now.UTC()),
+	})
+	principal, pent, err := e.principal(c.Principal)
+	if err != nil {
+		return cedar.Request{}, nil, err
+	}
+	resource := types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID)))
+	action := types.NewEntityUID(ActionType, types.String(c.Tool.ID))
+	ents := types.EntityMap{
+		principal: pent,
+		resource: {UID: resource, Attributes: types.NewRecord(types.RecordMap{
+			"name": types.String(namespaceOf(c.Tool.ID)), "source": types.String(c.Tool.Source), "provenance": types.String(c.Tool.Provenance),
+		})},
+	}
+	var parents []types.EntityUID
+	for _, g := range ts.Groups {
+		gu := types.NewEntityUID(ActionType, types.String(g))
+		parents = append(parents, gu)
+		ents[gu] = types.Entity{UID: gu}
+	}
+	ents[action] = types.Entity{UID: action, Parents: types.NewEntityUIDSet(parents...)}
+	return cedar.Request{Principal: principal, Action: action, Resource: resource, Context: ctx}, ents, nil
+}
+
+func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, error) {
+	if p == nil {
+		uid := types.NewEntityUID(PrincipalType, "")
+		return uid, types.Entity{UID: uid, Attributes: types.NewRecord(types.RecordMap{
+			"authenticated": types.False, "method": types.String(""), "issuer": types.String(""), "subject": types.String(""),
+			"claims": types.NewRecord(nil),
+		})}, nil
+	}
+	claims := types.RecordMap{}
+	for _, name := range sortedKeys(e.claims) { // the first bad claim, always the same
+		ct := e.claims[name]
+		v, ok := p.Claims[name]
+		if !ok || v == nil {
+			continue
+		}
+		cv, err := claimValue(ct, v)
+		if err != nil {
+			return types.EntityUID{}, types.Entity{}, &RequestError{Code: CodeClaimUnrepresentable, Err: fmt.Errorf("claim %s: %w", name, err)}
+		}
+		claims[types.String(name)] = cv
+	}
+	uid := types.NewEntityUID(PrincipalType, types.String(p.Subject))
+	return uid, types.Entity{UID: uid, Attributes: types.NewRecord(types.RecordMap{
+		"authenticated": types.True, "method": types.String(p.Method), "issuer": types.String(p.Issuer),
+		"subject": types.String(p.Subject), "claims": types.NewRecord(claims),
+	})}, nil
+}
+
+// claimValue converts a claim (decoded JSON: numbers float64 or
+// json.Number) to its declared type. A single string or number where a
+// set is declared is a set of one.
+func claimValue(ct ClaimType, v any) (types.Value, error) {
+	t := claimType(ct)
+	number := func(x any) any {
+		if f, ok := x.(float64); ok {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+		return x
+	}
+	v = number(v)
+	if a, ok := v.([]any); ok {
+		c := make([]any, len(a)) // the principal's claims are the caller's: not changed
+		for i, x := range a {
+			c[i] = number(x)
+		}
+		v = c
+	}
+	if t.Kind == KindSet {
+		if _, ok := v.([]any); !ok {
+			v = []any{v}
+		}
+	}
+	return t.Value(v, "")
+}
+
+// Evaluate decides about one call. A request that cannot be built, or a
+// policy that errs, is Decision Error: never Allow.
+func (e *Engine) Evaluate(c Call) Result {
+	req, ents, err := e.Request(c)
+	res := Result{Action: types.NewEntityUID(ActionType, types.String(c.Tool.ID)).String(),
+		Resource: types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID))).String()}
+	subject := ""
+	if c.Principal != nil {
+		subject = c.Principal.Subject
+	}
+	res.Principal = types.NewEntityUID(PrincipalType, types.String(subject)).String()
+	if err != nil {
+		code := CodeArgumentUnrepresentable
+		var re *RequestError
+		if errors.As(err, &re) {
+			code = re.Code
+		}
+		res.Decision = Error
+		res.Errors = []EvalError{{Code: code, Message: err.Error()}}
+		return res
+	}
+	dec, diag := e.set.ps.IsAuthorized(ents, req)
+	for _, de := range diag.Errors {
+		ee := EvalError{Policy: string(de.PolicyID), Message: de.Message, Code: CodePolicyError}
+		if p, ok := e.set.Get(string(de.PolicyID)); ok {
+			ee.Where = p.Where()
+		}
+		res.Errors = append(res.Errors, ee)
+	}
+	for _, r := range diag.Reasons {
+		p, _ := e.set.Get(string(r.PolicyID))
+		res.Determining = append(res.Determining, Hit{ID: p.ID, Effect: p.Effect, Message: p.Message, Where: p.Where()})
+	}
+	sort.Slice(res.Determining, func(i, j int) bool { return res.Determining[i].ID < res.Determining[j].ID })
+	sort.SliceStable(res.Errors, func(i, j int) bool { return res.Errors[i].Policy < res.Errors[j].Policy })
+	switch {
+	case len(res.Errors) > 0:
+		res.Decision = Error
+	case dec == cedar.Allow:
+		res.Decision = Allow
+	default:
+		res.Decision = Deny
+	}
+	return res
+}
+
+// IDs lists the determining policies' ids.
+func (r Result) IDs() []string {
+	out := make([]string, len(r.Determining))
+	for i, h := range r.Determining {
+		out[i] = h.ID
+	}
+	return out
+}
+
+// Response is the gate's answer for a result: accepted for Allow,
+// rejected with a blocking finding per determining forbid (or one
+// policy_no_permit) for Deny, inconclusive with a blocking finding per
+// error for Error.
+func (r Result) Response() abi.Response {
+	ev := map[string]any{"principal": r.Principal, "action": r.Action, "resource": r.Resource, "decision": string(r.Decision)}
+	if len(r.Determining) > 0 {
+		ev["policies"] = r.IDs()
+	}
+	switch r.Decision {
+	case Allow:
+		return abi.Response{Verdict: abi.Accepted, Basis: "policy_permit", Evidence: ev}
+	case Deny:
+		var fs []abi.Finding
+		for _, h := range r.Determining {
+			msg := h.Message
+			if msg == "" {
+				msg = fmt.Sprintf("forbidden by policy %s", h.ID)
+			}
+			fs = append(fs, abi.Finding{Code: CodeForbid, Severity: abi.Blocking, Tier: abi.DecisionProcedure, Message: msg,
+				Details: map[string]any{"policy": h.ID, "where": h.Where}})
+		}
+		if len(fs) == 0 {
+			fs = []abi.Finding{{Code: CodeNoPermit, Severity: abi.Blocking, Tier: abi.DecisionProcedure,
+				Message: fmt.Sprintf("no policy permits %s for %s on %s", r.Action, r.Principal, r.Resource)}}
+		}
+		return abi.Response{Verdict: abi.Rejected, Findings: fs, Evidence: ev}
+	}
+	var fs []abi.Finding
+	for _, e := range r.Errors {
+		d := map[string]any{}
+		if e.Policy != "" {
+			d["policy"] = e.Policy
+			d["where"] = e.Where
+		}
+		fs = append(fs, abi.Finding{Code: e.Code, Severity: abi.Blocking, Tier: abi.DecisionProcedure, Message: cutText(e.Message), Details: d})
+	}
+	reason := CodePolicyError
+	if len(r.Errors) > 0 {
+		reason = r.Errors[0].Code
+	}
+	return abi.Response{Verdict: abi.Inconclusive, Reason: reason, Findings: fs, Evidence: ev}
+}
+
+func cutText(s string) string { return runecut.Cut(strings.ToValidUTF8(s, "\uFFFD"), 512, "…") }

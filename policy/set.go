@@ -1,0 +1,133 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cedar-policy/cedar-go"
+	"github.com/cedar-policy/cedar-go/types"
+)
+
+// Source is one Cedar policy document: its text and the name it is
+// reported by (a file name; "" is "policy").
+type Source struct {
+	File string `json:"file,omitempty"`
+	Text string `json:"text"`
+}
+
+// Policy is one parsed policy statement.
+type Policy struct {
+	// ID is the policy's @id annotation, or FILE:LINE:COLUMN without one.
+	ID string
+	// Message is its @message annotation: what a finding says when the
+	// policy decides.
+	Message string
+	// Effect is "permit" or "forbid".
+	Effect string
+	File   string
+	Line   int
+	Column int
+
+	cedar *cedar.Policy
+	src   int // index into Set.sources
+	start int // byte offset of the statement in its source
+	end   int // byte offset where the next statement starts
+}
+
+// Set is a parsed set of policies with unique ids.
+type Set struct {
+	Policies []Policy
+	byID     map[string]int
+	ps       *cedar.PolicySet
+	sources  []Source
+}
+
+// ParseError is a policy document Cedar could not parse.
+type ParseError struct {
+	File string
+	Err  error
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s: %v", e.File, e.Err) }
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// DuplicateIDError is two policies with the same @id.
+type DuplicateIDError struct {
+	ID          string
+	First, Then string // FILE:LINE:COLUMN of each
+}
+
+func (e *DuplicateIDError) Error() string {
+	return fmt.Sprintf("%s: policy id %q is also the id of the policy at %s", e.Then, e.ID, e.First)
+}
+
+func fileOf(s Source) string {
+	if s.File == "" {
+		return "policy"
+	}
+	return s.File
+}
+
+// Parse parses Cedar policy documents into one set. An empty set is
+// valid: it permits nothing (Cedar's default deny).
+func Parse(srcs []Source) (*Set, error) {
+	s := &Set{byID: map[string]int{}, ps: cedar.NewPolicySet(), sources: srcs}
+	for si, src := range srcs {
+		file := fileOf(src)
+		list, err := cedar.NewPolicyListFromBytes(file, []byte(src.Text))
+		if err != nil {
+			return nil, &ParseError{File: file, Err: err}
+		}
+		for i, p := range list {
+			pos := p.Position()
+			pol := Policy{File: file, Line: pos.Line, Column: pos.Column, cedar: p, src: si, start: pos.Offset, end: len(src.Text)}
+			if i+1 < len(list) {
+				pol.end = list[i+1].Position().Offset
+			}
+			pol.Effect = "permit"
+			if p.Effect() == cedar.Forbid {
+				pol.Effect = "forbid"
+			}
+			ann := p.Annotations()
+			pol.ID = string(ann[types.Ident("id")])
+			pol.Message = string(ann[types.Ident("message")])
+			if pol.ID == "" {
+				pol.ID = pol.Where()
+			}
+			if j, dup := s.byID[pol.ID]; dup {
+				return nil, &DuplicateIDError{ID: pol.ID, First: s.Policies[j].Where(), Then: pol.Where()}
+			}
+			s.byID[pol.ID] = len(s.Policies)
+			s.Policies = append(s.Policies, pol)
+			s.ps.Add(cedar.PolicyID(pol.ID), p)
+		}
+	}
+	return s, nil
+}
+
+// Where is FILE:LINE:COLUMN of the statement.
+func (p Policy) Where() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column) }
+
+// Get returns the policy with the id.
+func (s *Set) Get(id string) (Policy, bool) {
+	i, ok := s.byID[id]
+	if !ok {
+		return Policy{}, false
+	}
+	return s.Policies[i], true
+}
+
+// text is the statement's source text and the offset it starts at.
+func (s *Set) text(p Policy) (string, int) {
+	t := s.sources[p.src].Text
+	return t[p.start:min(p.end, len(t))], p.start
+}
+
+// position turns a byte offset of source src into a line and column
+// (columns count runes, from 1).
+func (s *Set) position(src, off int) (line, col int) {
+	t := s.sources[src].Text[:off]
+	line = strings.Count(t, "\n") + 1
+	col = len([]rune(t[strings.LastIndexByte(t, '\n')+1:])) + 1
+	return line, col
+}

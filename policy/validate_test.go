@@ -1,0 +1,99 @@
+package policy_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/policy"
+)
+
+// TestValidateNames: a policy naming a tool, argument, attribute or claim
+// that does not exist, or comparing a string with a number, is refused at
+// the name's file:line:column with the nearest real name.
+func TestValidateNames(t *testing.T) {
+	tools, _ := githubTools(t)
+	s, err := policy.NewSchema(tools, githubClaims)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, text string
+		want       policy.Problem // File, Policy are checked as test.cedar, p
+	}{
+		{"a misspelled tool id", `@id("p") permit(principal, action == Action::"mcp.github:merge_pul_request", resource);`,
+			policy.Problem{Line: 1, Column: 47, Kind: policy.KindTool, Name: "mcp.github:merge_pul_request", Suggestion: "mcp.github:merge_pull_request"}},
+		{"a wire name where the id is wanted", `@id("p") permit(principal, action == Action::"merge_pull_request", resource);`,
+			policy.Problem{Line: 1, Column: 47, Kind: policy.KindTool, Name: "merge_pull_request", Suggestion: "mcp.github:merge_pull_request"}},
+		{"a misspelled action group", `@id("p") permit(principal, action in Action::"read_onyl", resource);`,
+			policy.Problem{Line: 1, Column: 47, Kind: policy.KindTool, Name: "read_onyl", Suggestion: "read_only"}},
+		{"a misspelled argument", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.arguments.merge_methd == \"squash\" };",
+			policy.Problem{Line: 3, Column: 26, Kind: policy.KindArgument, Name: "merge_methd", Suggestion: "merge_method"}},
+		{"a misspelled argument tested with has", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.arguments has merge_methd };",
+			policy.Problem{Line: 3, Column: 30, Kind: policy.KindArgument, Name: "merge_methd", Suggestion: "merge_method"}},
+		{"a misspelled path argument", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.paths has path };",
+			policy.Problem{Line: 3, Column: 26, Kind: policy.KindArgument, Name: "path"}},
+		{"a misspelled context attribute", "@id(\"p\") permit(principal, action, resource) when { context.tool.efect == \"read_only\" };",
+			policy.Problem{Line: 1, Column: 66, Kind: policy.KindAttribute, Name: "efect", Suggestion: "effect"}},
+		{"a misspelled annotation", "@id(\"p\") permit(principal, action, resource) when { context.tool.annotations.destructiv };",
+			policy.Problem{Line: 1, Column: 78, Kind: policy.KindAttribute, Name: "destructiv", Suggestion: "destructive"}},
+		{"a misspelled principal attribute", "@id(\"p\") permit(principal, action, resource) when { principal.sbject == \"alice\" };",
+			policy.Problem{Line: 1, Column: 63, Kind: policy.KindAttribute, Name: "sbject", Suggestion: "subject"}},
+		{"a misspelled resource attribute", "@id(\"p\") permit(principal, action, resource) when { resource.nme == \"x\" };",
+			policy.Problem{Line: 1, Column: 62, Kind: policy.KindAttribute, Name: "nme", Suggestion: "name"}},
+		{"an undeclared claim", "@id(\"p\") permit(principal, action, resource) when { principal.claims has rolez && principal.claims.rolez.contains(\"x\") };",
+			policy.Problem{Line: 1, Column: 74, Kind: policy.KindClaim, Name: "rolez", Suggestion: "roles"}},
+		{"a claim read without has", "@id(\"p\") permit(principal, action, resource) when { principal.claims.group == \"x\" };",
+			policy.Problem{Line: 1, Column: 70, Kind: policy.KindClaim, Name: "group"}},
+		{"a string compared with a number", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.arguments.owner < 3 };",
+			policy.Problem{Line: 3, Column: 1, Kind: policy.KindType}},
+		{"an optional argument read without has", "@id(\"p\")\npermit(principal, action == Action::\"mcp.github:merge_pull_request\", resource)\nwhen { context.arguments.merge_method == \"squash\" };",
+			policy.Problem{Line: 3, Column: 26, Kind: policy.KindType}},
+		{"an unknown entity type", `@id("p") permit(principal is User, action, resource);`,
+			policy.Problem{Line: 1, Column: 30, Kind: policy.KindEntity, Name: "User"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := s.Validate(mustSet(t, tc.text))
+			require.NotEmpty(t, ps)
+			got := ps[0]
+			t.Log(got)
+			assert.Equal(t, "test.cedar", got.File)
+			assert.Equal(t, "p", got.Policy)
+			assert.Equal(t, tc.want.Kind, got.Kind)
+			assert.Equal(t, tc.want.Name, got.Name)
+			assert.Equal(t, tc.want.Suggestion, got.Suggestion)
+			assert.Equal(t, [2]int{tc.want.Line, tc.want.Column}, [2]int{got.Line, got.Column}, "line and column")
+		})
+	}
+}
+
+func TestValidateAcceptsTheExamples(t *testing.T) {
+	tools, _ := githubTools(t)
+	s, err := policy.NewSchema(tools, githubClaims)
+	require.NoError(t, err)
+	set := mustSet(t, `
+@id("ok") permit(principal, action in Action::"mcp.github:*", resource == Server::"mcp.github")
+when {
+  principal.authenticated && principal.claims has roles && principal.claims.roles.contains("x") &&
+  context.tool.annotations.read_only && context.tool.effect == "read_only" &&
+  context.now < datetime("2030-01-01T00:00:00Z") && resource.provenance like "mcp_*"
+};
+@id("args") forbid(principal, action == Action::"mcp.github:merge_pull_request", resource)
+when { context.arguments.pullNumber.greaterThan(decimal("100.0")) && context.arguments.owner == "o" };`)
+	assert.Empty(t, s.Validate(set))
+}
+
+func TestParseErrors(t *testing.T) {
+	_, err := policy.Parse([]policy.Source{{File: "a.cedar", Text: `permit(principal, action, resource`}})
+	var pe *policy.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "a.cedar", pe.File)
+
+	_, err = policy.Parse([]policy.Source{{File: "a.cedar", Text: "@id(\"x\") permit(principal, action, resource);\n@id(\"x\") forbid(principal, action, resource);"}})
+	var de *policy.DuplicateIDError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "a.cedar:2:1: policy id \"x\" is also the id of the policy at a.cedar:1:1", err.Error())
+
+	set, err := policy.Parse([]policy.Source{{File: "a.cedar", Text: "\n  permit(principal, action, resource);"}})
+	require.NoError(t, err)
+	assert.Equal(t, "a.cedar:2:3", set.Policies[0].ID, "without @id a policy is named by its place")
+}
