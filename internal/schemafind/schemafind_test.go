@@ -16,23 +16,6 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-func TestPointerTokens(t *testing.T) {
-	for raw, esc := range map[string]string{
-		"plain": "plain",
-		"a/b":   "a~1b",
-		"m~n":   "m~0n",
-		"~1":    "~01", // "~" first, or "~1" would come back as "/"
-		"/~":    "~1~0",
-		"":      "",
-	} {
-		assert.Equal(t, esc, escapePointerToken(raw), raw)
-		assert.Equal(t, raw, unescapePointerToken(esc), esc)
-	}
-	// The validator's locations are URL-path-escaped on top.
-	assert.Equal(t, "", instancePointer(""))
-	assert.Equal(t, "/a~1b/0/x y/~01", instancePointer("/a~1b/0/x%20y/~01"))
-}
-
 func TestKeywordOf(t *testing.T) {
 	for loc, want := range map[string]string{
 		"":                            "",
