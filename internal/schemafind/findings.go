@@ -184,11 +184,12 @@ func (w *walker) leaf(ve *jsonschema.ValidationError, inst []string, kwLoc strin
 		}
 	case *kind.AdditionalItems:
 		// The array's length is the value's, which the kind does not hold.
-		n := 0
-		if a, ok := Lookup(w.value, inst).([]any); ok {
-			n = len(a)
+		a, ok := Lookup(w.value, inst).([]any)
+		if !ok || len(a) < k.Count {
+			add("additionalItems", fmt.Sprintf("%d additional items not allowed", k.Count))
+			break
 		}
-		add("additionalItems", fmt.Sprintf("only %d items are allowed, but found %d items", n-k.Count, n))
+		add("additionalItems", fmt.Sprintf("only %d items are allowed, but found %d items", len(a)-k.Count, len(a)))
 	default:
 		kw := keywordOfKind(ve.ErrorKind, kwLoc)
 		add(kw, message(ve.ErrorKind, kw))

@@ -127,3 +127,31 @@ func TestRefCycleIsValidatorError(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrValidator)
 }
+
+// Explain: a value that does not match is a one-line *ValidationError
+// naming the first violation; an error that is not the validator's wraps
+// ErrValidator.
+func TestExplain(t *testing.T) {
+	s, err := compile([]byte(`{"properties":{"a":{"type":"string"},"b":{"minimum":1}}}`))
+	require.NoError(t, err)
+	v := map[string]any{"a": json.Number("1"), "b": json.Number("0")}
+	err = Explain(s.Location, v, s.Validate(v))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, ve.Violations, 2)
+	assert.Equal(t, []string{"a"}, ve.Violations[0].Instance)
+	assert.Equal(t, `does not match schema https://schemas.gatehost.invalid/tool.json: at "/a": type: expected string, but got number (and 1 more)`, err.Error())
+
+	_, err = Violations(nil, assert.AnError)
+	assert.ErrorIs(t, err, ErrValidator)
+}
+
+// Without the value, an additionalItems violation is worded from its count.
+func TestAdditionalItemsWithoutValue(t *testing.T) {
+	s, err := compile([]byte(`{` + draft7 + `"items":[{}],"additionalItems":false}`))
+	require.NoError(t, err)
+	vs, err := Violations(nil, s.Validate([]any{1.0, 2.0, 3.0}))
+	require.NoError(t, err)
+	require.Len(t, vs, 1)
+	assert.Equal(t, "2 additional items not allowed", vs[0].Message)
+}

@@ -159,9 +159,9 @@ func Key(digest string, raw []byte) string {
 
 // Validate answers schema.validate for value against s. Numbers no tool can
 // receive are reported first, and then the value is not validated further
-// (see numbers.go); otherwise the violations are the validator's leaves as
-// collect words them, sorted by pointer, keyword and message, compacted,
-// and cut at abi.MaxSchemaFindings. Errors wrap ErrBadValue, ErrCompile or
+// (see numbers.go); otherwise the findings are those of Violations, sorted
+// by pointer, keyword and message, compacted, and cut at
+// abi.MaxSchemaFindings. Errors wrap ErrBadValue, ErrCompile or
 // ErrValidator; none is an answer a gate may accept on.
 func (c *Cache) Validate(s Schema, value json.RawMessage) (abi.SchemaValidateAnswer, error) {
 	a := abi.SchemaValidateAnswer{Found: true, SchemaDigest: s.Digest}
