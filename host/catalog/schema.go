@@ -1,10 +1,7 @@
 package catalog
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gatehost/gatehost/internal/oneline"
 	"github.com/gatehost/gatehost/internal/schemac"
@@ -51,10 +48,5 @@ func compileSchema(raw []byte) (err error) {
 		}
 	}()
 	_, err = schemac.Compile("tool.schema.json", raw)
-	var se *jsonschema.SchemaValidationError
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &se) && errors.As(se.Err, &ve) {
-		return schemafind.Explain(ve.SchemaURL, nil, ve)
-	}
-	return err
+	return schemafind.CompileError(err)
 }

@@ -118,9 +118,21 @@ func compile(raw []byte) (s *jsonschema.Schema, err error) {
 	// only anchors relative references, which the compiler then refuses.
 	s, err = schemac.Compile("https://schemas.gatehost.invalid/tool.json", raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCompile, err)
+		return nil, fmt.Errorf("%w: %w", ErrCompile, CompileError(err))
 	}
 	return s, nil
+}
+
+// CompileError returns err, an error of schemac, in one line: a schema
+// that is not valid against its metaschema as a *ValidationError of the
+// metaschema (Explain), any other error as it is.
+func CompileError(err error) error {
+	var se *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &se) && errors.As(se.Err, &ve) {
+		return Explain(ve.SchemaURL, nil, ve)
+	}
+	return err
 }
 
 // Schema names the schema a request resolved to.
