@@ -10,37 +10,35 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
-
 	"github.com/gatehost/gatehost/internal/jsonptr"
+	"github.com/gatehost/gatehost/internal/schemafind"
 )
 
 // configSchemaError turns a stage config's failure against its gate's config
 // schema into a *ConfigError wrapping ErrStageConfig, in the operator's
-// terms: the key path of the first offending value below field, and for a
-// key the schema does not allow (additionalProperties false), the keys it
-// does accept, read from the schema's properties. doc is the decoded config
+// terms: the key path of the first offending value below field (the first
+// violation, in schemafind.Violations' order), and for a key the schema
+// does not allow (additionalProperties false), the keys it does accept,
+// read from the schema's properties. doc is the decoded config
 // (abischema.Decode), schema the descriptor's config_schema.
 func configSchemaError(field string, schema json.RawMessage, doc any, err error) *ConfigError {
-	var ve *jsonschema.ValidationError
+	var ve *schemafind.ValidationError
 	if !errors.As(err, &ve) {
 		return &ConfigError{Field: field, Reason: "rejected by the gate's config schema", Err: fmt.Errorf("%w: %w", ErrStageConfig, err)}
 	}
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	path, node := instancePath(doc, ve.InstanceLocation)
-	ce := &ConfigError{Field: field + path, Reason: ve.Message, Err: ErrStageConfig}
-	_, kw, _ := strings.Cut(ve.AbsoluteKeywordLocation, "#")
-	parent, ok := strings.CutSuffix(kw, "/additionalProperties")
+	v := ve.Violations[0]
+	path, node := instancePath(doc, v.Instance)
+	ce := &ConfigError{Field: field + path, Reason: v.Message, Err: ErrStageConfig}
 	obj, isObj := node.(map[string]any)
-	if !ok || !isObj {
+	if v.Keyword != "additionalProperties" || !isObj {
 		return ce
 	}
 	var s map[string]any
 	if json.Unmarshal(schema, &s) != nil {
 		return ce
 	}
+	// The violation's schema is the one holding additionalProperties.
+	_, parent, _ := strings.Cut(v.SchemaURL, "#")
 	sub, _ := schemaAt(s, parent).(map[string]any)
 	props, _ := sub["properties"].(map[string]any)
 	if sub == nil || sub["patternProperties"] != nil {
@@ -67,12 +65,12 @@ func configSchemaError(field string, schema json.RawMessage, doc any, err error)
 	return ce
 }
 
-// instancePath follows a JSON pointer (RFC 6901) into doc and returns it as a
-// key path (".a[0].b") and the value it names.
-func instancePath(doc any, pointer string) (string, any) {
+// instancePath follows reference tokens into doc and returns them as a key
+// path (".a[0].b") and the value they name.
+func instancePath(doc any, toks []string) (string, any) {
 	var b strings.Builder
 	node := doc
-	for _, tok := range splitPointer(pointer) {
+	for _, tok := range toks {
 		switch n := node.(type) {
 		case []any:
 			i, err := strconv.Atoi(tok)
@@ -91,34 +89,21 @@ func instancePath(doc any, pointer string) (string, any) {
 	return b.String(), node
 }
 
-// schemaAt follows a JSON pointer into a decoded schema document.
-func schemaAt(doc any, pointer string) any {
-	node := doc
-	for _, tok := range splitPointer(pointer) {
-		switch n := node.(type) {
-		case map[string]any:
-			node = n[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(n) {
-				return nil
-			}
-			node = n[i]
-		default:
-			return nil
-		}
-	}
-	return node
+// schemaAt follows a URL fragment holding a JSON pointer into a decoded
+// schema document.
+func schemaAt(doc any, fragment string) any {
+	return schemafind.Lookup(doc, splitPointer(fragment))
 }
 
-// splitPointer splits a JSON pointer into its unescaped reference tokens.
+// splitPointer splits a URL fragment holding a JSON pointer (a schema
+// location's) into its unescaped reference tokens.
 func splitPointer(p string) []string {
 	if p == "" {
 		return nil
 	}
 	toks := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, t := range toks {
-		if u, err := url.PathUnescape(t); err == nil { // the validator path-escapes tokens
+		if u, err := url.PathUnescape(t); err == nil { // a fragment is URL-escaped (RFC 6901 §6)
 			t = u
 		}
 		toks[i], _ = jsonptr.Unescape(t) // a stray "~" is kept as is

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
-
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/abischema"
 	"github.com/gatehost/gatehost/internal/ijson"
 	"github.com/gatehost/gatehost/internal/runecut"
+	"github.com/gatehost/gatehost/internal/schemafind"
 )
 
 // CodeUndecodableArguments is the code of the host's own blocking finding
@@ -223,15 +222,13 @@ func validateSubject(kind abi.SubjectKind, subject []byte, maxBytes int) (any, e
 	return v, nil
 }
 
-// schemaPointer is the JSON Pointer of the first innermost cause of a
-// schema validation error, or "" when it has none.
+// schemaPointer is the JSON Pointer of the first violation of a schema
+// validation error (in schemafind.Violations' order), or "" when it has
+// none.
 func schemaPointer(err error) string {
-	var ve *jsonschema.ValidationError
+	var ve *schemafind.ValidationError
 	if !errors.As(err, &ve) {
 		return ""
 	}
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	return ve.InstanceLocation
+	return ve.Violations[0].Pointer
 }

@@ -1,13 +1,11 @@
 package catalog
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/gatehost/gatehost/internal/oneline"
 	"github.com/gatehost/gatehost/internal/schemac"
+	"github.com/gatehost/gatehost/internal/schemafind"
 )
 
 // SchemaError is a tool whose input schema does not compile as gates
@@ -40,7 +38,9 @@ func CheckSchemas(tools []Tool) error {
 }
 
 // compileSchema compiles one self-contained schema. The compiler panics on
-// some malformed schemas; that is a reason like any other.
+// some malformed schemas; that is a reason like any other. A schema that is
+// not valid against its metaschema is reported as a value that does not
+// match a schema: the metaschema, at the first violation.
 func compileSchema(raw []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -48,9 +48,5 @@ func compileSchema(raw []byte) (err error) {
 		}
 	}()
 	_, err = schemac.Compile("tool.schema.json", raw)
-	var se *jsonschema.SchemaError
-	if errors.As(err, &se) && se.Err != nil {
-		return se.Err
-	}
-	return err
+	return schemafind.CompileError(err)
 }

@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
-
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/schemafind"
 )
 
 // The members encoding/json reads into each abi struct, from their tags, so
@@ -80,26 +79,22 @@ func decodeNumbers(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// schemaError reports the first innermost cause of a validation failure.
+// schemaError reports the first violation of a validation failure, in
+// schemafind.Violations' order.
 func schemaError(err error, l loc) error {
-	var ve *jsonschema.ValidationError
+	var ve *schemafind.ValidationError
 	if !errors.As(err, &ve) {
 		return l.errorf(nil, "schema validation: %v", err)
 	}
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	l.ptr = ve.InstanceLocation
+	v := ve.Violations[0]
+	l.ptr = v.Pointer
 	// /actions/N/... is about action N.
-	if rest, ok := strings.CutPrefix(ve.InstanceLocation, "/actions/"); ok {
-		n, _, _ := strings.Cut(rest, "/")
-		if i, err := strconv.Atoi(n); err == nil {
+	if len(v.Instance) >= 2 && v.Instance[0] == "actions" {
+		if i, err := strconv.Atoi(v.Instance[1]); err == nil {
 			l.index = i
 		}
 	}
-	// The schema library's error type stays out of the chain: it is not part
-	// of this package's API.
-	return l.errorf(nil, "%s", ve.Message)
+	return l.errorf(nil, "%s", v.Message)
 }
 
 // checkNativeFold applies checkFold to every object encoding/json decodes

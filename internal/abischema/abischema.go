@@ -11,10 +11,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/schemac"
+	"github.com/gatehost/gatehost/internal/schemafind"
 )
 
 var (
@@ -82,14 +83,19 @@ func ValidateValue(name string, v any) error {
 
 // SafeValidate runs s.Validate(v) and turns a panic of the validator into an
 // error: the documents it checks come from agents and gates, and no input may
-// take the host down.
+// take the host down. A document that does not match is a
+// *schemafind.ValidationError, a failure of the validator an error wrapping
+// schemafind.ErrValidator.
 func SafeValidate(s *jsonschema.Schema, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("schema validator failed: %v", p)
 		}
 	}()
-	return s.Validate(v)
+	if err = s.Validate(v); err == nil {
+		return nil
+	}
+	return schemafind.Explain(s.Location, v, err)
 }
 
 // Decode decodes JSON the way the validator expects: numbers as json.Number,
@@ -113,7 +119,7 @@ func Decode(doc []byte) (any, error) {
 
 // maxNumberLen caps a number literal's length. The validator turns numbers
 // into big rationals: a literal like 1e9999999 costs it seconds or makes it
-// panic (santhosh-tekuri/jsonschema/v5 dereferences a nil *big.Rat), so
+// panic (the validator dereferences a nil *big.Rat), so
 // numbers are bounded here, before any schema sees them.
 const maxNumberLen = 64
 

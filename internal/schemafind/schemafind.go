@@ -17,7 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/schemac"
@@ -118,9 +118,21 @@ func compile(raw []byte) (s *jsonschema.Schema, err error) {
 	// only anchors relative references, which the compiler then refuses.
 	s, err = schemac.Compile("https://schemas.gatehost.invalid/tool.json", raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCompile, err)
+		return nil, fmt.Errorf("%w: %w", ErrCompile, CompileError(err))
 	}
 	return s, nil
+}
+
+// CompileError returns err, an error of schemac, in one line: a schema
+// that is not valid against its metaschema as a *ValidationError of the
+// metaschema (Explain), any other error as it is.
+func CompileError(err error) error {
+	var se *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &se) && errors.As(se.Err, &ve) {
+		return Explain(ve.SchemaURL, nil, ve)
+	}
+	return err
 }
 
 // Schema names the schema a request resolved to.
@@ -159,9 +171,9 @@ func Key(digest string, raw []byte) string {
 
 // Validate answers schema.validate for value against s. Numbers no tool can
 // receive are reported first, and then the value is not validated further
-// (see numbers.go); otherwise the violations are the validator's leaves as
-// collect words them, sorted by pointer, keyword and message, compacted,
-// and cut at abi.MaxSchemaFindings. Errors wrap ErrBadValue, ErrCompile or
+// (see numbers.go); otherwise the findings are those of Violations, sorted
+// by pointer, keyword and message, compacted, and cut at
+// abi.MaxSchemaFindings. Errors wrap ErrBadValue, ErrCompile or
 // ErrValidator; none is an answer a gate may accept on.
 func (c *Cache) Validate(s Schema, value json.RawMessage) (abi.SchemaValidateAnswer, error) {
 	a := abi.SchemaValidateAnswer{Found: true, SchemaDigest: s.Digest}

@@ -1,6 +1,7 @@
 package schemafind
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,24 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
-
-func TestPointerTokens(t *testing.T) {
-	for raw, esc := range map[string]string{
-		"plain": "plain",
-		"a/b":   "a~1b",
-		"m~n":   "m~0n",
-		"~1":    "~01", // "~" first, or "~1" would come back as "/"
-		"/~":    "~1~0",
-		"":      "",
-	} {
-		assert.Equal(t, esc, escapePointerToken(raw), raw)
-		assert.Equal(t, raw, unescapePointerToken(esc), esc)
-	}
-	// The validator's locations are URL-path-escaped on top.
-	assert.Equal(t, "", instancePointer(""))
-	assert.Equal(t, "/a~1b/0/x y/~01", instancePointer("/a~1b/0/x%20y/~01"))
-}
 
 func TestKeywordOf(t *testing.T) {
 	for loc, want := range map[string]string{
@@ -149,6 +134,14 @@ func TestMessagesDoNotEchoValues(t *testing.T) {
 		{"minContains", `{"contains":{"const":1},"minContains":2}`, `["` + secret + `"]`},
 		{"anyOf", `{"anyOf":[{"type":"integer"},{"maxLength":1}]}`, `"` + secret + `"`},
 		{"oneOf", `{"oneOf":[{"type":"integer"},{"maxLength":1}]}`, `"` + secret + `"`},
+		{"pattern", `{"pattern":"^[0-9]+$"}`, `"` + secret + `"`},
+		{"maxLength", `{"maxLength":3}`, `"` + secret + `"`},
+		{"not", `{"not":{"type":"string"}}`, `"` + secret + `"`},
+		{"type", `{"type":"integer"}`, `7.77`},
+		{"maximum", `{"maximum":1}`, `7.77`},
+		{"exclusiveMinimum", `{"exclusiveMinimum":10}`, `7.77`},
+		{"uniqueItems", `{"uniqueItems":true}`, `["` + secret + `","` + secret + `"]`},
+		{"required", `{"required":["a"]}`, `{"b":"` + secret + `"}`},
 	} {
 		a, err := c.Validate(schemaOf(tc.schema), json.RawMessage(tc.value))
 		require.NoError(t, err, tc.keyword)
@@ -233,21 +226,48 @@ func TestKey(t *testing.T) {
 }
 
 // FuzzValidate: whatever the value bytes, Validate answers or refuses with
-// ErrBadValue; it never panics, and an answer is consistent.
+// ErrBadValue; it never panics, and an answer is consistent: findings in
+// order, once each, each with a keyword, a message and a pointer that is
+// RFC 6901 syntax.
 func FuzzValidate(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":"x","n":1}`, `{"n":1e999}`, `[` + strings.Repeat("[", 100), `{"a":"\ud800"}`, `null`, `{"n":-0.0e-400}`} {
+	for _, s := range []string{`{}`, `{"a":"x","n":1}`, `{"n":1e999}`, `[` + strings.Repeat("[", 100), `{"a":"\ud800"}`, `null`, `{"n":-0.0e-400}`,
+		`{"a":"a@b.c","n":3,"l":["x",-1,{}],"t":true}`, `{"a/b~":1,"é":[1,1],"k":{"":null}}`, `{"d":1,"n":"3","o":{"x":1,"y":2}}`} {
 		f.Add([]byte(s))
 	}
-	s := schemaOf(`{"type":"object","properties":{"a":{"type":"string","format":"email"},"n":{"type":"integer","multipleOf":3},"l":{"type":"array","items":{"anyOf":[{"type":"string"},{"minimum":0}]}}},"additionalProperties":{"type":"boolean"}}`)
+	schemas := []Schema{
+		schemaOf(`{"type":"object","properties":{"a":{"type":"string","format":"email"},"n":{"type":"integer","multipleOf":3},"l":{"type":"array","items":{"anyOf":[{"type":"string"},{"minimum":0}]}}},"additionalProperties":{"type":"boolean"}}`),
+		schemaOf(`{"$defs":{"pos":{"type":"number","exclusiveMinimum":0}},"type":"object","propertyNames":{"maxLength":4},` +
+			`"dependentRequired":{"d":["n","o"]},"required":["k"],"properties":{"n":{"$ref":"#/$defs/pos"},"é":{"uniqueItems":true,"contains":{"const":2},"maxItems":3},` +
+			`"o":{"oneOf":[{"required":["x"]},{"required":["y"]}],"not":{"maxProperties":0}},"k":{"enum":[{"":null},"k"]},"a/b~":false},` +
+			`"patternProperties":{"^t":{"pattern":"^[a-z]+$"}},"unevaluatedProperties":{"type":"integer","maximum":9}}`),
+	}
 	c := NewCache(0)
 	f.Fuzz(func(t *testing.T, value []byte) {
-		a, err := c.Validate(s, value)
-		if err != nil {
-			require.ErrorIs(t, err, ErrBadValue)
-			return
+		for _, s := range schemas {
+			a, err := c.Validate(s, value)
+			if err != nil {
+				require.ErrorIs(t, err, ErrBadValue)
+				return
+			}
+			require.True(t, a.Found)
+			require.Equal(t, a.Valid, len(a.Findings) == 0)
+			require.LessOrEqual(t, len(a.Findings), abi.MaxSchemaFindings)
+			for i, x := range a.Findings {
+				_, err := jsonptr.Split(x.Pointer)
+				require.NoError(t, err, x.Pointer)
+				require.NotEmpty(t, x.Message)
+				if x.Keyword != "json" {
+					require.NotEmpty(t, x.Keyword, "%+v", x)
+				}
+				if i > 0 {
+					p := a.Findings[i-1]
+					require.Negative(t, cmpFinding(p, x), "%+v before %+v", p, x)
+				}
+			}
 		}
-		require.True(t, a.Found)
-		require.Equal(t, a.Valid, len(a.Findings) == 0)
-		require.LessOrEqual(t, len(a.Findings), abi.MaxSchemaFindings)
 	})
+}
+
+func cmpFinding(a, b abi.SchemaFinding) int {
+	return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Keyword, b.Keyword), strings.Compare(a.Message, b.Message))
 }
