@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 var prefixDenyWasm string
 
 func TestMain(m *testing.M) {
 	testwasm.Main(m, func() (err error) {
-		prefixDenyWasm, err = testwasm.Go("internal/testguests/prefixdeny")
+		prefixDenyWasm, err = testwasm.Go("internal/testing/testguests/prefixdeny")
 		return err
 	})
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	staticverify "github.com/gatehost/gatehost/plugins/static-verify"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )

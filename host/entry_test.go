@@ -20,8 +20,8 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	"github.com/gatehost/gatehost/plugins/exec"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 )
 
 // Embed the host: load the GitHub MCP catalog and the static-verify gate, run

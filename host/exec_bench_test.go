@@ -9,7 +9,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/safefile/safefiletest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // TestNewRefusesSpecialFiles: a plugin path or event log path naming a named

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 )
 
 // TestGuestMemoryFlat runs 1,500 admission decisions on one instance per

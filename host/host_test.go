@@ -19,8 +19,8 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 const okProposal = `{"id":"ok","actions":[{"id":"a","tool":"get_me"}]}`

@@ -14,8 +14,8 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // hostileKind is one kind of broken or malicious plugin, and how the host
@@ -23,7 +23,7 @@ import (
 type hostileKind struct {
 	name string
 	// wat is a module under testdata/hostile; otherwise the Go guest
-	// internal/testguests/hostile runs with proposal id goID.
+	// internal/testing/testguests/hostile runs with proposal id goID.
 	wat  string
 	goID string
 	// wantReason is the stage's reason; wantLoad the load refusal's kind
@@ -119,7 +119,7 @@ func hostileKinds() []hostileKind {
 // refuses to load; the host survives; and the next request on the same host
 // is served by a fresh instance.
 func TestHostilePlugins(t *testing.T) {
-	goGuest, err := testwasm.Go("internal/testguests/hostile")
+	goGuest, err := testwasm.Go("internal/testing/testguests/hostile")
 	require.NoError(t, err)
 	kinds := hostileKinds()
 	var runtimeKinds, loadKinds, accepted int

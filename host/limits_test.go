@@ -16,8 +16,8 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // fakeClock is an injectable clock for Config.Now.
@@ -38,7 +38,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // failed probe doubles the backoff to 2s, and a healthy probe lifts the
 // quarantine. Each change is in the event log.
 func TestQuarantineTimeline(t *testing.T) {
-	goGuest, err := testwasm.Go("internal/testguests/hostile")
+	goGuest, err := testwasm.Go("internal/testing/testguests/hostile")
 	require.NoError(t, err)
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	logPath := filepath.Join(t.TempDir(), "events.jsonl")

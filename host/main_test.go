@@ -3,8 +3,8 @@ package host_test
 import (
 	"testing"
 
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // Modules built once for the whole test binary.
@@ -20,8 +20,8 @@ var (
 func TestMain(m *testing.M) {
 	hosttest.Main(m, &repoRoot,
 		hosttest.Module{Path: &staticVerifyWasm, Pkg: "plugins/static-verify/wasm"},
-		hosttest.Module{Path: &flakyWasm, Pkg: "internal/testguests/flaky"},
-		hosttest.Module{Path: &probeWasm, Pkg: "internal/testguests/probe"},
+		hosttest.Module{Path: &flakyWasm, Pkg: "internal/testing/testguests/flaky"},
+		hosttest.Module{Path: &probeWasm, Pkg: "internal/testing/testguests/probe"},
 		hosttest.Module{Path: &execWasm, Pkg: "plugins/exec/wasm"},
 	)
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 )
 
 // rssKiB is the process's resident set (VmRSS), or 0 off Linux.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	"github.com/gatehost/gatehost/plugins/merge"
 	"github.com/gatehost/gatehost/plugins/merge/mergetest"
 	"github.com/gatehost/gatehost/sdk/gatetest"

@@ -10,8 +10,8 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource/sqlsource"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/tau2sql"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // TestStageEndsAtDeadlineDuringAnswerCheck holds the host's check of a

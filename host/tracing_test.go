@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 )
 
 // traceMarker is put in subjects' ids and arguments: no span may carry it.

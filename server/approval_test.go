@@ -25,8 +25,8 @@ import (
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/identity"
-	"github.com/gatehost/gatehost/internal/edgecase"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/edgecase"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/edgecase"
+	"github.com/gatehost/gatehost/internal/testing/edgecase"
 )
 
 // TestServeRejectsUndecodable: the HTTP API is bound by the same rule as

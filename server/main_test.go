@@ -3,7 +3,7 @@ package server
 import (
 	"testing"
 
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 var (

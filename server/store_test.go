@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 )
 
 // TestReloadRefusesStoreChange: a reload keeps the open store, so a change

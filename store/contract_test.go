@@ -15,7 +15,7 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 	"github.com/gatehost/gatehost/mcpgateway/baseline/baselinetest"
 	"github.com/gatehost/gatehost/store"

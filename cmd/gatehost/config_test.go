@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // TestCheckStageConfigKeyCase: a gate whose config schema has a camelCase
 // key (denyPrefixes) is configured through gatehost.yaml and applies it.
 func TestCheckStageConfigKeyCase(t *testing.T) {
-	gate, err := testwasm.Go("internal/testguests/prefixdeny")
+	gate, err := testwasm.Go("internal/testing/testguests/prefixdeny")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gatehost.yaml")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // The pod's environment as deploy/kubernetes/deployment.yaml sets it: the

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/edgecase"
+	"github.com/gatehost/gatehost/internal/testing/edgecase"
 )
 
 // TestCheckRejectsUndecodable: gatehost check rejects a call whose

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // exampleGateway copies examples/gateway/gatehost.yaml into a temp dir (its

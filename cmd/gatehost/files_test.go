@@ -24,7 +24,7 @@ import (
 	"github.com/gatehost/gatehost/host/domain"
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/internal/safefile/safefiletest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	"github.com/gatehost/gatehost/server"
 )
 

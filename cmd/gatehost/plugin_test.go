@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 func TestPinConfig(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/engine/wasmrt"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // TestInspectAgreesWithCompile: Inspect and Compile apply one shape rule on

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/ijson"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 func TestCheck(t *testing.T) {

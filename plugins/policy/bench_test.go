@@ -12,7 +12,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	gate "github.com/gatehost/gatehost/plugins/policy"
 	cedarpolicy "github.com/gatehost/gatehost/policy"
 	"github.com/gatehost/gatehost/sdk/gatetest"

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	"github.com/gatehost/gatehost/sdk/gatekit"
 )
 

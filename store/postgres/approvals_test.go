@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/approval/approvaltest"
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 	"github.com/gatehost/gatehost/store/postgres"
 )
 

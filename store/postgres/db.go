@@ -190,6 +190,7 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 // already says what it is (one wrapping ErrUnavailable, or a caller's own
 // error passed through with Passthrough).
 func (db *DB) Op(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, db.opts.OpTimeout)
 	defer cancel()
 	start := time.Now()
@@ -206,7 +207,12 @@ func (db *DB) Op(ctx context.Context, op string, fn func(ctx context.Context) er
 		if !errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 		}
-		db.setHealth(err)
+		// A caller that went away (a request cancelled, a process
+		// shutting down) says nothing about the database: the error is
+		// still the caller's, but health stays as the last real answer.
+		if caller.Err() == nil {
+			db.setHealth(err)
+		}
 	}
 	if db.opts.OnOp != nil {
 		db.opts.OnOp(op, time.Since(start), err)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 	"github.com/gatehost/gatehost/store/postgres"
 )
 
@@ -116,6 +116,24 @@ func TestOpPassthroughAndHealth(t *testing.T) {
 	require.NoError(t, db.Ping(ctx))
 	ok, _ = db.Healthy()
 	assert.True(t, ok, "a probe that succeeds restores health")
+}
+
+// TestOpCallerGoneKeepsHealth: an operation whose caller's context ends
+// (a request cancelled, a process shutting down) fails for the caller but
+// does not mark the database unavailable.
+func TestOpCallerGoneKeepsHealth(t *testing.T) {
+	db, _ := openDB(t, "a")
+	require.NoError(t, db.Ping(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	err := db.Op(ctx, "t", func(opCtx context.Context) error {
+		cancel()
+		<-opCtx.Done()
+		return opCtx.Err()
+	})
+	require.ErrorIs(t, err, postgres.ErrUnavailable, "the caller still gets an error")
+	assert.ErrorIs(t, err, context.Canceled)
+	ok, last := db.Healthy()
+	assert.True(t, ok, "health stays as the database last answered: %v", last)
 }
 
 func TestPingRefusesReadOnly(t *testing.T) {

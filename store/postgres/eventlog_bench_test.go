@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 	"github.com/gatehost/gatehost/store/postgres"
 )
 
@@ -38,7 +38,7 @@ func BenchmarkEventLogAppend(b *testing.B) {
 
 	// A fresh database per run, on the server $GATEHOST_BENCH_DSN names
 	// (one that may create databases), or else on a cluster of the
-	// benchmark's own, which runs with fsync off (see internal/pgtest).
+	// benchmark's own, which runs with fsync off (see internal/testing/pgtest).
 	var newDatabase func(b *testing.B) string
 	if dsn := os.Getenv(benchDSNEnv); dsn != "" {
 		newDatabase = func(b *testing.B) string { return benchDatabase(b, dsn) }

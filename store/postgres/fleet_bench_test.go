@@ -19,8 +19,8 @@ import (
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
-	"github.com/gatehost/gatehost/internal/pgtest"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	"github.com/gatehost/gatehost/store/postgres"
 )
 
@@ -60,7 +60,7 @@ const (
 // the cases compare is what the store costs and where replicas wait on
 // each other. The database is the server $GATEHOST_BENCH_DSN names (a
 // fresh database on it, dropped afterwards), which should be a durable
-// one (fsync on); without it, the test cluster of internal/pgtest, which
+// one (fsync on); without it, the test cluster of internal/testing/pgtest, which
 // runs with fsync off. It reports decisions/s and the latency percentiles
 // of a decision (p50-ms, p99-ms).
 func BenchmarkFleetDecisions(b *testing.B) {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -87,7 +87,7 @@ func TestCheckLinks(t *testing.T) {
 func TestCheckLayout(t *testing.T) {
 	readme := "# x\n\n## Layout\n\n| path | what |\n|---|---|\n" +
 		"| `host/` | the host |\n| `host/eventlog`, `sdk/gatekit` | log; kit |\n" +
-		"| `internal/engine/rewrite` | rewrite |\n\n## Links\n\n`internal/pgtest` is named after the section.\n"
+		"| `internal/engine/rewrite` | rewrite |\n\n## Links\n\n`internal/testing/pgtest` is named after the section.\n"
 	for _, c := range []struct {
 		name string
 		dirs []string
@@ -102,8 +102,8 @@ func TestCheckLayout(t *testing.T) {
 			"README.md: the Layout section (line 3) does not name the package directory eventlog: add it there",
 			"README.md: the Layout section (line 3) does not name the package directory gatekit: add it there",
 		}},
-		{"named only outside the section", []string{"internal/pgtest"}, []string{
-			"README.md: the Layout section (line 3) does not name the package directory internal/pgtest: add it there",
+		{"named only outside the section", []string{"internal/testing/pgtest"}, []string{
+			"README.md: the Layout section (line 3) does not name the package directory internal/testing/pgtest: add it there",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

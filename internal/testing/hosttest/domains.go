@@ -14,7 +14,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/domain"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // The preconditions gate and the tau2 domains it checks (testdata/domains).

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	"github.com/gatehost/gatehost/plugins/merge"
 	"github.com/gatehost/gatehost/plugins/merge/mergetest"
 	"github.com/gatehost/gatehost/sdk/gatetest"

@@ -3,7 +3,7 @@ package gatee2e
 import (
 	"testing"
 
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 )
 
 // Modules built once for the whole test binary.

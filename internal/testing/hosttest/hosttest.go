@@ -1,6 +1,6 @@
 // Package hosttest is the fixture of the tests that run modules through
 // package host: host's own tests and the end-to-end tests of the built-in
-// gates (internal/gatee2e). It builds the modules a test binary needs once,
+// gates (internal/testing/gatee2e). It builds the modules a test binary needs once,
 // and makes hosts with the settings every test shares.
 package hosttest
 
@@ -14,7 +14,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/hostkit"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // Module is a Go guest package (relative to the repository root, such as

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gatehost/gatehost/internal/pgtest"
+	"github.com/gatehost/gatehost/internal/testing/pgtest"
 )
 
 // TestClusterRestart starts a real server, writes a row, restarts the

@@ -12,7 +12,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	"github.com/gatehost/gatehost/plugins/exec"
 	"github.com/gatehost/gatehost/sdk"
 	"github.com/gatehost/gatehost/sdk/gatetest"

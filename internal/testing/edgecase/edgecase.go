@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/session"
-	"github.com/gatehost/gatehost/internal/testwasm"
+	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // WriteConfig writes a config whose pipelines would accept anything the

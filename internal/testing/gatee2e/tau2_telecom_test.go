@@ -12,7 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/datasource"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 )
 
 // telecomNow is the clock of the tau2 telecom policy: "The current time is

@@ -20,7 +20,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/domain"
-	"github.com/gatehost/gatehost/internal/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 )
 

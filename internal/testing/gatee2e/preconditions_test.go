@@ -18,8 +18,8 @@ import (
 	"github.com/gatehost/gatehost/host/datasource"
 	"github.com/gatehost/gatehost/host/datasource/sqlsource"
 	"github.com/gatehost/gatehost/host/domain"
-	"github.com/gatehost/gatehost/internal/hosttest"
-	"github.com/gatehost/gatehost/internal/tau2sql"
+	"github.com/gatehost/gatehost/internal/testing/hosttest"
+	"github.com/gatehost/gatehost/internal/testing/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
 	"github.com/gatehost/gatehost/sdk/gatetest"
 )
