@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/internal/oneline"
@@ -54,19 +53,11 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	*pipelineName = pipelineFlag(*pipelineName)
 	onlyPipeline(&cfg.Host, *pipelineName)
 	defer cfg.Close()
-	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion()})
+	h, closeAll, err := openHost(ctx, cfg, logger)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer rt.Close() // after the host is closed
-	h, err := host.New(ctx, rt.Host())
-	if err != nil {
-		return fail(stderr, cfg.HostError(err))
-	}
-	defer h.Close(context.WithoutCancel(ctx))
-	if err := cfg.CheckToolReferences(h); err != nil {
-		return fail(stderr, err)
-	}
+	defer closeAll()
 
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
-	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/subject/gitchanges"
 	"github.com/gatehost/gatehost/internal/safefile"
@@ -52,16 +51,11 @@ func cmdMergeVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fail(stderr, err)
 	}
 	defer cfg.Close()
-	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion()})
+	h, closeAll, err := openHost(ctx, cfg, logger)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	defer rt.Close() // after the host is closed
-	h, err := host.New(ctx, rt.Host())
-	if err != nil {
-		return fail(stderr, err)
-	}
-	defer h.Close(context.WithoutCancel(ctx))
+	defer closeAll()
 	info, err := pickMergePipeline(h.Pipelines(), pipelineFlag(fs.pipeline))
 	if err != nil {
 		return fail(stderr, err)

@@ -1,10 +1,38 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"strings"
 
+	"github.com/gatehost/gatehost/compose"
+	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
 )
+
+// openHost is a one-shot command's wiring: the composition root for cfg
+// (no decision export: the next long-running process exports the records
+// from the log), a host on it, and the config's tool names checked against
+// its catalog. closeAll closes the host, then the runtime under it.
+func openHost(ctx context.Context, cfg *config.Loaded, logger *slog.Logger) (h *host.Host, closeAll func(), err error) {
+	rt, err := compose.Open(ctx, cfg, compose.Options{Logger: logger, Version: buildVersion()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if h, err = host.New(ctx, rt.Host()); err != nil {
+		_ = rt.Close()
+		return nil, nil, cfg.HostError(err)
+	}
+	closeAll = func() {
+		_ = h.Close(context.WithoutCancel(ctx))
+		_ = rt.Close()
+	}
+	if err := cfg.CheckToolReferences(h); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return h, closeAll, nil
+}
 
 // onlyPipeline sets cfg.OnlyPipeline when name is a configured pipeline, so
 // a one-shot command checks the whole config but compiles and loads only
