@@ -120,6 +120,13 @@ func typeOf(m map[string]any, path string, depth int, om *[]Omitted) (t Type, nu
 	if _, ok := m["$ref"]; ok {
 		return Type{}, false, "a $ref is not followed"
 	}
+	if inner, ok := nullableBranch(m); ok { // pydantic's Optional[T]
+		t, _, why := typeOf(inner, path, depth, om)
+		if why != "" {
+			return Type{}, false, why
+		}
+		return t, true, ""
+	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf", "not", "if"} {
 		if _, ok := m[k]; ok {
 			return Type{}, false, "a union or combination (" + k + ") has no single Cedar type"
@@ -178,6 +185,40 @@ func typeOf(m map[string]any, path string, depth int, om *[]Omitted) (t Type, nu
 		return Type{Kind: KindSet, Elem: &et}, nullable, ""
 	}
 	return Type{}, false, fmt.Sprintf("type %q has no Cedar type", name)
+}
+
+// nullableBranch recognises {"anyOf": [T, {"type": "null"}]} (or oneOf, in
+// either order), the form pydantic and other generators give an optional
+// argument, and returns T: it maps as ["T", "null"] does. Keys beside the
+// union (description, default, title) are annotations; a schema with
+// "type" or another combination next to it is not this form.
+func nullableBranch(m map[string]any) (map[string]any, bool) {
+	var list []any
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if l, ok := m[k].([]any); ok {
+			if list != nil {
+				return nil, false
+			}
+			list = l
+		}
+	}
+	if len(list) != 2 {
+		return nil, false
+	}
+	for _, k := range []string{"type", "allOf", "not", "if", "$ref"} {
+		if _, ok := m[k]; ok {
+			return nil, false
+		}
+	}
+	for i := range 2 {
+		null, _ := list[i].(map[string]any)
+		other, _ := list[1-i].(map[string]any)
+		if null == nil || other == nil || null["type"] != "null" {
+			continue
+		}
+		return other, true
+	}
+	return nil, false
 }
 
 func allStrings(v any) bool {
