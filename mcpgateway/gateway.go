@@ -123,6 +123,9 @@ type Gateway struct {
 	namesMu      sync.Mutex
 	namesChecked bool
 	namesErr     error
+	// policyMu guards the check of the policy stages (checkPolicies).
+	policyMu sync.Mutex
+	policyV  *policyVerdict
 	// health is each upstream's latest state (Upstreams).
 	health healthBoard
 	// table binds HTTP sessions to their principals and counts sessions.

@@ -102,8 +102,12 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 	c.listing.Store(l)
 	c.listedAt.Store(gen)
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.publishLocked(set)
+	err = g.publishLocked(set)
+	g.mu.Unlock()
+	if err == nil && g.baselineCovers(set) {
+		_ = g.checkPolicies() // a verdict is logged, recorded and on /readyz
+	}
+	return err
 }
 
 // trustedAtFirstListing reports whether the config names the tool in
@@ -431,6 +435,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 			r = r2
 		}
 	}
+	refusals = append(refusals, d.g.policyRefusal()...)
 	params, err := json.Marshal(p)
 	if err != nil {
 		return errorResult("", "gatehost: the call was not checked: %v; nothing was sent", err), nil

@@ -1,0 +1,163 @@
+package mcpgateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
+	"github.com/gatehost/gatehost/policy"
+)
+
+// policyGate is the descriptor name of the built-in policy gate, whose
+// stage configs hold Cedar policies (docs/POLICY.md).
+const policyGate = "policy"
+
+// CodePolicyInvalid: a policy stage of the gateway's pipeline holds a
+// policy that does not type-check against the catalog the gateway built
+// from its trust baseline (it names a tool, argument, attribute or claim
+// that does not exist). Every call is refused until it does.
+const CodePolicyInvalid = "policy_invalid"
+
+// kindPolicyInvalid and kindPolicyValid: the event-log records of the
+// check's verdict changing.
+const (
+	kindPolicyInvalid = "mcp_policy_invalid"
+	kindPolicyValid   = "mcp_policy_valid"
+)
+
+// policyVerdict is the check of the pipeline's policy stages against one
+// catalog snapshot of one host.
+type policyVerdict struct {
+	h   *host.Host
+	gen uint64
+	err error
+}
+
+// PolicyError is a policy stage's policies that do not type-check against
+// the gateway's catalog; Problems name FILE:LINE:COLUMN.
+type PolicyError struct {
+	Stage    string
+	Problems []policy.Problem
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("stage %s: the policies do not type-check against the gateway's catalog: %v", e.Stage, &policy.ValidationError{Problems: e.Problems})
+}
+
+// checkPolicies type-checks the policy stages of the gateway's pipeline
+// against the catalog as published now (built from the trust baseline),
+// as gatehost policy validate does for a file catalog. The verdict is kept
+// for the catalog's generation: a new listing, an approval or a reload
+// checks again, so that a policy made invalid by a changed upstream is
+// caught at once and one made valid again decides normally. A change of
+// verdict is logged and recorded.
+func (g *Gateway) checkPolicies() error {
+	h := g.Host()
+	snap := h.Catalog().Snapshot()
+	g.policyMu.Lock()
+	defer g.policyMu.Unlock()
+	if v := g.policyV; v != nil && v.h == h && v.gen == snap.Generation() {
+		return v.err
+	}
+	err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap)
+	var prev error
+	if g.policyV != nil {
+		prev = g.policyV.err
+	}
+	g.policyV = &policyVerdict{h: h, gen: snap.Generation(), err: err}
+	switch {
+	case err != nil && (prev == nil || prev.Error() != err.Error()):
+		g.opts.Logger.Error("mcp gateway: a policy does not type-check against the catalog; every call is refused", "error", err)
+		b, _ := json.Marshal(err.Error())
+		g.recordEdge(kindPolicyInvalid, map[string]any{"reason": json.RawMessage(b)})
+	case err == nil && prev != nil:
+		g.opts.Logger.Info("mcp gateway: the policies type-check against the catalog again; calls are decided")
+		g.recordEdge(kindPolicyValid, map[string]any{})
+	}
+	return err
+}
+
+// policyRefusal is the refusal of a call while checkPolicies fails.
+func (g *Gateway) policyRefusal() []abi.Finding {
+	err := g.checkPolicies()
+	if err == nil {
+		return nil
+	}
+	return []abi.Finding{{Code: CodePolicyInvalid, Severity: abi.Blocking,
+		Message: "every call is refused until the policies type-check: " + err.Error()}}
+}
+
+// policyError is the latest verdict, for /readyz and metrics; nil when the
+// policies type-check or were not checked yet.
+func (g *Gateway) policyError() error {
+	g.policyMu.Lock()
+	defer g.policyMu.Unlock()
+	if g.policyV == nil {
+		return nil
+	}
+	return g.policyV.err
+}
+
+// baselineCovers reports whether every configured upstream has a tool in
+// set: before that, a policy naming an upstream's tool is not called
+// wrong at listing time (a call still checks).
+func (g *Gateway) baselineCovers(set *baseline.Set) bool {
+	has := map[string]bool{}
+	for _, e := range set.Entries() {
+		has[e.Upstream] = true
+	}
+	for _, u := range g.opts.Upstreams {
+		if !has[u.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// validatePolicyStages type-checks each policy stage's policies against a
+// schema generated from snap.
+func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot) error {
+	var tools []abi.Tool
+	for _, st := range stages {
+		if st.Gate != policyGate || len(bytes.TrimSpace(st.Config)) == 0 {
+			continue
+		}
+		if tools == nil {
+			tools = []abi.Tool{}
+			for _, t := range snap.List() {
+				tools = append(tools, t.ABI())
+			}
+		}
+		var sc struct {
+			Policies []policy.Source   `json:"policies"`
+			Claims   map[string]string `json:"claims"`
+		}
+		if err := json.Unmarshal(st.Config, &sc); err != nil {
+			return fmt.Errorf("stage %s: config: %w", st.Name, err)
+		}
+		o := policy.Options{Claims: map[string]policy.ClaimType{}}
+		for n, t := range sc.Claims {
+			ct, err := policy.ParseClaimType(t)
+			if err != nil {
+				return fmt.Errorf("stage %s: claims.%s: %w", st.Name, n, err)
+			}
+			o.Claims[n] = ct
+		}
+		set, err := policy.Parse(sc.Policies)
+		if err != nil {
+			return fmt.Errorf("stage %s: policies: %w", st.Name, err)
+		}
+		s, err := policy.NewSchema(tools, o)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", st.Name, err)
+		}
+		if ps := s.Validate(set); len(ps) > 0 {
+			return &PolicyError{Stage: st.Name, Problems: ps}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/mcpgateway"
+)
+
+// policyStage is a policy gate stage holding one policy file's text.
+func policyStage(t *testing.T, file, text string) host.StageConfig {
+	t.Helper()
+	cfg, err := json.Marshal(map[string]any{"policies": []map[string]string{{"file": file, "text": text}}})
+	require.NoError(t, err)
+	return host.StageConfig{Plugin: "policy", Capabilities: []string{"catalog"}, Config: cfg}
+}
+
+// notesPolicy reads anything, and writes notes whose name starts "pub".
+const notesPolicy = `@id("read")
+permit (principal, action in Action::"read_only", resource);
+
+@id("write-pub")
+permit (principal, action == Action::"mcp.notes:write_note", resource)
+when { context.arguments.name like "pub*" };
+`
+
+// TestPolicyNamesUnlistedTool: a policy naming a tool the upstream does
+// not list does not type-check against the gateway's catalog; every call
+// is refused (policy_invalid, naming FILE:LINE:COLUMN), the verdict is
+// recorded, and /readyz and the metrics report it.
+func TestPolicyNamesUnlistedTool(t *testing.T) {
+	f := newFixture(t, []host.StageConfig{policyStage(t, "notes.cedar", notesPolicy+`
+@id("erase")
+permit (principal, action == Action::"mcp.notes:erase_note", resource);
+`)}, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		ActivateOnList: []string{"*"}, Baseline: openBaseline(t, fileBaseline(t))})
+	cs := connect(t, g, nil)
+	toolNames(t, cs) // activates them
+	r := call(t, cs, "read_note", map[string]any{"name": "a"})
+	require.True(t, r.IsError)
+	assert.Equal(t, []string{"policy_invalid"}, findingCodes(t, r))
+	assert.Contains(t, text(r), "notes.cedar:9:39")
+	assert.Contains(t, text(r), "erase_note")
+	recs := logRecords(t, f.logPath, "mcp_policy_invalid")
+	require.Len(t, recs, 1)
+	assert.Contains(t, string(recs[0].Data), "notes.cedar:9:39")
+	rd := g.Readiness()
+	assert.False(t, rd.Ready)
+	assert.Contains(t, rd.PolicyError, "erase_note")
+}
+
+// TestPolicyInvalidAfterRelist: a policy that type-checks against the
+// catalog decides calls; once the upstream drops an argument the policy
+// reads and the new definition is approved into the baseline, the catalog
+// rebuilt from it no longer holds the argument and every call is refused
+// (policy_invalid), never decided by what is left of the policies.
+func TestPolicyInvalidAfterRelist(t *testing.T) {
+	path := fileBaseline(t)
+	f := newFixture(t, []host.StageConfig{policyStage(t, "notes.cedar", notesPolicy)}, nil)
+	g1 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		ActivateOnList: []string{"*"}, Baseline: openBaseline(t, path)})
+	cs1 := connect(t, g1, nil)
+	toolNames(t, cs1)
+	require.False(t, call(t, cs1, "write_note", map[string]any{"name": "pub1", "text": "v1"}).IsError)
+	r := call(t, cs1, "write_note", map[string]any{"name": "secret", "text": "v1"})
+	require.True(t, r.IsError)
+	assert.NotContains(t, findingCodes(t, r), "policy_invalid")
+	assert.True(t, g1.Readiness().Ready)
+
+	g2 := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{variantUpstream(t, "notes", "drop_name")},
+		ActivateOnList: []string{"*"}, Baseline: openBaseline(t, path)})
+	cs2 := connect(t, g2, nil)
+	toolNames(t, cs2)
+	assert.Contains(t, findingCodes(t, call(t, cs2, "write_note", map[string]any{"text": "v2"})), "tool_drifted")
+	reviews, failed, err := g2.ReviewBaseline(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	_, err = g2.ApproveBaseline(context.Background(), reviews, []string{"notes:write_note"}, "operator:test")
+	require.NoError(t, err)
+
+	r = call(t, cs2, "read_note", map[string]any{"name": "pub1"})
+	require.True(t, r.IsError)
+	assert.Equal(t, []string{"policy_invalid"}, findingCodes(t, r))
+	assert.Contains(t, text(r), "notes.cedar:6:26")
+	assert.NotEmpty(t, logRecords(t, f.logPath, "mcp_policy_invalid"))
+	assert.False(t, g2.Readiness().Ready)
+
+	// The first definition approved again (its upstream still lists it):
+	// the policies type-check and calls are decided.
+	assert.Contains(t, findingCodes(t, call(t, cs1, "write_note", map[string]any{"name": "pub2", "text": "v2"})), "policy_invalid")
+	reviews, failed, err = g1.ReviewBaseline(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	_, err = g1.ApproveBaseline(context.Background(), reviews, []string{"notes:write_note"}, "operator:test")
+	require.NoError(t, err)
+	require.False(t, call(t, cs1, "write_note", map[string]any{"name": "pub2", "text": "v2"}).IsError)
+	assert.NotEmpty(t, logRecords(t, f.logPath, "mcp_policy_valid"))
+	assert.True(t, g1.Readiness().Ready)
+}
