@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -35,6 +36,8 @@ type policyVerdict struct {
 	h   *host.Host
 	gen uint64
 	err error
+	// engines are the policy stages' engines when err is nil.
+	engines []*policy.Engine
 }
 
 // PolicyError is a policy stage's policies that do not type-check against
@@ -56,19 +59,26 @@ func (e *PolicyError) Error() string {
 // caught at once and one made valid again decides normally. A change of
 // verdict is logged and recorded.
 func (g *Gateway) checkPolicies() error {
+	_, err := g.policyEngines()
+	return err
+}
+
+// policyEngines is checkPolicies with the policy stages' engines (none
+// for a pipeline without a policy stage).
+func (g *Gateway) policyEngines() ([]*policy.Engine, error) {
 	h := g.Host()
 	snap := h.Catalog().Snapshot()
 	g.policyMu.Lock()
 	defer g.policyMu.Unlock()
 	if v := g.policyV; v != nil && v.h == h && v.gen == snap.Generation() {
-		return v.err
+		return v.engines, v.err
 	}
-	err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap)
+	engines, err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap)
 	var prev error
 	if g.policyV != nil {
 		prev = g.policyV.err
 	}
-	g.policyV = &policyVerdict{h: h, gen: snap.Generation(), err: err}
+	g.policyV = &policyVerdict{h: h, gen: snap.Generation(), err: err, engines: engines}
 	switch {
 	case err != nil && (prev == nil || prev.Error() != err.Error()):
 		g.opts.Logger.Error("mcp gateway: a policy does not type-check against the catalog; every call is refused", "error", err)
@@ -78,7 +88,25 @@ func (g *Gateway) checkPolicies() error {
 		g.opts.Logger.Info("mcp gateway: the policies type-check against the catalog again; calls are decided")
 		g.recordEdge(kindPolicyValid, map[string]any{})
 	}
-	return err
+	return engines, err
+}
+
+// mayCall reports whether the pipeline's policy stages could accept some
+// call of t by principal (policy.Engine.MayPermit): tools/list shows a
+// principal only those. Hiding is not the enforcement — a call of a
+// hidden tool is decided, and refused, by the gate. While the policies do
+// not type-check every call is refused and nothing is hidden.
+func (g *Gateway) mayCall(ctx context.Context, t catalog.Tool, principal *abi.Principal) bool {
+	engines, err := g.policyEngines()
+	if err != nil {
+		return true
+	}
+	for _, e := range engines {
+		if may, _ := e.MayPermit(ctx, t.ABI(), principal); !may {
+			return false
+		}
+	}
+	return true
 }
 
 // policyRefusal is the refusal of a call while checkPolicies fails.
@@ -119,8 +147,9 @@ func (g *Gateway) baselineCovers(set *baseline.Set) bool {
 }
 
 // validatePolicyStages type-checks each policy stage's policies against a
-// schema generated from snap.
-func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot) error {
+// schema generated from snap, and returns their engines.
+func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot) ([]*policy.Engine, error) {
+	var engines []*policy.Engine
 	var tools []abi.Tool
 	for _, st := range stages {
 		if st.Gate != policyGate || len(bytes.TrimSpace(st.Config)) == 0 {
@@ -137,27 +166,28 @@ func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot) error
 			Claims   map[string]string `json:"claims"`
 		}
 		if err := json.Unmarshal(st.Config, &sc); err != nil {
-			return fmt.Errorf("stage %s: config: %w", st.Name, err)
+			return nil, fmt.Errorf("stage %s: config: %w", st.Name, err)
 		}
 		o := policy.Options{Claims: map[string]policy.ClaimType{}}
 		for n, t := range sc.Claims {
 			ct, err := policy.ParseClaimType(t)
 			if err != nil {
-				return fmt.Errorf("stage %s: claims.%s: %w", st.Name, n, err)
+				return nil, fmt.Errorf("stage %s: claims.%s: %w", st.Name, n, err)
 			}
 			o.Claims[n] = ct
 		}
 		set, err := policy.Parse(sc.Policies)
 		if err != nil {
-			return fmt.Errorf("stage %s: policies: %w", st.Name, err)
+			return nil, fmt.Errorf("stage %s: policies: %w", st.Name, err)
 		}
 		s, err := policy.NewSchema(tools, o)
 		if err != nil {
-			return fmt.Errorf("stage %s: %w", st.Name, err)
+			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
 		if ps := s.Validate(set); len(ps) > 0 {
-			return &PolicyError{Stage: st.Name, Problems: ps}
+			return nil, &PolicyError{Stage: st.Name, Problems: ps}
 		}
+		engines = append(engines, policy.NewEngine(set, o))
 	}
-	return nil
+	return engines, nil
 }

@@ -3,8 +3,11 @@ package mcpgateway_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -102,4 +105,42 @@ func TestPolicyInvalidAfterRelist(t *testing.T) {
 	require.False(t, call(t, cs1, "write_note", map[string]any{"name": "pub2", "text": "v2"}).IsError)
 	assert.NotEmpty(t, logRecords(t, f.logPath, "mcp_policy_valid"))
 	assert.True(t, g1.Readiness().Ready)
+}
+
+// TestPolicyHidesToolsNoPolicyPermits: with a policy stage, tools/list
+// shows a principal only the tools some policy could permit it to call,
+// decided without arguments (a permit whose condition reads the arguments
+// keeps its tools listed). Hiding is not the enforcement: a call to a
+// hidden tool is still decided, and refused, by the gate.
+func TestPolicyHidesToolsNoPolicyPermits(t *testing.T) {
+	up := newTestUpstream(nil)
+	upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(upSrv.Close)
+	f := newFixtureWith(t, json.RawMessage(`{"confirm_effects":[]}`), []host.StageConfig{policyStage(t, "notes.cedar", `
+@id("read")
+permit (principal, action in Action::"read_only", resource);
+
+@id("ci-writes")
+permit (principal == Caller::"ci-bot", action in [Action::"mcp.notes:write_note", Action::"mcp.notes:delete_note"], resource)
+when { principal.issuer == "ops" && context.arguments.name like "*" };
+`)}, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
+	authed, open := tokenServers(t, g)
+	ci := connectVia(t, authed.URL, withHeader{"Authorization", "Bearer ci-token-0123456789"})
+	assert.Contains(t, toolNames(t, ci), "write_note", "a permit on the arguments keeps the tool listed")
+	assert.Contains(t, toolNames(t, ci), "delete_note")
+	w := call(t, ci, "write_note", map[string]any{"name": "a", "text": "by ci"})
+	assert.False(t, w.IsError, text(w))
+
+	anon := connectVia(t, open.URL, nil)
+	names := toolNames(t, anon)
+	assert.Contains(t, names, "read_note")
+	assert.NotContains(t, names, "write_note", "no policy permits an anonymous caller to write")
+	assert.NotContains(t, names, "delete_note")
+	r := call(t, anon, "read_note", map[string]any{"name": "a"})
+	assert.False(t, r.IsError, text(r))
+	w = call(t, anon, "write_note", map[string]any{"name": "a", "text": "by anyone"})
+	require.True(t, w.IsError)
+	assert.Equal(t, []string{"policy_no_permit"}, findingCodes(t, w))
+	assert.Equal(t, "note: by ci", text(call(t, ci, "read_note", map[string]any{"name": "a"})))
 }

@@ -363,6 +363,9 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 			if !ok {
 				continue // not in the baseline: not shown
 			}
+			if ct, ok := snap.Get(exposed); ok && !d.g.mayCall(ctx, ct, d.principal) {
+				continue // no policy could permit this principal to call it
+			}
 			if d.g.opts.ListSessionToolsOnly {
 				ct, ok := snap.Get(exposed)
 				if !ok || set == nil {
