@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -143,4 +144,55 @@ when { principal.issuer == "ops" && context.arguments.name like "*" };
 	require.True(t, w.IsError)
 	assert.Equal(t, []string{"policy_no_permit"}, findingCodes(t, w))
 	assert.Equal(t, "note: by ci", text(call(t, ci, "read_note", map[string]any{"name": "a"})))
+}
+
+// TestPolicyCheckedAtReload: a reload's policy stages are checked against
+// the catalog the gateway keeps at once: /readyz and the gauge
+// gatehost_mcp_policy_invalid report an invalid one before any call, every
+// call is refused, and a reload that fixes it lets calls be decided.
+func TestPolicyCheckedAtReload(t *testing.T) {
+	valid := policyStage(t, "notes.cedar", notesPolicy)
+	f := newFixture(t, []host.StageConfig{valid}, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(g.Collector())
+	gauge := func() float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "gatehost_mcp_policy_invalid" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no gatehost_mcp_policy_invalid")
+		return 0
+	}
+	cs := connect(t, g, nil)
+	toolNames(t, cs)
+	require.False(t, call(t, cs, "write_note", map[string]any{"name": "pub1", "text": "v1"}).IsError)
+	assert.Zero(t, gauge())
+
+	with := func(st host.StageConfig) host.Config {
+		cfg := f.cfg
+		p := cfg.Pipelines["exec"]
+		p.Stages = append(append([]host.StageConfig{}, p.Stages[0]), st)
+		cfg.Pipelines = map[string]host.PipelineConfig{"exec": p}
+		return cfg
+	}
+	require.NoError(t, g.Reload(context.Background(), with(policyStage(t, "notes.cedar", notesPolicy+`
+@id("typo")
+permit (principal, action == Action::"mcp.notes:write_nte", resource);
+`)), nil))
+	rd := g.Readiness()
+	assert.False(t, rd.Ready)
+	assert.Contains(t, rd.PolicyError, `did you mean "mcp.notes:write_note"`)
+	assert.Equal(t, 1.0, gauge())
+	r := call(t, cs, "read_note", map[string]any{"name": "pub1"})
+	assert.Equal(t, []string{"policy_invalid"}, findingCodes(t, r))
+
+	require.NoError(t, g.Reload(context.Background(), with(valid), nil))
+	assert.True(t, g.Readiness().Ready)
+	assert.Zero(t, gauge())
+	assert.Equal(t, "note: v1", text(call(t, cs, "read_note", map[string]any{"name": "pub1"})))
+	assert.Len(t, logRecords(t, f.logPath, "mcp_policy_valid"), 1)
 }
