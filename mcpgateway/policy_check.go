@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
@@ -68,12 +70,15 @@ func (g *Gateway) checkPolicies() error {
 func (g *Gateway) policyEngines() ([]*policy.Engine, error) {
 	h := g.Host()
 	snap := h.Catalog().Snapshot()
+	g.mu.Lock()
+	pending := g.unlistedUpstreams(g.published)
+	g.mu.Unlock()
 	g.policyMu.Lock()
 	defer g.policyMu.Unlock()
 	if v := g.policyV; v != nil && v.h == h && v.gen == snap.Generation() {
 		return v.engines, v.err
 	}
-	engines, err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap)
+	engines, err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap, pending)
 	var prev error
 	if g.policyV != nil {
 		prev = g.policyV.err
@@ -131,24 +136,48 @@ func (g *Gateway) policyError() error {
 }
 
 // baselineCovers reports whether every configured upstream has a tool in
-// set: before that, a policy naming an upstream's tool is not called
-// wrong at listing time (a call still checks).
+// set: only then is the verdict logged and recorded at a listing.
 func (g *Gateway) baselineCovers(set *baseline.Set) bool {
+	return len(g.unlistedUpstreams(set)) == 0
+}
+
+// unlistedUpstreams are the configured upstreams without a tool in set
+// (nil: every one). A policy naming a tool of one (mcp.UPSTREAM:NAME) is
+// not called wrong for want of its listing, as checkNamesPartly does for
+// the config's names; the gate decides such a call (no tool, no permit).
+func (g *Gateway) unlistedUpstreams(set *baseline.Set) []string {
 	has := map[string]bool{}
-	for _, e := range set.Entries() {
-		has[e.Upstream] = true
-	}
-	for _, u := range g.opts.Upstreams {
-		if !has[u.Name] {
-			return false
+	if set != nil {
+		for _, e := range set.Entries() {
+			has[e.Upstream] = true
 		}
 	}
-	return true
+	var out []string
+	for _, u := range g.opts.Upstreams {
+		if !has[u.Name] {
+			out = append(out, u.Name)
+		}
+	}
+	return out
+}
+
+// pendingProblem reports whether p names a tool of an upstream in pending.
+func pendingProblem(p policy.Problem, pending []string) bool {
+	if p.Kind != policy.KindTool {
+		return false
+	}
+	for _, u := range pending {
+		if strings.HasPrefix(p.Name, "mcp."+u+":") {
+			return true
+		}
+	}
+	return false
 }
 
 // validatePolicyStages type-checks each policy stage's policies against a
-// schema generated from snap, and returns their engines.
-func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot) ([]*policy.Engine, error) {
+// schema generated from snap, and returns their engines. A problem that
+// names a tool of a pending upstream (unlistedUpstreams) is left out.
+func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot, pending []string) ([]*policy.Engine, error) {
 	var engines []*policy.Engine
 	var tools []abi.Tool
 	for _, st := range stages {
@@ -184,7 +213,8 @@ func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot) ([]*p
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: %w", st.Name, err)
 		}
-		if ps := s.Validate(set); len(ps) > 0 {
+		ps := slices.DeleteFunc(s.Validate(set), func(p policy.Problem) bool { return pendingProblem(p, pending) })
+		if len(ps) > 0 {
 			return nil, &PolicyError{Stage: st.Name, Problems: ps}
 		}
 		engines = append(engines, policy.NewEngine(set, o))

@@ -196,3 +196,22 @@ permit (principal, action == Action::"mcp.notes:write_nte", resource);
 	assert.Equal(t, "note: v1", text(call(t, cs, "read_note", map[string]any{"name": "pub1"})))
 	assert.Len(t, logRecords(t, f.logPath, "mcp_policy_valid"), 1)
 }
+
+// TestPolicyPendingUpstream: a policy naming a tool of an upstream none of
+// whose tools is in the trust baseline yet is not called invalid for want
+// of its listing (as the config's names are not); the other upstream's
+// calls are decided.
+func TestPolicyPendingUpstream(t *testing.T) {
+	f := newFixture(t, []host.StageConfig{policyStage(t, "notes.cedar", notesPolicy+`
+@id("other-erase")
+permit (principal, action == Action::"mcp.other:erase_note", resource);
+`)}, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes"), stdioUpstream(t, "other")},
+		RequireApproval: false, ActivateOnList: []string{"mcp.notes:read_note", "mcp.notes:write_note"}, Baseline: openBaseline(t, fileBaseline(t))})
+	cs := connect(t, g, nil)
+	toolNames(t, cs)
+	r := call(t, cs, "read_note", map[string]any{"name": "a"})
+	assert.False(t, r.IsError, text(r))
+	assert.True(t, g.Readiness().Ready)
+	assert.Empty(t, logRecords(t, f.logPath, "mcp_policy_invalid"))
+}
