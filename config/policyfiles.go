@@ -122,8 +122,9 @@ func inlinePolicyFiles(raw json.RawMessage, rel func(string) string) (json.RawMe
 // attribute or claim the catalog does not have refuses the config. It
 // checks what CheckToolReferences checks: not a store serving a published
 // catalog, not the mcp: section's pipeline, whose catalog the gateway
-// learns from its upstreams at run time (run gatehost policy validate
-// against that one).
+// learns from its upstreams at run time and checks the policies against
+// itself (mcpgateway: every call refused, policy_invalid, until they
+// type-check).
 func validatePolicyStages(cfg *host.Config, l *Loaded) error {
 	if !l.FileCatalog || l.Store.Catalog == CatalogPublished || cfg.Catalog == nil || cfg.Catalog.Snapshot().Len() == 0 {
 		return nil

@@ -323,3 +323,26 @@ func findAnnotations(v any, ptr string, fn func(string, map[string]any)) {
 		}
 	}
 }
+
+// StageInfo is one stage of a loaded pipeline: its name, its gate's name
+// (the descriptor's) and its validated config (nil for none).
+type StageInfo struct {
+	Name   string
+	Gate   string
+	Config json.RawMessage
+}
+
+// Stages describes the stages of a loaded pipeline, in order; nil for a
+// pipeline the host does not have. A front end that learns the catalog at
+// run time (the MCP gateway) checks the stages' configs against it.
+func (h *Host) Stages(pipeline string) []StageInfo {
+	p, ok := h.pipelines[pipeline]
+	if !ok {
+		return nil
+	}
+	out := make([]StageInfo, 0, len(p.stages))
+	for _, s := range p.stages {
+		out = append(out, StageInfo{Name: s.cfg.Name, Gate: s.plugin.descriptor.Name, Config: slices.Clone(s.config)})
+	}
+	return out
+}

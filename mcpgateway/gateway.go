@@ -123,6 +123,9 @@ type Gateway struct {
 	namesMu      sync.Mutex
 	namesChecked bool
 	namesErr     error
+	// policyMu guards the check of the policy stages (checkPolicies).
+	policyMu sync.Mutex
+	policyV  *policyVerdict
 	// health is each upstream's latest state (Upstreams).
 	health healthBoard
 	// table binds HTTP sessions to their principals and counts sessions.
@@ -262,7 +265,8 @@ func (g *Gateway) acquire() (*host.Host, func()) {
 // after see the new one. A cfg that does not build, or whose
 // Options.Pipeline is missing or not a tool_call pipeline, changes
 // nothing and is returned. The config's tool names are checked again with
-// the next session that lists them. retired, when set, is called once the
+// the next session that lists them; its policy stages at once, against
+// the catalog kept (checkPolicies). retired, when set, is called once the
 // previous host is closed: what its config held (domain sources) can go.
 func (g *Gateway) Reload(ctx context.Context, cfg host.Config, retired func()) error {
 	cur := g.Host()
@@ -284,6 +288,14 @@ func (g *Gateway) Reload(ctx context.Context, cfg host.Config, retired func()) e
 	g.namesMu.Lock()
 	g.namesChecked, g.namesErr = false, nil
 	g.namesMu.Unlock()
+	// The policy stages are checked against the catalog the gateway
+	// keeps at once, so that /readyz reports the new config's verdict.
+	g.mu.Lock()
+	pub := g.published
+	g.mu.Unlock()
+	if pub != nil && g.baselineCovers(pub) {
+		_ = g.checkPolicies()
+	}
 	g.background(func() {
 		runs.Wait()
 		if err := old.Close(context.Background()); err != nil {

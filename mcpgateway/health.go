@@ -82,13 +82,18 @@ func (g *Gateway) NoUpstreamEverUp() bool {
 }
 
 // Readiness is the gateway's answer to /readyz: ready when its config's
-// tool names resolved (or are not checked yet) and no upstream is failing.
+// tool names resolved (or are not checked yet), its policies type-check
+// against its catalog (or are not checked yet) and no upstream is failing.
 type Readiness struct {
 	Ready     bool             `json:"ready"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
 	// ConfigError says why the gateway refuses every session (a tool name
 	// in the config that matches nothing), when it does.
 	ConfigError string `json:"config_error,omitempty"`
+	// PolicyError says why the gateway refuses every call (a policy of
+	// its pipeline that does not type-check against its catalog), when
+	// it does.
+	PolicyError string `json:"policy_error,omitempty"`
 }
 
 // Readiness reports whether the gateway serves every configured upstream.
@@ -104,5 +109,8 @@ func (g *Gateway) Readiness() Readiness {
 		r.Ready, r.ConfigError = false, g.namesErr.Error()
 	}
 	g.namesMu.Unlock()
+	if err := g.policyError(); err != nil {
+		r.Ready, r.PolicyError = false, err.Error()
+	}
 	return r
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/gatehost/gatehost/mcpgateway"
 )
 
-var execWasm, preconditionsWasm string
+var execWasm, preconditionsWasm, policyWasm string
 
 func TestMain(m *testing.M) {
 	if os.Getenv(upstreamEnv) == "1" {
@@ -28,7 +28,10 @@ func TestMain(m *testing.M) {
 		if execWasm, err = testwasm.Go("plugins/exec/wasm"); err != nil {
 			return err
 		}
-		preconditionsWasm, err = testwasm.Go("plugins/preconditions/wasm")
+		if preconditionsWasm, err = testwasm.Go("plugins/preconditions/wasm"); err != nil {
+			return err
+		}
+		policyWasm, err = testwasm.Go("plugins/policy/wasm")
 		return err
 	})
 }
@@ -75,7 +78,7 @@ func newFixtureWith(t testing.TB, execConfig json.RawMessage, extra []host.Stage
 	stages := append([]host.StageConfig{{Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: execConfig}}, extra...)
 	cfg := host.Config{
 		Plugins: map[string]host.PluginConfig{
-			"exec": {Path: execWasm}, "preconditions": {Path: preconditionsWasm}},
+			"exec": {Path: execWasm}, "preconditions": {Path: preconditionsWasm}, "policy": {Path: policyWasm}},
 		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: stages}},
 		EventLog:  evlog,
 		CacheDir:  testwasm.CacheDir(),

@@ -10,6 +10,8 @@ var (
 	sessionsDesc = prometheus.NewDesc("gatehost_mcp_sessions_open",
 		"MCP sessions open (each has its own upstream connections).", nil, nil)
 	mcpReadyDesc = prometheus.NewDesc("gatehost_mcp_ready", "1 when /readyz answers ready.", nil, nil)
+	policyDesc   = prometheus.NewDesc("gatehost_mcp_policy_invalid",
+		"1 while a policy of the gateway's pipeline does not type-check against its catalog (every call is refused, policy_invalid).", nil, nil)
 )
 
 // Collector reports the gateway's upstream health and open sessions at
@@ -23,6 +25,7 @@ func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- upstreamDesc
 	ch <- sessionsDesc
 	ch <- mcpReadyDesc
+	ch <- policyDesc
 }
 
 func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
@@ -44,4 +47,9 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		ready = 1
 	}
 	ch <- prometheus.MustNewConstMetric(mcpReadyDesc, prometheus.GaugeValue, ready)
+	invalid := 0.0
+	if c.g.policyError() != nil {
+		invalid = 1
+	}
+	ch <- prometheus.MustNewConstMetric(policyDesc, prometheus.GaugeValue, invalid)
 }

@@ -27,6 +27,30 @@ func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// tokenServers serve g's Streamable HTTP endpoint twice: authed takes the
+// bearer token ci-token-0123456789 (principal ci-bot of issuer ops), open
+// takes none (anonymous callers).
+func tokenServers(t *testing.T, g *mcpgateway.Gateway) (authed, open *httptest.Server) {
+	t.Helper()
+	tokens := identity.NewTokenSource("ops", func(tok string) (string, bool) { return "ci-bot", tok == "ci-token-0123456789" })
+	authed = httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
+	t.Cleanup(authed.Close)
+	open = httptest.NewServer(g.Handler())
+	t.Cleanup(open.Close)
+	return authed, open
+}
+
+// connectVia opens a client session to a Streamable HTTP endpoint whose
+// requests go through rt.
+func connectVia(t *testing.T, url string, rt http.RoundTripper) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // TestHTTPPrincipalReachesGates: the principal of each HTTP request
 // reaches the exec gate's principals rules and the decision record; an
 // anonymous caller may only read, and a forged principal reference is
@@ -39,18 +63,10 @@ func TestHTTPPrincipalReachesGates(t *testing.T) {
 		{"name":"ci","when":{"method":"token","subject":"ci-bot"},"allow_tools":["*"]},
 		{"name":"anyone","when":{"anonymous":true},"read_only":true}]}`), nil, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
-	tokens := identity.NewTokenSource("ops", func(tok string) (string, bool) { return "ci-bot", tok == "ci-token-0123456789" })
-	authed := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
-	t.Cleanup(authed.Close)
-	open := httptest.NewServer(g.Handler())
-	t.Cleanup(open.Close)
-
+	authed, open := tokenServers(t, g)
 	connectHTTP := func(url string, rt http.RoundTripper) *mcp.ClientSession {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cs.Close() })
-		_, err = cs.ListTools(context.Background(), nil)
+		cs := connectVia(t, url, rt)
+		_, err := cs.ListTools(context.Background(), nil)
 		require.NoError(t, err)
 		return cs
 	}

@@ -102,8 +102,12 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 	c.listing.Store(l)
 	c.listedAt.Store(gen)
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.publishLocked(set)
+	err = g.publishLocked(set)
+	g.mu.Unlock()
+	if err == nil && g.baselineCovers(set) {
+		_ = g.checkPolicies() // a verdict is logged, recorded and on /readyz
+	}
+	return err
 }
 
 // trustedAtFirstListing reports whether the config names the tool in
@@ -359,6 +363,9 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 			if !ok {
 				continue // not in the baseline: not shown
 			}
+			if ct, ok := snap.Get(exposed); ok && !d.g.mayCall(ctx, ct, d.principal) {
+				continue // no policy could permit this principal to call it
+			}
 			if d.g.opts.ListSessionToolsOnly {
 				ct, ok := snap.Get(exposed)
 				if !ok || set == nil {
@@ -431,6 +438,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 			r = r2
 		}
 	}
+	refusals = append(refusals, d.g.policyRefusal()...)
 	params, err := json.Marshal(p)
 	if err != nil {
 		return errorResult("", "gatehost: the call was not checked: %v; nothing was sent", err), nil

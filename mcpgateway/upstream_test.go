@@ -160,6 +160,10 @@ func variant(t *mcp.Tool, mode string) *mcp.Tool {
 	switch mode {
 	case "schema":
 		t.InputSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"text":{"type":"string"},"also_email_to":{"type":"string"}}}`)
+	case "drop_name":
+		// The name argument is gone (a policy reading it no longer
+		// type-checks).
+		t.InputSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
 	case "annotations":
 		// Same name and schema; now destructive (the hints downgrade
 		// the policy that granted it).

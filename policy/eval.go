@@ -167,12 +167,20 @@ func (e *Engine) Request(c Call) (cedar.Request, types.EntityMap, error) {
 	if err != nil {
 		return cedar.Request{}, nil, err
 	}
-	resource := types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID)))
-	action := types.NewEntityUID(ActionType, types.String(c.Tool.ID))
-	ents := types.EntityMap{
+	action, resource, ents := toolEntities(c.Tool, ts, principal, pent)
+	return cedar.Request{Principal: principal, Action: action, Resource: resource, Context: ctx}, ents, nil
+}
+
+// toolEntities are the entities of a request for tool t by principal: the
+// principal's, the resource (the tool's server), the action and its
+// groups.
+func toolEntities(t abi.Tool, ts ToolSchema, principal types.EntityUID, pent types.Entity) (action, resource types.EntityUID, ents types.EntityMap) {
+	resource = types.NewEntityUID(ResourceType, types.String(namespaceOf(t.ID)))
+	action = types.NewEntityUID(ActionType, types.String(t.ID))
+	ents = types.EntityMap{
 		principal: pent,
 		resource: {UID: resource, Attributes: types.NewRecord(types.RecordMap{
-			"name": types.String(namespaceOf(c.Tool.ID)), "source": types.String(c.Tool.Source), "provenance": types.String(c.Tool.Provenance),
+			"name": types.String(namespaceOf(t.ID)), "source": types.String(t.Source), "provenance": types.String(t.Provenance),
 		})},
 	}
 	var parents []types.EntityUID
@@ -182,7 +190,7 @@ func (e *Engine) Request(c Call) (cedar.Request, types.EntityMap, error) {
 		ents[gu] = types.Entity{UID: gu}
 	}
 	ents[action] = types.Entity{UID: action, Parents: types.NewEntityUIDSet(parents...)}
-	return cedar.Request{Principal: principal, Action: action, Resource: resource, Context: ctx}, ents, nil
+	return action, resource, ents
 }
 
 func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, error) {

@@ -53,14 +53,21 @@ echo "\$ gatehost domain validate testdata/domains/*/domain.yaml"
 echo
 
 # gatehost mcp in front of server-filesystem: a scripted agent (the MCP Go
-# SDK's client) reads, writes where the fs domain allows and where it does
-# not, and edits with and without a person's approval; the disk is checked
-# after each call.
+# SDK's client) reads, writes where the Cedar policies allow and where they
+# do not, and edits with and without a person's approval; the disk is
+# checked after each call. The policies are written for the served tree
+# /srv/share (Cedar has no variables): copies rooted at the directory served
+# here go to var/mcp-demo/, where examples/mcp-agent/gatehost.yaml reads them.
 mcpdir=$(mktemp -d)
-mkdir -p "$mcpdir/public" "$mcpdir/private"
+mkdir -p "$mcpdir/public" "$mcpdir/private" var/mcp-demo
 echo "served by server-filesystem, behind gatehost" >"$mcpdir/README.txt"
-echo "\$ gatehost mcp --pipeline mcp-fs -- mcp-server-filesystem $mcpdir   (driven by examples/mcp-agent)"
-go run ./examples/mcp-agent --gatehost "$bin" --config gatehost.yaml \
+for p in examples/policies/filesystem.cedar examples/mcp-agent/writes-outside-public.cedar; do
+  sed "s#/srv/share/#$mcpdir/#g" "$p" >"var/mcp-demo/$(basename "$p")" || failed=1
+done
+echo "\$ gatehost policy validate --catalog examples/policies/server-filesystem.tools.json --server fs var/mcp-demo/*.cedar"
+"$bin" policy validate --catalog examples/policies/server-filesystem.tools.json --server fs var/mcp-demo/*.cedar || failed=1
+echo "\$ gatehost mcp --config examples/mcp-agent/gatehost.yaml -- mcp-server-filesystem $mcpdir   (driven by examples/mcp-agent)"
+GATEHOST_PLUGIN_DIR="$PWD/build/plugins" go run ./examples/mcp-agent --gatehost "$bin" --config examples/mcp-agent/gatehost.yaml \
   --server testdata/mcp/node_modules/.bin/mcp-server-filesystem --dir "$mcpdir" || failed=1
 rm -rf "$mcpdir"
 echo

@@ -3,8 +3,12 @@
 // @modelcontextprotocol/server-filesystem on a directory, makes the calls
 // an agent would, and checks the disk after each one.
 //
-//	go run ./examples/mcp-agent --gatehost build/gatehost --config gatehost.yaml \
+//	GATEHOST_PLUGIN_DIR=build/plugins go run ./examples/mcp-agent --gatehost build/gatehost \
+//	    --config examples/mcp-agent/gatehost.yaml \
 //	    --server testdata/mcp/node_modules/.bin/mcp-server-filesystem --dir DIR
+//
+// The config's Cedar policies name the served directory: scripts/demo.sh
+// writes copies of them rooted at DIR first (examples/mcp-agent/gatehost.yaml).
 //
 // It exits 1 when a call's outcome or the disk differs from what the
 // gateway's rules promise.
@@ -24,7 +28,7 @@ import (
 
 func main() {
 	gatehost := flag.String("gatehost", "build/gatehost", "the gatehost binary")
-	config := flag.String("config", "gatehost.yaml", "gatehost config with an mcp: section")
+	config := flag.String("config", "examples/mcp-agent/gatehost.yaml", "gatehost config with an mcp: section")
 	server := flag.String("server", "testdata/mcp/node_modules/.bin/mcp-server-filesystem", "the filesystem MCP server")
 	dir := flag.String("dir", "", "directory the server serves (public/ is writable by the rules)")
 	flag.Parse()
