@@ -45,7 +45,7 @@ func backends() []backend {
 			dir := t.TempDir()
 			return func(t *testing.T, replica string) store.Store {
 				o := file.Options{Sessions: session.NewFileStore(filepath.Join(dir, "sessions.json")),
-					BaselinePath: filepath.Join(dir, "mcp-tools.lock.json")}
+					BaselinePath: filepath.Join(dir, "mcp-tools.lock.json"), CounterRetain: 24 * time.Hour}
 				if replica == "a" {
 					o.EventLogPath = filepath.Join(dir, "events.jsonl")
 				}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/counter"
@@ -41,7 +40,8 @@ type Options struct {
 	// baseline in memory.
 	BaselinePath string
 	// CounterRetain is how long the counts keep a call: the longest
-	// counters window the host counts over; 0 is abi.MaxCounterWindow.
+	// counters window the host counts over (0: none, only each session's
+	// totals are kept).
 	CounterRetain time.Duration
 }
 
@@ -58,11 +58,7 @@ type Store struct {
 // created if absent, its chain checked), and returns the store. Errors are
 // eventlog.Open's.
 func Open(o Options) (*Store, error) {
-	retain := o.CounterRetain
-	if retain <= 0 {
-		retain = abi.MaxCounterWindow
-	}
-	s := &Store{sessions: o.Sessions, baselinePath: o.BaselinePath, counters: counter.NewMemStore(retain)}
+	s := &Store{sessions: o.Sessions, baselinePath: o.BaselinePath, counters: counter.NewMemStore(o.CounterRetain)}
 	if o.EventLogPath != "" {
 		log, err := eventlog.Open(o.EventLogPath, o.EventLog)
 		if err != nil {
