@@ -77,6 +77,20 @@ func principalKey(p *abi.Principal) string {
 // pinCounters reads the counts of a run whose pipeline grants the counters
 // capability to some stage; otherwise it reads nothing. A store failure is
 // logged with runID and pinned as errCounterStore.
+// readsCounters reports whether some stage of some pipeline is granted the
+// counters capability: a host whose gates read no counts counts nothing,
+// and adds no store write to an accepted call.
+func (h *Host) readsCounters() bool {
+	for _, p := range h.pipelines {
+		for _, s := range p.stages {
+			if slices.Contains(s.cfg.Capabilities, abi.CapabilityCounters) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (h *Host) pinCounters(ctx context.Context, rn *run) *pinnedCounts {
 	granted := false
 	for _, s := range rn.p.stages {
@@ -114,11 +128,12 @@ func (h *Host) countAccepted(ctx context.Context, rn *run) error {
 	return nil
 }
 
-// count counts d's call when d accepts a tool call. When the store fails
+// count counts d's call when d accepts a tool call and the host's gates
+// read counts (readsCounters). When the store fails
 // the decision is made inconclusive with a host finding: a call that could
 // not be counted is not accepted.
 func (h *Host) count(ctx context.Context, rn *run, d *Decision) {
-	if d.Verdict != abi.Accepted || rn.p.cfg.Subject != abi.SubjectToolCall {
+	if !h.counting || d.Verdict != abi.Accepted || rn.p.cfg.Subject != abi.SubjectToolCall {
 		return
 	}
 	err := h.countAccepted(ctx, rn)

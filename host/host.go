@@ -43,6 +43,7 @@ type Host struct {
 	sessions  session.Store
 	counters  counter.Store
 	windows   []time.Duration // Config.CounterWindows, sorted
+	counting  bool            // some stage is granted the counters capability
 	log       eventlog.Appender
 	ownLog    *eventlog.Log             // the log the host opened, and closes
 	engines   map[uint32]*engine.Engine // by memory limit in pages
@@ -129,6 +130,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		_ = h.Close(context.Background())
 		return nil, err
 	}
+	h.counting = h.readsCounters()
 	if h.cfg.WarmPools {
 		if err := h.warm(ctx, h.cfg.LoadTimeout); err != nil {
 			_ = h.Close(context.Background())
