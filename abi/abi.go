@@ -21,7 +21,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 7
+const MinorVersion = 8
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.
@@ -218,4 +218,7 @@ const (
 	// CapabilitySchema: OpSchemaValidate, JSON Schema validation against
 	// the input schemas of the run's pinned catalog snapshot (minor 3).
 	CapabilitySchema = "schema"
+	// CapabilityCounters: OpCountersGet, the host's counts of the accepted
+	// calls of the run's session and principal (minor 8).
+	CapabilityCounters = "counters"
 )

@@ -9,7 +9,8 @@ import (
 // Schemas holds the JSON Schemas (draft 2020-12) of the ABI messages:
 // schema/request.schema.json, schema/response.schema.json,
 // schema/descriptor.schema.json, schema/proposal.schema.json,
-// schema/toolcall.schema.json and schema/merge.schema.json. Their $id
+// schema/toolcall.schema.json, schema/merge.schema.json and (minor 8)
+// schema/counters.schema.json, the counters.get answer. Their $id
 // values are stable URIs under https://gatehost.dev/abi/v1/; they are
 // identifiers, not fetched.
 //
@@ -24,6 +25,7 @@ const (
 	SchemaProposal   = "schema/proposal.schema.json"
 	SchemaToolCall   = "schema/toolcall.schema.json"
 	SchemaMerge      = "schema/merge.schema.json"
+	SchemaCounters   = "schema/counters.schema.json"
 )
 
 // OpSchemaValidate is the operation of the schema capability (SPEC.md

@@ -102,6 +102,11 @@ func Open(ctx context.Context, l *config.Loaded, o Options) (*Runtime, error) {
 // the store's config names (CatalogTools).
 func adopt(ctx context.Context, l *config.Loaded, st store.Store) error {
 	l.Host.EventLogPath, l.Host.EventLog = "", st.EventLog()
+	if c, ok := st.(store.Counting); ok {
+		// The store's counts outlive a reload: a rate limit does not
+		// start over when the config changes.
+		l.Host.Counters = c.Counters()
+	}
 	if !st.Shared() {
 		return nil
 	}

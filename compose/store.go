@@ -62,7 +62,7 @@ type StoreOptions struct {
 func OpenStore(ctx context.Context, l *config.Loaded, o StoreOptions) (store.Store, error) {
 	logger := cmp.Or(o.Logger, slog.Default())
 	if !l.Store.Postgres() {
-		fo := file.Options{Sessions: l.Host.Sessions, BaselinePath: baselinePath(l),
+		fo := file.Options{Sessions: l.Host.Sessions, BaselinePath: baselinePath(l), CounterRetain: maxDuration(l.Host.CounterWindows),
 			EventLog: eventlog.Options{Logger: logger, OnCommit: o.OnCommit}}
 		if o.Access == Serve {
 			fo.EventLogPath = l.LogPath
@@ -145,4 +145,13 @@ func OpenApprovals(l *config.Loaded, st store.Store) (approval.Store, error) {
 		return a, nil
 	}
 	return approval.NewMemory(), nil
+}
+
+// maxDuration is the longest of ds; 0 for none.
+func maxDuration(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
 }

@@ -42,6 +42,7 @@ type fileConfig struct {
 	Sessions struct {
 		Path string `mapstructure:"path"`
 	} `mapstructure:"sessions"`
+	Counters          countersConfig            `mapstructure:"counters"`
 	Store             storeConfig               `mapstructure:"store"`
 	CacheDir          string                    `mapstructure:"cache_dir"`
 	MaxResponseBytes  byteSize                  `mapstructure:"max_response_bytes"`
@@ -361,7 +362,12 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	if l.Tracing, err = resolveTracing(fc.Tracing); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	windows, err := fc.Counters.durations()
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	cfg := host.Config{
+		CounterWindows:    windows,
 		EventLogPath:      l.LogPath,
 		CacheDir:          fc.CacheDir,
 		MaxResponseBytes:  int(fc.MaxResponseBytes),

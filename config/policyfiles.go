@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
@@ -145,6 +146,7 @@ func validatePolicyStages(cfg *host.Config, l *Loaded) error {
 			var sc struct {
 				Policies []policy.Source   `json:"policies"`
 				Claims   map[string]string `json:"claims"`
+				Windows  []string          `json:"windows"`
 			}
 			if json.Unmarshal(st.Config, &sc) != nil {
 				continue // the gate's config schema says why
@@ -152,6 +154,10 @@ func validatePolicyStages(cfg *host.Config, l *Loaded) error {
 			o := policy.Options{Claims: map[string]policy.ClaimType{}}
 			for n, t := range sc.Claims {
 				o.Claims[n], _ = policy.ParseClaimType(t) // checked by policyStageConfig
+			}
+			o.Windows = sc.Windows
+			if err := policyWindows(cfg.CounterWindows, sc.Windows); err != nil {
+				return fmt.Errorf("pipelines.%s.stages[%d].config.windows: %w", name, i, err)
 			}
 			set, err := policy.Parse(sc.Policies)
 			if err != nil {
@@ -164,6 +170,22 @@ func validatePolicyStages(cfg *host.Config, l *Loaded) error {
 			if ps := s.Validate(set); len(ps) > 0 {
 				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: against the catalog: %w", name, i, &policy.ValidationError{Problems: ps})
 			}
+		}
+	}
+	return nil
+}
+
+// policyWindows checks that the host counts every window a policy stage
+// declares: one it does not would make every call whose policies read it
+// inconclusive.
+func policyWindows(counted []time.Duration, declared []string) error {
+	for _, w := range declared {
+		d, err := abi.ParseWindow(w)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(counted, d) {
+			return fmt.Errorf("window %s is not one the host counts (counters.windows)", abi.WindowName(d))
 		}
 	}
 	return nil

@@ -47,6 +47,7 @@ type runContext struct {
 	session  string
 	subject  abi.SubjectKind
 	pinned   *pinnedSession
+	counts   *pinnedCounts
 	worktree string // RunOptions.Worktree
 
 	mu     sync.Mutex

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/counter"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/engine"
@@ -44,6 +45,15 @@ type Config struct {
 	// Sessions holds agent sessions' tool sets, read by the session
 	// capability; nil means a new in-memory store (session.MemStore).
 	Sessions session.Store
+	// Counters keeps the counts of accepted tool calls the counters
+	// capability answers with; nil means a new in-memory store
+	// (counter.MemStore) keeping calls for the longest CounterWindows.
+	Counters counter.Store
+	// CounterWindows are the windows the host counts a session's and a
+	// principal's accepted calls over (abi.ValidWindow each, at most
+	// MaxCounterWindows, no two alike); none counts only a session's
+	// calls since its first.
+	CounterWindows []time.Duration
 	// EventLogPath is the hash-chained JSONL event log; "" means no log
 	// (for embedders who audit elsewhere; the CLI always sets one). A path
 	// that exists must be a regular file (ErrNotRegular otherwise).

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/counter"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/abischema"
@@ -40,6 +41,9 @@ type Host struct {
 	logger    *slog.Logger
 	catalog   *catalog.Store
 	sessions  session.Store
+	counters  counter.Store
+	windows   []time.Duration // Config.CounterWindows, sorted
+	counting  bool            // some stage is granted the counters capability
 	log       eventlog.Appender
 	ownLog    *eventlog.Log             // the log the host opened, and closes
 	engines   map[uint32]*engine.Engine // by memory limit in pages
@@ -115,6 +119,10 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if h.sessions == nil {
 		h.sessions = session.NewMemStore()
 	}
+	h.counters, h.windows = ncfg.Counters, ncfg.CounterWindows
+	if h.counters == nil {
+		h.counters = counter.NewMemStore(maxWindow(h.windows))
+	}
 	if err := h.prepareDomains(ctx); err != nil {
 		return nil, err
 	}
@@ -122,6 +130,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		_ = h.Close(context.Background())
 		return nil, err
 	}
+	h.counting = h.readsCounters()
 	if h.cfg.WarmPools {
 		if err := h.warm(ctx, h.cfg.LoadTimeout); err != nil {
 			_ = h.Close(context.Background())
@@ -230,11 +239,18 @@ func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind
 // is one catalog.get would hand the gate whole. A stage written before
 // the schema capability existed keeps loading.
 func impliedGrants(granted, declared []string) []string {
-	if slices.Contains(granted, abi.CapabilityCatalog) && slices.Contains(declared, abi.CapabilitySchema) &&
-		!slices.Contains(granted, abi.CapabilitySchema) {
-		return append(slices.Clone(granted), abi.CapabilitySchema)
+	if !slices.Contains(granted, abi.CapabilityCatalog) {
+		return granted
 	}
-	return granted
+	out := granted
+	// schema and counters read only what the catalog grant already shows a
+	// stage: the pinned snapshot's schemas, and the run's own counts.
+	for _, c := range []string{abi.CapabilitySchema, abi.CapabilityCounters} {
+		if slices.Contains(declared, c) && !slices.Contains(out, c) {
+			out = append(slices.Clone(out), c)
+		}
+	}
+	return out
 }
 
 // plugin returns the loaded plugin variant key, loading it from its compiled

@@ -39,6 +39,10 @@ func normalize(cfg Config) (Config, error) {
 	if err := checkCompileLimits(n.CompileLimits); err != nil {
 		return Config{}, err
 	}
+	if err := checkWindows(cfg.CounterWindows); err != nil {
+		return Config{}, err
+	}
+	n.CounterWindows = slices.Sorted(slices.Values(cfg.CounterWindows))
 	if cfg.EventLog != nil && cfg.EventLogPath != "" {
 		return Config{}, cfgErr("event_log", "set EventLog or EventLogPath, not both")
 	}

@@ -158,6 +158,7 @@ type run struct {
 	subject []byte            // the compacted native subject
 	snap    *catalog.Snapshot // pinned for the whole run
 	session *pinnedSession    // the session read at the start of the run
+	counts  *pinnedCounts     // the counts read at the start of the run
 	// confirmation is the resolved ConfirmationToken; nil is none.
 	confirmation *abi.Confirmation
 	opts         RunOptions
@@ -223,6 +224,7 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 		rn.id = newRunID(rn.now)
 	}
 	rn.session = h.pinSession(ctx, p, opts.Session, rn.id)
+	rn.counts = h.pinCounters(ctx, rn)
 	// A run refused admission calls no stage: its token is not spent.
 	if refused == nil {
 		if err := h.confirm(ctx, rn, decoded); err != nil {
@@ -273,6 +275,7 @@ func (h *Host) check(ctx context.Context, pipelineName string, input []byte, opt
 			d.Findings = append(d.Findings, Finding{Finding: f, Stage: HostStage})
 		}
 	}
+	h.count(ctx, rn, d)
 	if err := h.record(rn, d); err != nil {
 		d.Verdict = abi.Inconclusive
 		h.logger.Error("host: decision not recorded; verdict forced to inconclusive", "run_id", d.RunID, "err", err)
@@ -422,7 +425,7 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 		return failStage(r, abi.ReasonHostError, err, nil)
 	}
 	state := &runContext{host: h, snap: rn.snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: rn.id,
-		session: rn.opts.Session, subject: p.cfg.Subject, pinned: rn.session, worktree: rn.opts.Worktree}
+		session: rn.opts.Session, subject: p.cfg.Subject, pinned: rn.session, counts: rn.counts, worktree: rn.opts.Worktree}
 	return h.callStage(ctx, s, r, req, state)
 }
 

@@ -29,6 +29,11 @@ type Call struct {
 	Principal *abi.Principal
 	// Now is the run's clock, context.now.
 	Now time.Time
+	// Counts are the counts of the run's session and principal,
+	// context.session; nil when unavailable. A set that names session
+	// (Set.UsesSession) then makes the call inconclusive,
+	// CodeCountersUnavailable; any other set is decided without it.
+	Counts *Counts
 }
 
 // Decision is how an evaluation ended.
@@ -89,16 +94,22 @@ const (
 // Engine evaluates calls against a policy set. It is safe for concurrent
 // use.
 type Engine struct {
-	set    *Set
-	claims map[string]ClaimType
-	mu     sync.Mutex
-	tools  map[string]ToolSchema // by id + schema digest
+	set     *Set
+	claims  map[string]ClaimType
+	windows []string
+	mu      sync.Mutex
+	tools   map[string]ToolSchema // by id + schema digest
 }
 
 // NewEngine returns an engine for set under o.
+// Options.Windows must be valid (ValidateOptions); an invalid window is
+// left out.
 func NewEngine(set *Set, o Options) *Engine {
-	return &Engine{set: set, claims: o.claims(), tools: map[string]ToolSchema{}}
+	return &Engine{set: set, claims: o.claims(), windows: o.windows(), tools: map[string]ToolSchema{}}
 }
+
+// UsesSession reports whether the engine's policies name context.session.
+func (e *Engine) UsesSession() bool { return e.set.UsesSession() }
 
 // Set returns the engine's policies.
 func (e *Engine) Set() *Set { return e.set }
@@ -157,12 +168,24 @@ func (e *Engine) Request(c Call) (cedar.Request, types.EntityMap, error) {
 			"idempotent": types.Boolean(h.Idempotent), "open_world": types.Boolean(h.OpenWorld),
 		}),
 	})
-	ctx := types.NewRecord(types.RecordMap{
+	cm := types.RecordMap{
 		"arguments": argRec,
 		"paths":     pathsValue(ts.Paths, argRec),
 		"tool":      tool,
 		"now":       types.NewDatetime(c.Now.UTC()),
-	})
+	}
+	switch {
+	case c.Counts != nil:
+		sv, err := sessionValue(c.Counts, e.windows)
+		if err != nil {
+			return cedar.Request{}, nil, err
+		}
+		cm["session"] = sv
+	case e.set.UsesSession():
+		return cedar.Request{}, nil, &RequestError{Code: CodeCountersUnavailable,
+			Err: errors.New("counters: a policy names context.session and the counts are unavailable")}
+	}
+	ctx := types.NewRecord(cm)
 	principal, pent, err := e.principal(c.Principal)
 	if err != nil {
 		return cedar.Request{}, nil, err

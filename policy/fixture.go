@@ -19,6 +19,12 @@ type Fixture struct {
 	Catalog  FixtureCatalog    `json:"catalog"`
 	Policies []string          `json:"policies"`
 	Claims   map[string]string `json:"claims,omitempty"`
+	// Windows declares the counting windows the policies read in
+	// context.session (Options.Windows).
+	Windows []string `json:"windows,omitempty"`
+	// ToolIDs are the catalog's tool ids, set by the caller before Run:
+	// every count of a case names each (0 unless the case says).
+	ToolIDs []string `json:"-"`
 	// Now is the clock of every case without its own; default
 	// 2026-01-01T00:00:00Z.
 	Now   string `json:"now,omitempty"`
@@ -41,10 +47,25 @@ type Case struct {
 	Principal *abi.Principal `json:"principal,omitempty"`
 	Call      abi.ToolCall   `json:"call"`
 	Now       string         `json:"now,omitempty"`
-	Expect    Expect         `json:"expect"`
+	// Counts are the counts of the call's session and principal
+	// (context.session); absent, every count is 0.
+	Counts *CaseCounts `json:"counts,omitempty"`
+	// CountersUnavailable evaluates the call as when the host's counts
+	// cannot be read.
+	CountersUnavailable bool   `json:"counters_unavailable,omitempty"`
+	Expect              Expect `json:"expect"`
 }
 
 // Expect is a case's expected answer.
+// CaseCounts are a case's counts, each by tool (a wire name, alias or id
+// of the catalog): calls in the session, and per declared window the
+// session's and the principal's.
+type CaseCounts struct {
+	Calls     map[string]int64            `json:"calls,omitempty"`
+	Windows   map[string]map[string]int64 `json:"windows,omitempty"`
+	Principal map[string]map[string]int64 `json:"principal,omitempty"`
+}
+
 type Expect struct {
 	// Verdict is accepted, rejected or inconclusive.
 	Verdict abi.Verdict `json:"verdict"`
@@ -96,8 +117,15 @@ func DecodeFixture(data []byte) (*Fixture, error) {
 			return nil, &FixtureError{Err: fmt.Errorf("claims.%s: %w", name, err)}
 		}
 	}
+	windows, err := windowNames(f.Windows)
+	if err != nil {
+		return nil, &FixtureError{Err: fmt.Errorf("windows: %w", err)}
+	}
 	seen := map[string]bool{}
 	for i, c := range f.Cases {
+		if err := c.Counts.check(windows); err != nil {
+			return nil, &FixtureError{Err: fmt.Errorf("cases[%d] (%s).counts: %w", i, c.Name, err)}
+		}
 		where := fmt.Sprintf("cases[%d]", i)
 		switch {
 		case c.Name == "":
@@ -123,7 +151,7 @@ func DecodeFixture(data []byte) (*Fixture, error) {
 
 // ClaimOptions are the fixture's declared claims as Options.
 func (f *Fixture) ClaimOptions() Options {
-	o := Options{Claims: map[string]ClaimType{}}
+	o := Options{Claims: map[string]ClaimType{}, Windows: f.Windows}
 	for n, t := range f.Claims {
 		o.Claims[n], _ = ParseClaimType(t) // checked by DecodeFixture
 	}
@@ -168,7 +196,11 @@ func (f *Fixture) Run(eng *Engine, lookup Lookup) []CaseResult {
 		var resp abi.Response
 		policies := []string{}
 		if tool, ok := lookup(c.Call.Tool); ok {
-			r := eng.Evaluate(Call{Tool: tool, Arguments: c.Call.Parameters, Principal: c.Principal, Now: ts})
+			var counts *Counts
+			if !c.CountersUnavailable {
+				counts = c.Counts.answer(f.ToolIDs, eng.windows, lookup)
+			}
+			r := eng.Evaluate(Call{Tool: tool, Arguments: c.Call.Parameters, Principal: c.Principal, Now: ts, Counts: counts})
 			resp = r.Response()
 			policies = append(policies, r.IDs()...)
 		} else {
@@ -199,4 +231,58 @@ func (f *Fixture) Run(eng *Engine, lookup Lookup) []CaseResult {
 		out = append(out, cr)
 	}
 	return out
+}
+
+// check refuses counts of a window the fixture does not declare.
+func (c *CaseCounts) check(declared []string) error {
+	if c == nil {
+		return nil
+	}
+	for _, m := range []map[string]map[string]int64{c.Windows, c.Principal} {
+		for w := range m {
+			n, err := windowNames([]string{w})
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(declared, n[0]) {
+				return fmt.Errorf("window %s is not one of the fixture's windows", w)
+			}
+		}
+	}
+	return nil
+}
+
+// answer is the counters.get answer of c (nil: all 0) over the catalog's
+// tool ids and the declared windows.
+func (c *CaseCounts) answer(ids, windows []string, lookup Lookup) *Counts {
+	fill := func(m map[string]int64) map[string]int64 {
+		out := make(map[string]int64, len(ids))
+		for _, id := range ids {
+			out[id] = 0
+		}
+		for name, n := range m {
+			if t, ok := lookup(name); ok {
+				name = t.ID
+			}
+			out[name] = n
+		}
+		return out
+	}
+	byWindow := func(m map[string]map[string]int64) map[string]abi.CounterWindow {
+		canon := map[string]map[string]int64{}
+		for w, v := range m {
+			if n, err := windowNames([]string{w}); err == nil {
+				canon[n[0]] = v
+			}
+		}
+		out := map[string]abi.CounterWindow{}
+		for _, w := range windows {
+			out[w] = abi.CounterWindow{Calls: fill(canon[w])}
+		}
+		return out
+	}
+	if c == nil {
+		c = &CaseCounts{}
+	}
+	return &Counts{Calls: fill(c.Calls), Windows: byWindow(c.Windows), Principal: byWindow(c.Principal)}
 }

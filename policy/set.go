@@ -131,3 +131,17 @@ func (s *Set) position(src, off int) (line, col int) {
 	col = len([]rune(t[strings.LastIndexByte(t, '\n')+1:])) + 1
 	return line, col
 }
+
+// UsesSession reports whether some policy's text names session (as in
+// context.session): such a set cannot be decided without the counters, and
+// a call is then inconclusive, never decided as if every count were 0. A
+// mention in a comment or a string counts too: the test errs toward
+// failing closed.
+func (s *Set) UsesSession() bool {
+	for _, p := range s.Policies {
+		if t, _ := s.text(p); strings.Contains(t, "session") {
+			return true
+		}
+	}
+	return false
+}

@@ -195,7 +195,7 @@ var entityAttrs = map[string][]string{
 }
 
 var (
-	contextNames    = []string{"arguments", "now", "paths", "tool"}
+	contextNames    = []string{"arguments", "now", "paths", "session", "tool"}
 	toolNames       = []string{"annotations", "effect", "id", "name", "namespace"}
 	annotationNames = []string{"destructive", "idempotent", "open_world", "read_only"}
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/approval/approvaltest"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/counter"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/internal/testing/pgtest"
@@ -44,7 +45,7 @@ func backends() []backend {
 			dir := t.TempDir()
 			return func(t *testing.T, replica string) store.Store {
 				o := file.Options{Sessions: session.NewFileStore(filepath.Join(dir, "sessions.json")),
-					BaselinePath: filepath.Join(dir, "mcp-tools.lock.json")}
+					BaselinePath: filepath.Join(dir, "mcp-tools.lock.json"), CounterRetain: 24 * time.Hour}
 				if replica == "a" {
 					o.EventLogPath = filepath.Join(dir, "events.jsonl")
 				}
@@ -120,6 +121,51 @@ func TestContract(t *testing.T) {
 				seq, hash = open(t, "a").EventLog().Last()
 				assert.Equal(t, uint64(2), seq, "reopened, the log goes on from its last record")
 				assert.Equal(t, out[1].Hash, hash)
+			})
+
+			t.Run("counts accepted calls, shared when the store is", func(t *testing.T) {
+				open := b.open(t)
+				a, other := open(t, "a"), open(t, "b")
+				ca, ok := a.(store.Counting)
+				require.True(t, ok, "every backend counts")
+				cb := other.(store.Counting)
+				t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+				alice := counter.PrincipalKey("https://issuer", "alice")
+				for i, c := range []counter.Call{
+					{Session: "s1", Principal: alice, Tool: "mcp.mail:send_email", At: t0.Add(-2 * time.Hour)},
+					{Session: "s1", Principal: alice, Tool: "mcp.mail:send_email", At: t0.Add(-30 * time.Minute)},
+					{Session: "s1", Tool: "mcp.mail:read_inbox", At: t0.Add(-time.Minute)},
+					{Session: "s2", Principal: alice, Tool: "mcp.mail:send_email", At: t0.Add(-time.Minute)},
+					{Principal: alice, Tool: "mcp.mail:send_email", At: t0},
+				} {
+					require.NoError(t, ca.Counters().Add(ctx, c), "call %d", i)
+				}
+				q := counter.Query{Session: "s1", Principal: alice, Windows: []time.Duration{time.Hour, 24 * time.Hour}, Now: t0}
+				want := counter.Counts{
+					Session: map[string]int64{"mcp.mail:send_email": 2, "mcp.mail:read_inbox": 1},
+					Window: map[time.Duration]map[string]int64{
+						time.Hour:      {"mcp.mail:send_email": 1, "mcp.mail:read_inbox": 1},
+						24 * time.Hour: {"mcp.mail:send_email": 2, "mcp.mail:read_inbox": 1},
+					},
+					Principal: map[time.Duration]map[string]int64{
+						time.Hour:      {"mcp.mail:send_email": 3},
+						24 * time.Hour: {"mcp.mail:send_email": 4},
+					},
+				}
+				got, err := ca.Counters().Counts(ctx, q)
+				require.NoError(t, err)
+				assert.Equal(t, want, got)
+				got, err = cb.Counters().Counts(ctx, q)
+				require.NoError(t, err)
+				if b.shared {
+					assert.Equal(t, want, got, "another replica reads the same counts")
+				} else {
+					assert.Empty(t, got.Session, "another process has its own counts")
+				}
+				got, err = ca.Counters().Counts(ctx, counter.Query{Session: "nobody", Windows: []time.Duration{time.Hour}, Now: t0})
+				require.NoError(t, err)
+				assert.Empty(t, got.Session)
+				assert.Empty(t, got.Window[time.Hour])
 			})
 
 			t.Run("sessions are seen by the other process", func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/counter"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
@@ -104,6 +105,18 @@ type Store interface {
 
 	// Close closes the event log and the store. Safe to call twice.
 	Close() error
+}
+
+// Counting is the optional capability of a store that keeps the counts of
+// the tool calls the host accepted (host.Config.Counters; the counters
+// capability and the policy gate's context.session read them). Both
+// backends have it: for files the counts are in the memory of the process
+// (they do not outlive it and are not shared), for PostgreSQL in the
+// database, shared by the replicas so a rate limit holds across them.
+type Counting interface {
+	// Counters returns the store's counts; its errors wrap
+	// counter.ErrStore.
+	Counters() counter.Store
 }
 
 // ChainReader is the optional capability of a store that keeps several

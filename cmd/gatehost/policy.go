@@ -24,7 +24,9 @@ const policyUsage = `Usage: gatehost policy SUBCOMMAND [flags]
 
 A catalog file is read as gatehost catalog diff reads PATH (--format, --server).
 --claim NAME=TYPE declares a principal claim (String, Long, Bool, Set<String>,
-Set<Long>), as the policy gate's claims config does. docs/POLICY.md has the
+Set<Long>), as the policy gate's claims config does; --window DURATION a
+counting window of context.session (1h, 24h, 7d), as its windows config does.
+docs/POLICY.md has the
 request shape and the schema mapping.
 Exit codes: 0 valid / every case passes, 1 invalid / a case fails, 2 usage or input error.
 `
@@ -58,6 +60,7 @@ func cmdPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	catalogPath := fs.String("catalog", "", "the tool catalog file (or directory)")
 	server := fs.String("server", "", "the MCP server the catalog's tools come from (namespace mcp.<server>)")
 	claims := fs.StringArray("claim", nil, "declare a principal claim NAME=TYPE (repeatable)")
+	windows := fs.StringArray("window", nil, "declare a counting window of context.session, such as 1h (repeatable)")
 	if code, done := fs.parse(args[1:], want); done {
 		return code
 	}
@@ -67,6 +70,10 @@ func cmdPolicy(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := claimOptions(*claims)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	o.Windows = *windows
+	if err := policy.ValidateOptions(o); err != nil {
+		return fail(stderr, fmt.Errorf("%w: --window: %w", errUsage, err))
 	}
 	tools, _, err := loadPolicyCatalog(*catalogPath, fs.format, *server)
 	if err != nil {
@@ -256,6 +263,9 @@ func runFixture(file string) (fixtureResult, error) {
 	}
 	if r.Problems = s.Validate(set); len(r.Problems) > 0 {
 		return r, nil
+	}
+	for _, t := range tools {
+		f.ToolIDs = append(f.ToolIDs, t.ID)
 	}
 	r.Cases = f.Run(policy.NewEngine(set, o), lookup)
 	r.Pass = true

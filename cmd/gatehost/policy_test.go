@@ -22,6 +22,10 @@ func TestPolicyExamples(t *testing.T) {
 	assert.Contains(t, out, "filesystem.test.json: 22/22 cases")
 	assert.Contains(t, out, "github.test.json: 15/15 cases")
 
+	code, out, errOut = runCLI("policy", "test", filepath.Join(dir, "rate-limit.test.json"))
+	assert.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "rate-limit.test.json: 9/9 cases")
+
 	code, out, _ = runCLI("policy", "test", "--output", "json", filepath.Join(dir, "github.test.json"))
 	assert.Equal(t, 0, code)
 	var res []struct {

@@ -26,7 +26,7 @@ var (
 
 func load() {
 	c := schemac.NewCompiler()
-	names := []string{abi.SchemaRequest, abi.SchemaResponse, abi.SchemaDescriptor, abi.SchemaProposal, abi.SchemaToolCall, abi.SchemaMerge}
+	names := []string{abi.SchemaRequest, abi.SchemaResponse, abi.SchemaDescriptor, abi.SchemaProposal, abi.SchemaToolCall, abi.SchemaMerge, abi.SchemaCounters}
 	for _, n := range names {
 		b, err := fs.ReadFile(abi.Schemas, n)
 		if err != nil {

@@ -46,12 +46,18 @@ const configSchema = `{
     "claims": {
       "type": "object",
       "additionalProperties": {"enum": ["String", "Long", "Bool", "Set<String>", "Set<Long>"]}
+    },
+    "windows": {
+      "type": "array",
+      "maxItems": 8,
+      "items": {"type": "string", "minLength": 2, "maxLength": 16}
     }
   },
   "additionalProperties": false
 }`
 
-// Gate is the policy gate. It needs the catalog capability.
+// Gate is the policy gate. It needs the catalog capability; it reads the
+// counters capability (implied by the catalog grant) for context.session.
 var Gate = sdk.Gate{
 	Descriptor: abi.Descriptor{
 		ABIVersion:   abi.MajorVersion,
@@ -59,7 +65,7 @@ var Gate = sdk.Gate{
 		Version:      "1.0.0",
 		Description:  "Decides a tool call with the operator's Cedar policies: the caller, the tool's action and groups, its server, and the call's typed arguments, cleaned paths, effect and annotations.",
 		SubjectKinds: []abi.SubjectKind{abi.SubjectToolCall},
-		Capabilities: []string{abi.CapabilityCatalog},
+		Capabilities: []string{abi.CapabilityCatalog, abi.CapabilityCounters},
 		ConfigSchema: json.RawMessage(configSchema),
 	},
 	Evaluate: evaluate,
@@ -69,6 +75,9 @@ var Gate = sdk.Gate{
 type Config struct {
 	Policies []cedarpolicy.Source `json:"policies"`
 	Claims   map[string]string    `json:"claims,omitempty"`
+	// Windows declares the counting windows the policies read in
+	// context.session (docs/POLICY.md): each must be one the host counts.
+	Windows []string `json:"windows,omitempty"`
 }
 
 // ConfigError is a stage config the gate cannot use.
@@ -95,6 +104,10 @@ func NewEngine(raw json.RawMessage) (*cedarpolicy.Engine, error) {
 			return nil, &ConfigError{Err: fmt.Errorf("claims.%s: %w", name, err)}
 		}
 		o.Claims[name] = ct
+	}
+	o.Windows = cfg.Windows
+	if err := cedarpolicy.ValidateOptions(o); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("windows: %w", err)}
 	}
 	set, err := cedarpolicy.Parse(cfg.Policies)
 	if err != nil {
@@ -167,8 +180,27 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: context.now: %w", err)), nil
 	}
 	p, _ := req.Principal()
-	resp := eng.Evaluate(cedarpolicy.Call{Tool: tool, Arguments: call.Parameters, Principal: p, Now: now}).Response()
+	counts, cerr := counts(req, eng)
+	resp := eng.Evaluate(cedarpolicy.Call{Tool: tool, Arguments: call.Parameters, Principal: p, Now: now, Counts: counts}).Response()
+	if cerr != nil && resp.Verdict == abi.Inconclusive && resp.Reason == cedarpolicy.CodeCountersUnavailable {
+		resp.Evidence["counters_error"] = cerr.Error()
+	}
 	resp.Evidence["tool_id"] = tool.ID
 	resp.Evidence["catalog_generation"] = req.Context.CatalogGeneration
 	return resp, nil
+}
+
+// counts reads the run's counts when the policies name context.session
+// (otherwise nil, nil: a set that does not read them never fails for
+// them). An error leaves them nil, and the engine makes the call
+// inconclusive (counters_unavailable).
+func counts(req sdk.Request, eng *cedarpolicy.Engine) (*cedarpolicy.Counts, error) {
+	if !eng.UsesSession() {
+		return nil, nil
+	}
+	a, err := sdk.CountersGet(req.Host)
+	if err != nil {
+		return nil, fmt.Errorf("policy: counters: %w", err)
+	}
+	return &a, nil
 }

@@ -65,6 +65,9 @@ type Host struct {
 	// SessionLookup answers session.get for the run's session; nil
 	// answers as for a run without a session.
 	SessionLookup func(tool string) abi.SessionGetAnswer
+	// Counts answers counters.get (granted with abi.CapabilityCounters);
+	// nil answers all 0, for no window.
+	Counts *abi.CountersGetAnswer
 	// Operations answers further operations by name, such as
 	// "policy.merge", "check.run" or "query.rows", so that any gate can be
 	// tested natively without a private fake host. It is consulted after
@@ -153,6 +156,15 @@ func (h *Host) answer(op string, request []byte) []byte {
 			return abi.EncodeCallResult(abi.SessionGetAnswer{})
 		}
 		return abi.EncodeCallResult(h.SessionLookup(req.Tool))
+	case abi.OpCountersGet:
+		if h.Counts != nil {
+			return abi.EncodeCallResult(h.Counts)
+		}
+		a := abi.CountersGetAnswer{Calls: map[string]int64{}, Windows: map[string]abi.CounterWindow{}, Principal: map[string]abi.CounterWindow{}}
+		for _, t := range h.Tools {
+			a.Calls[t.ID] = 0
+		}
+		return abi.EncodeCallResult(a)
 	case abi.OpCatalogList:
 		a := abi.CatalogListAnswer{Generation: h.Generation, Tools: []abi.ToolEntry{}}
 		for _, t := range h.Tools {

@@ -13,13 +13,17 @@ import (
 
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/host/counter"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 	"github.com/gatehost/gatehost/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Counting = (*Store)(nil)
+)
 
 // Options say which files Open uses; each may be absent.
 type Options struct {
@@ -35,6 +39,10 @@ type Options struct {
 	// BaselinePath is the MCP gateway's baseline lock file; "" keeps the
 	// baseline in memory.
 	BaselinePath string
+	// CounterRetain is how long the counts keep a call: the longest
+	// counters window the host counts over (0: none, only each session's
+	// totals are kept).
+	CounterRetain time.Duration
 }
 
 // Store is the file store.
@@ -42,6 +50,7 @@ type Store struct {
 	log          *eventlog.Log
 	sessions     session.Store
 	baselinePath string
+	counters     *counter.MemStore
 	closed       bool
 }
 
@@ -49,7 +58,7 @@ type Store struct {
 // created if absent, its chain checked), and returns the store. Errors are
 // eventlog.Open's.
 func Open(o Options) (*Store, error) {
-	s := &Store{sessions: o.Sessions, baselinePath: o.BaselinePath}
+	s := &Store{sessions: o.Sessions, baselinePath: o.BaselinePath, counters: counter.NewMemStore(o.CounterRetain)}
 	if o.EventLogPath != "" {
 		log, err := eventlog.Open(o.EventLogPath, o.EventLog)
 		if err != nil {
@@ -59,6 +68,11 @@ func Open(o Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// Counters returns the counts of the calls this process accepted, kept in
+// its memory (counter.MemStore): files keep no counts, and a rate limit
+// holds for one process only.
+func (s *Store) Counters() counter.Store { return s.counters }
 
 // Shared is false: only the processes of this machine see the files.
 func (s *Store) Shared() bool { return false }

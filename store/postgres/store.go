@@ -14,6 +14,7 @@ import (
 var (
 	_ store.Store       = (*Store)(nil)
 	_ store.ChainReader = (*Store)(nil)
+	_ store.Counting    = (*Store)(nil)
 )
 
 // Store is a DB opened as a store.Store: the DB and, unless it was opened
