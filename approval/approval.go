@@ -33,6 +33,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/gatehost/gatehost/abi"
 )
 
 // TTLs: how long an approval stays usable. One setting (config
@@ -132,6 +134,10 @@ type Approval struct {
 	// Approver is who approved: the approver token's name (serve), or
 	// ApproverMCPClient (the MCP gateway's elicitation).
 	Approver string `json:"approver,omitempty"`
+	// ApprovedBy is the approver's principal, when an approver signed in
+	// to decide (Desk.Decide); Request the request they decided.
+	ApprovedBy *abi.Principal `json:"approved_by,omitempty"`
+	Request    string         `json:"request_id,omitempty"`
 }
 
 // ApproverMCPClient is the Approver of an approval given through the MCP

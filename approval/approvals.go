@@ -88,6 +88,8 @@ type Record struct {
 	// Answer is the person's answer to an elicitation (gatehost mcp):
 	// approved, declined, cancelled, timeout or failed.
 	Answer string `json:"answer,omitempty"`
+	// Note is the approver's note with a decision on the approval page.
+	Note string `json:"note,omitempty"`
 }
 
 // Origin is where a record comes from: the request or run it is part of.
@@ -103,13 +105,30 @@ type Origin struct {
 // taken again (burned) and the error wraps ErrNotRecorded. Other errors:
 // ErrFull, ErrStore, or an invalid binding.
 func (s *Approvals) Mint(ctx context.Context, b Binding, approver, answer string, from Origin) (Approval, error) {
+	return s.mint(ctx, b, approver, nil, "", answer, time.Time{}, from)
+}
+
+// mint is Mint with an approver's principal, the request decided, and an
+// expiry (zero: the TTL from now). text is the elicitation's answer
+// (Mint) or the approver's note (a request's).
+func (s *Approvals) mint(ctx context.Context, b Binding, approver string, by *abi.Principal, request, text string, expires time.Time, from Origin) (Approval, error) {
 	now := s.o.Now()
+	if expires.IsZero() {
+		expires = now.Add(s.o.TTL)
+	}
 	// To the microsecond, as every store keeps it.
-	a := Approval{ID: NewID(), Binding: b, ExpiresAt: now.Add(s.o.TTL).UTC().Truncate(time.Microsecond), Approver: approver}
+	a := Approval{ID: NewID(), Binding: b, ExpiresAt: expires.UTC().Truncate(time.Microsecond), Approver: approver,
+		ApprovedBy: by, Request: request}
 	if err := s.o.Store.Add(ctx, a, now, s.o.MaxOutstanding); err != nil {
 		return Approval{}, err
 	}
-	if err := s.record(KindMinted, "", from, now, Record{Approval: a, Answer: answer}); err != nil {
+	rec := Record{Approval: a}
+	if request == "" {
+		rec.Answer = text
+	} else {
+		rec.Note = text
+	}
+	if err := s.record(KindMinted, "", from, now, rec); err != nil {
 		if _, _, terr := s.o.Store.Take(context.WithoutCancel(ctx), a.ID, now); terr != nil {
 			s.o.Logger.Error("approval: not recorded, and not burned: unusable only once expired", "approval_id", a.ID, "err", terr)
 		}

@@ -58,8 +58,8 @@ func (f *File) Path() string { return f.path }
 
 // Add implements Store.
 func (f *File) Add(ctx context.Context, a Approval, now time.Time, max int) error {
-	return f.update(ctx, func(t table) (bool, error) {
-		if err := t.add(a, now, max); err != nil {
+	return f.update(ctx, func(st fileState) (bool, error) {
+		if err := st.t.add(a, now, max); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -70,8 +70,8 @@ func (f *File) Add(ctx context.Context, a Approval, now time.Time, max int) erro
 func (f *File) Take(ctx context.Context, id string, now time.Time) (Stored, bool, error) {
 	var s Stored
 	var found bool
-	err := f.update(ctx, func(t table) (bool, error) {
-		s, found = t.take(id, now)
+	err := f.update(ctx, func(st fileState) (bool, error) {
+		s, found = st.t.take(id, now)
 		return found, nil
 	})
 	if err != nil {
@@ -80,9 +80,66 @@ func (f *File) Take(ctx context.Context, id string, now time.Time) (Stored, bool
 	return s, found, nil
 }
 
-// update runs fn on the file's table under the lock and writes the table
-// back when fn says it changed it.
-func (f *File) update(ctx context.Context, fn func(table) (bool, error)) error {
+// fileState is what the file holds: approvals and requests.
+type fileState struct {
+	t table
+	r requestTable
+}
+
+// OpenRequest implements RequestStore.
+func (f *File) OpenRequest(ctx context.Context, r Request, now time.Time, max int) (Request, bool, error) {
+	var got Request
+	var created bool
+	err := f.update(ctx, func(st fileState) (bool, error) {
+		swept := st.r.sweep(now)
+		var err error
+		got, created, err = st.r.open(r, now, max)
+		return created || swept, err
+	})
+	return got, created, err
+}
+
+// Request implements RequestStore.
+func (f *File) Request(ctx context.Context, id string, now time.Time) (Request, error) {
+	st, err := f.snapshot(ctx)
+	if err != nil {
+		return Request{}, err
+	}
+	return st.r.get(id, now)
+}
+
+// Requests implements RequestStore.
+func (f *File) Requests(ctx context.Context, now time.Time) ([]Request, error) {
+	st, err := f.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.r.list(now), nil
+}
+
+// DecideRequest implements RequestStore.
+func (f *File) DecideRequest(ctx context.Context, id string, d Decision, now time.Time) (Request, error) {
+	var got Request
+	err := f.update(ctx, func(st fileState) (bool, error) {
+		var err error
+		got, err = st.r.decide(id, d, now)
+		return err == nil, err
+	})
+	return got, err
+}
+
+// snapshot reads the file without changing it: atomic replacement means
+// a reader sees a whole file.
+func (f *File) snapshot(ctx context.Context) (fileState, error) {
+	if err := ctx.Err(); err != nil {
+		return fileState{}, fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return f.read()
+}
+
+// update runs fn on the file's state under the lock and writes it back
+// when fn says it changed it.
+func (f *File) update(ctx context.Context, fn func(fileState) (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
@@ -95,15 +152,15 @@ func (f *File) update(ctx context.Context, fn func(table) (bool, error)) error {
 	if err := filelock.LockContext(ctx, lf); err != nil {
 		return fmt.Errorf("%w: approvals lock %s: %w", ErrStore, lockPath, errors.Join(err, context.Cause(ctx)))
 	}
-	t, err := f.read()
+	st, err := f.read()
 	if err != nil {
 		return err
 	}
-	changed, err := fn(t)
+	changed, err := fn(st)
 	if err != nil || !changed {
 		return err
 	}
-	data, err := marshalTable(t)
+	data, err := marshalState(st)
 	if err != nil {
 		return err
 	}
@@ -118,48 +175,75 @@ func (f *File) update(ctx context.Context, fn func(table) (bool, error)) error {
 
 // fileDoc is the file's document.
 type fileDoc struct {
-	Version   int      `json:"version"`
-	Approvals []Stored `json:"approvals"`
+	Version   int       `json:"version"`
+	Approvals []Stored  `json:"approvals"`
+	Requests  []Request `json:"requests,omitempty"`
 }
 
-// read reads the table; a missing file is an empty one.
-func (f *File) read() (table, error) {
+// read reads the state; a missing file is an empty one.
+func (f *File) read() (fileState, error) {
 	data, err := safefile.ReadFile(f.path, MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return table{}, nil
+		return fileState{table{}, requestTable{}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: approvals file: %w", ErrStore, err)
+		return fileState{}, fmt.Errorf("%w: approvals file: %w", ErrStore, err)
 	}
+	st, err := decodeFile(data)
+	if err != nil {
+		return fileState{}, fmt.Errorf("%w: approvals file %s: %w", ErrStore, f.path, err)
+	}
+	return st, nil
+}
+
+// decodeFile decodes an approvals file's bytes, untrusted.
+func decodeFile(data []byte) (fileState, error) {
 	var doc fileDoc
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: approvals file %s: %w", ErrStore, f.path, err)
+		return fileState{}, err
+	}
+	if dec.More() {
+		return fileState{}, errors.New("data after the document")
 	}
 	if doc.Version != FileVersion {
-		return nil, fmt.Errorf("%w: approvals file %s: version %d, want %d", ErrStore, f.path, doc.Version, FileVersion)
+		return fileState{}, fmt.Errorf("version %d, want %d", doc.Version, FileVersion)
 	}
-	t := make(table, len(doc.Approvals))
+	st := fileState{make(table, len(doc.Approvals)), make(requestTable, len(doc.Requests))}
 	for i, s := range doc.Approvals {
 		if err := s.Check(); err != nil {
-			return nil, fmt.Errorf("%w: approvals file %s: approvals[%d]: %w", ErrStore, f.path, i, err)
+			return fileState{}, fmt.Errorf("approvals[%d]: %w", i, err)
 		}
-		if _, dup := t[s.ID]; dup {
-			return nil, fmt.Errorf("%w: approvals file %s: approvals[%d]: id %s twice", ErrStore, f.path, i, s.ID)
+		if _, dup := st.t[s.ID]; dup {
+			return fileState{}, fmt.Errorf("approvals[%d]: id %s twice", i, s.ID)
 		}
-		t[s.ID] = s
+		st.t[s.ID] = s
 	}
-	return t, nil
+	for i, r := range doc.Requests {
+		if err := r.Check(); err != nil {
+			return fileState{}, fmt.Errorf("requests[%d]: %w", i, err)
+		}
+		if _, dup := st.r[r.ID]; dup {
+			return fileState{}, fmt.Errorf("requests[%d]: id %s twice", i, r.ID)
+		}
+		st.r[r.ID] = r
+	}
+	return st, nil
 }
 
-// marshalTable is the file form of t: approvals sorted by id.
-func marshalTable(t table) ([]byte, error) {
-	doc := fileDoc{Version: FileVersion, Approvals: make([]Stored, 0, len(t))}
-	for _, s := range t {
+// marshalState is the file form of st: approvals and requests sorted by
+// id.
+func marshalState(st fileState) ([]byte, error) {
+	doc := fileDoc{Version: FileVersion, Approvals: make([]Stored, 0, len(st.t))}
+	for _, s := range st.t {
 		doc.Approvals = append(doc.Approvals, s)
 	}
 	slices.SortFunc(doc.Approvals, func(a, b Stored) int { return strings.Compare(a.ID, b.ID) })
+	for _, r := range st.r {
+		doc.Requests = append(doc.Requests, r)
+	}
+	slices.SortFunc(doc.Requests, func(a, b Request) int { return strings.Compare(a.ID, b.ID) })
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStore, err)

@@ -23,6 +23,9 @@ type Store interface {
 	// returned and dropped. Of any number of concurrent Takes of one id,
 	// at most one returns it unused.
 	Take(ctx context.Context, id string, now time.Time) (s Stored, found bool, err error)
+	// RequestStore holds the requests approvers decide, beside the
+	// approvals they mint.
+	RequestStore
 }
 
 // Stored is an approval in a store: used approvals are kept until their
@@ -84,11 +87,12 @@ func (t table) take(id string, now time.Time) (Stored, bool) {
 type memory struct {
 	mu sync.Mutex
 	t  table
+	r  requestTable
 }
 
 // NewMemory returns a Store kept in this process's memory: approvals do
 // not outlive it and are not shared with other processes.
-func NewMemory() Store { return &memory{t: table{}} }
+func NewMemory() Store { return &memory{t: table{}, r: requestTable{}} }
 
 func (m *memory) Add(ctx context.Context, a Approval, now time.Time, max int) error {
 	if err := ctx.Err(); err != nil {
@@ -107,4 +111,44 @@ func (m *memory) Take(ctx context.Context, id string, now time.Time) (Stored, bo
 	defer m.mu.Unlock()
 	s, ok := m.t.take(id, now)
 	return s, ok, nil
+}
+
+func (m *memory) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	m.mu.Lock()
+	return nil
+}
+
+func (m *memory) OpenRequest(ctx context.Context, r Request, now time.Time, max int) (Request, bool, error) {
+	if err := m.lock(ctx); err != nil {
+		return Request{}, false, err
+	}
+	defer m.mu.Unlock()
+	return m.r.open(r, now, max)
+}
+
+func (m *memory) Request(ctx context.Context, id string, now time.Time) (Request, error) {
+	if err := m.lock(ctx); err != nil {
+		return Request{}, err
+	}
+	defer m.mu.Unlock()
+	return m.r.get(id, now)
+}
+
+func (m *memory) Requests(ctx context.Context, now time.Time) ([]Request, error) {
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	return m.r.list(now), nil
+}
+
+func (m *memory) DecideRequest(ctx context.Context, id string, d Decision, now time.Time) (Request, error) {
+	if err := m.lock(ctx); err != nil {
+		return Request{}, err
+	}
+	defer m.mu.Unlock()
+	return m.r.decide(id, d, now)
 }

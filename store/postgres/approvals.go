@@ -33,8 +33,13 @@ const approvalsLock int64 = 0x6761746561707031 // "gateapp1"
 
 // approvalErr marks a database failure as the approvals' ErrStore too.
 func approvalErr(err error) error {
-	if err == nil || errors.Is(err, approval.ErrFull) || errors.Is(err, approval.ErrStore) {
-		return err
+	for _, keep := range []error{approval.ErrFull, approval.ErrStore, approval.ErrNoRequest, approval.ErrDecided, approval.ErrRequestExpired} {
+		if errors.Is(err, keep) {
+			return err
+		}
+	}
+	if err == nil {
+		return nil
 	}
 	return fmt.Errorf("%w: %w", approval.ErrStore, err)
 }

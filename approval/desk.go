@@ -1,0 +1,248 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// DeskOptions configure a Desk.
+type DeskOptions struct {
+	// Approvals mints the approval of an approved request and records
+	// refusals; its Store holds the requests too. Required.
+	Approvals *Approvals
+	// Rule is who may decide. With no approvers nobody can, and every
+	// request expires undecided.
+	Rule Rule
+	// PageURL is the approval page's absolute base URL, as a person's
+	// browser reaches it (approvals.page.url): a request's page is
+	// PageURL/requests/ID. Empty: requests have no URL.
+	PageURL string
+	// MaxPending caps the requests held unexpired; 0 is
+	// DefaultMaxPending.
+	MaxPending int
+	// Notify is told of each new request, in its own goroutine, after the
+	// request is stored; it decides nothing. Nil notifies nobody.
+	Notify func(context.Context, Request)
+	// Poll is how often Wait and Watch read a store another process
+	// shares; 0 is DefaultPoll.
+	Poll time.Duration
+	// Logger receives a line per request and decision; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultPoll is how often a waiter reads the store for a decision made
+// by another process or replica. A decision in this process wakes its
+// waiters at once.
+const DefaultPoll = 500 * time.Millisecond
+
+// Desk is where calls wait for a person: front ends open requests, the
+// approval page lists and decides them, and the front end that waits (or
+// the agent's retry of the identical call) finds the approval an approver
+// minted. It is safe for concurrent use, and every process sharing the
+// Approvals' store sees the same requests.
+type Desk struct {
+	o       DeskOptions
+	a       *Approvals
+	st      Store
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced at each change
+}
+
+// NewDesk returns a Desk.
+func NewDesk(o DeskOptions) (*Desk, error) {
+	if o.Approvals == nil {
+		return nil, errors.New("approval: desk: no approvals")
+	}
+	if err := o.Rule.Check(); err != nil {
+		return nil, fmt.Errorf("approval: desk: %w", err)
+	}
+	if o.PageURL != "" {
+		u, err := url.Parse(o.PageURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("approval: desk: page URL %q: want an absolute http(s) URL without query or fragment", o.PageURL)
+		}
+		o.PageURL = strings.TrimRight(o.PageURL, "/")
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Desk{o: o, a: o.Approvals, st: o.Approvals.o.Store, changed: make(chan struct{})}, nil
+}
+
+// Rule returns who may decide.
+func (d *Desk) Rule() Rule { return d.o.Rule }
+
+// TTL is how long a request waits, and its approval lasts.
+func (d *Desk) TTL() time.Duration { return d.a.TTL() }
+
+// URL returns the page of request id, or "" without a page URL.
+func (d *Desk) URL(id string) string {
+	if d.o.PageURL == "" {
+		return ""
+	}
+	return d.o.PageURL + "/requests/" + id
+}
+
+// PageURL returns the page's base URL, or "".
+func (d *Desk) PageURL() string { return d.o.PageURL }
+
+// Open opens a request for the call r describes (its ID, State and times
+// are set here), or returns the one already open for the same binding
+// (created false). r.Arguments are the call's, whole.
+func (d *Desk) Open(ctx context.Context, r Request) (Request, bool, error) {
+	now := d.a.Now()
+	r.ID, r.State = NewRequestID(), StatePending
+	r.CreatedAt = now.UTC().Truncate(time.Microsecond)
+	r.ExpiresAt = now.Add(d.a.TTL()).UTC().Truncate(time.Microsecond)
+	r.DecidedBy, r.DecidedAt, r.Note, r.ApprovalID = nil, time.Time{}, "", ""
+	got, created, err := d.st.OpenRequest(ctx, r, now, d.o.MaxPending)
+	if err != nil {
+		return Request{}, false, err
+	}
+	if created {
+		d.o.Logger.Info("approval requested", "request_id", got.ID, "pipeline", got.Pipeline, "tool", got.Tool,
+			"upstream", got.Upstream, "caller", PrincipalName(got.Caller), "expires_at", got.ExpiresAt)
+		d.broadcast()
+		if d.o.Notify != nil {
+			go d.o.Notify(context.WithoutCancel(ctx), got)
+		}
+	}
+	return got, created, nil
+}
+
+// Get returns request id (ErrNoRequest).
+func (d *Desk) Get(ctx context.Context, id string) (Request, error) {
+	if !ValidRequestID(id) {
+		return Request{}, fmt.Errorf("%w: malformed id", ErrNoRequest)
+	}
+	return d.st.Request(ctx, id, d.a.Now())
+}
+
+// List returns the requests unexpired now, newest first.
+func (d *Desk) List(ctx context.Context) ([]Request, error) {
+	return d.st.Requests(ctx, d.a.Now())
+}
+
+// Decide is an approver's answer to request id. The rule (Rule.MayDecide)
+// is applied first; an approval is minted (stored and recorded, naming
+// the approver) before the request is marked approved, and burned again
+// if another approver decided first. A denial is recorded as
+// approval_refused with CodeDenied. Errors: ErrNoRequest, ErrDecided,
+// ErrRequestExpired, ErrNotApprover, ErrSelfApproval, and the store's and
+// log's.
+func (d *Desk) Decide(ctx context.Context, id string, by *abi.Principal, approve bool, note string) (Request, error) {
+	if len(note) > MaxNoteBytes {
+		return Request{}, fmt.Errorf("approval: note is %d bytes, at most %d", len(note), MaxNoteBytes)
+	}
+	r, err := d.Get(ctx, id)
+	if err != nil {
+		return Request{}, err
+	}
+	if err := d.o.Rule.MayDecide(by, r); err != nil {
+		return r, err
+	}
+	if !r.Pending(d.a.Now()) {
+		if r.State != StatePending {
+			return r, fmt.Errorf("%w: %s", ErrDecided, r.State)
+		}
+		return r, ErrRequestExpired
+	}
+	from := Origin{}
+	dec := Decision{Approve: approve, By: by, Note: note}
+	var minted Approval
+	if approve {
+		// The approval lasts the TTL from the decision, so that a person
+		// deciding late leaves the agent time to retry.
+		minted, err = d.a.mint(ctx, r.Binding, PrincipalName(by), by, r.ID, note, time.Time{}, from)
+		if err != nil {
+			return r, err
+		}
+		dec.ApprovalID, dec.ExpiresAt = minted.ID, minted.ExpiresAt
+	}
+	got, err := d.st.DecideRequest(ctx, id, dec, d.a.Now())
+	if err != nil {
+		if approve {
+			// Another approver was first, or the store failed: the
+			// approval minted here must not outlive the decision.
+			if _, _, terr := d.st.Take(context.WithoutCancel(ctx), minted.ID, d.a.Now()); terr != nil {
+				d.o.Logger.Error("approval: minted for a request not decided, and not burned", "approval_id", minted.ID, "err", terr)
+			}
+		}
+		return got, err
+	}
+	if !approve {
+		rec := Record{Approval: Approval{Binding: r.Binding, Approver: PrincipalName(by), ApprovedBy: by, Request: r.ID}, Note: note}
+		if err := d.a.record(KindRefused, CodeDenied, from, d.a.Now(), rec); err != nil {
+			// The request is denied whatever the log says; a denial
+			// approves nothing.
+			d.o.Logger.Error("approval: denial not recorded", "request_id", id, "err", err)
+		}
+	}
+	d.o.Logger.Info("approval decided", "request_id", id, "state", got.State, "approver", PrincipalName(by))
+	d.broadcast()
+	return got, nil
+}
+
+// Wait waits until request id is decided or expires, or ctx ends, and
+// returns it as it then is: StatePending means it expired (or ctx ended:
+// the error says which).
+func (d *Desk) Wait(ctx context.Context, id string) (Request, error) {
+	for {
+		ch := d.watch()
+		r, err := d.Get(ctx, id)
+		if err != nil {
+			return r, err
+		}
+		if r.State != StatePending {
+			return r, nil
+		}
+		left := r.ExpiresAt.Sub(d.a.Now())
+		if left <= 0 {
+			return r, ErrRequestExpired
+		}
+		t := time.NewTimer(min(left, d.o.Poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, context.Cause(ctx)
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Changed returns a channel closed at the next change this process makes
+// (a request opened or decided). Another process's changes show only when
+// the store is read again: a page polls as well.
+func (d *Desk) Changed() <-chan struct{} { return d.watch() }
+
+// Poll returns how often a reader should read the store again.
+func (d *Desk) Poll() time.Duration { return d.o.Poll }
+
+func (d *Desk) watch() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.changed
+}
+
+func (d *Desk) broadcast() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
