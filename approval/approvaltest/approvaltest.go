@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
@@ -121,6 +122,8 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("rules", func(t *testing.T) { runRules(t, open) })
 	t.Run("single use under concurrency", func(t *testing.T) { runConcurrent(t, open) })
 	t.Run("cap", func(t *testing.T) { runCap(t, open) })
+	t.Run("requests", func(t *testing.T) { runRequests(t, open) })
+	t.Run("requests decided once under concurrency", func(t *testing.T) { runRequestRace(t, open) })
 }
 
 func runRules(t *testing.T, open func(t *testing.T) Instance) {
@@ -278,4 +281,164 @@ func runCap(t *testing.T, open func(t *testing.T) Instance) {
 	}
 	_, err = apps.Mint(ctx, Call, "alice", "", approval.Origin{})
 	require.ErrorIs(t, err, approval.ErrFull)
+}
+
+// Caller and Approver are the principals of the request tests.
+var (
+	Caller   = &abi.Principal{Issuer: "agents", Subject: "agent1", Method: abi.MethodToken}
+	Approver = &abi.Principal{Issuer: "https://id.example", Subject: "alice", Method: abi.MethodOIDC,
+		Claims: map[string]any{"groups": []any{"approvers"}}}
+	Rule = approval.Rule{Approvers: []approval.Approver{{Claims: map[string]string{"groups": "approvers"}}}}
+)
+
+// Desks returns a Desk on each handle of in, sharing clock and log.
+func Desks(t *testing.T, in Instance, clock *Clock, log *Log) (a, b *approval.Desk) {
+	t.Helper()
+	mk := func(st approval.Store) *approval.Desk {
+		apps, err := approval.New(approval.Options{Store: st, TTL: ttl, Now: clock.Now, Record: log.Append})
+		require.NoError(t, err)
+		d, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: Rule, PageURL: "https://gate.example/approvals",
+			Poll: time.Millisecond})
+		require.NoError(t, err)
+		return d
+	}
+	return mk(in.Store), mk(in.Open(t))
+}
+
+func request() approval.Request {
+	return approval.Request{Binding: Call, Upstream: "github", Effect: "non_idempotent", Caller: Caller,
+		Findings:  []abi.Finding{{Code: "confirmation_required", Message: "merging needs a person"}},
+		Arguments: json.RawMessage(`{"owner":"o","repo":"r","pull_number":7}`), Front: "mcp"}
+}
+
+func runRequests(t *testing.T, open func(t *testing.T) Instance) {
+	ctx := context.Background()
+	in := open(t)
+	clock := &Clock{now: Epoch}
+	log := &Log{}
+	a, b := Desks(t, in, clock, log)
+
+	r, created, err := a.Open(ctx, request())
+	require.NoError(t, err)
+	require.True(t, created)
+	assert.Equal(t, approval.StatePending, r.State)
+	assert.Equal(t, "https://gate.example/approvals/requests/"+r.ID, a.URL(r.ID))
+
+	// The identical call, through the other handle, meets the same request.
+	again, created, err := b.Open(ctx, request())
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, r.ID, again.ID)
+
+	list, err := b.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.JSONEq(t, string(request().Arguments), string(list[0].Arguments), "arguments kept whole")
+	assert.Equal(t, Caller, list[0].Caller)
+
+	// Who may decide.
+	_, err = b.Decide(ctx, r.ID, &abi.Principal{Issuer: "https://id.example", Subject: "mallory", Method: abi.MethodOIDC}, true, "")
+	require.ErrorIs(t, err, approval.ErrNotApprover)
+	self := *Caller
+	self.Claims = map[string]any{"groups": []any{"approvers"}}
+	_, err = b.Decide(ctx, r.ID, &self, true, "")
+	require.ErrorIs(t, err, approval.ErrSelfApproval)
+	_, err = b.Decide(ctx, "rq-00000000000000000000000000000000", Approver, true, "")
+	require.ErrorIs(t, err, approval.ErrNoRequest)
+
+	// Approved on b; a waits and finds the approval, which confirms the call once.
+	done := make(chan approval.Request, 1)
+	go func() {
+		got, _ := a.Wait(ctx, r.ID)
+		done <- got
+	}()
+	dec, err := b.Decide(ctx, r.ID, Approver, true, "looks right")
+	require.NoError(t, err)
+	assert.Equal(t, approval.StateApproved, dec.State)
+	assert.Equal(t, Approver.Subject, dec.DecidedBy.Subject)
+	waited := <-done
+	require.Equal(t, approval.StateApproved, waited.State)
+	require.True(t, approval.ValidID(waited.ApprovalID))
+	_, err = a.Decide(ctx, r.ID, Approver, false, "")
+	require.ErrorIs(t, err, approval.ErrDecided)
+
+	apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, Now: clock.Now, Record: log.Append})
+	require.NoError(t, err)
+	conf, err := apps.Confirm(ctx, Present("run-1", waited.ApprovalID, Call, true))
+	require.NoError(t, err)
+	require.NotNil(t, conf)
+	conf, err = apps.Confirm(ctx, Present("run-2", waited.ApprovalID, Call, true))
+	require.NoError(t, err)
+	require.Nil(t, conf, "single use")
+	var minted *eventlog.Record
+	log.mu.Lock()
+	for i := range log.recs {
+		if log.recs[i].Kind == approval.KindMinted {
+			minted = &log.recs[i]
+		}
+	}
+	log.mu.Unlock()
+	require.NotNil(t, minted)
+	var rec approval.Record
+	require.NoError(t, json.Unmarshal(minted.Data, &rec))
+	assert.Equal(t, "alice", rec.ApprovedBy.Subject, "the record names the approver")
+	assert.Equal(t, r.ID, rec.Request)
+	assert.Equal(t, "looks right", rec.Note)
+
+	// A denied request is recorded with its approver; the agent may ask again.
+	other := request()
+	other.SubjectSHA256 = SHA("another call")
+	r2, _, err := a.Open(ctx, other)
+	require.NoError(t, err)
+	d2, err := b.Decide(ctx, r2.ID, Approver, false, "no")
+	require.NoError(t, err)
+	assert.Equal(t, approval.StateDenied, d2.State)
+	assert.Empty(t, d2.ApprovalID)
+	r3, created, err := a.Open(ctx, other)
+	require.NoError(t, err)
+	assert.True(t, created)
+	assert.NotEqual(t, r2.ID, r3.ID)
+
+	// Expiry: undecided at ExpiresAt, it is gone.
+	clock.Set(r3.ExpiresAt)
+	_, err = b.Decide(ctx, r3.ID, Approver, true, "")
+	require.ErrorIs(t, err, approval.ErrNoRequest)
+	got, err := a.Wait(ctx, r3.ID)
+	require.ErrorIs(t, err, approval.ErrNoRequest)
+	assert.Empty(t, got.ApprovalID)
+}
+
+func runRequestRace(t *testing.T, open func(t *testing.T) Instance) {
+	ctx := context.Background()
+	in := open(t)
+	clock := &Clock{now: Epoch}
+	log := &Log{}
+	a, b := Desks(t, in, clock, log)
+	r, _, err := a.Open(ctx, request())
+	require.NoError(t, err)
+	const n = 8
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d := []*approval.Desk{a, b}[i%2]
+			if _, err := d.Decide(ctx, r.ID, Approver, i%3 != 0, ""); err == nil {
+				ok.Add(1)
+			} else {
+				assert.ErrorIs(t, err, approval.ErrDecided)
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, ok.Load(), "exactly one decision of %d", n)
+	got, err := a.Get(ctx, r.ID)
+	require.NoError(t, err)
+	if got.State == approval.StateApproved {
+		// The losers' approvals were burned: only the winner's confirms.
+		apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, Now: clock.Now})
+		require.NoError(t, err)
+		conf, err := apps.Confirm(ctx, Present("run", got.ApprovalID, Call, true))
+		require.NoError(t, err)
+		assert.NotNil(t, conf)
+	}
 }
