@@ -173,7 +173,8 @@ func (d *Desk) Decide(ctx context.Context, id string, by *abi.Principal, approve
 		}
 		dec.ApprovalID, dec.ExpiresAt = minted.ID, minted.ExpiresAt
 	}
-	got, err := d.st.DecideRequest(ctx, id, dec, d.a.Now())
+	now := d.a.Now()
+	got, err := d.st.UpdateRequest(ctx, id, now, func(r Request) (Request, error) { return r.Apply(dec, now) })
 	if err != nil {
 		if approve {
 			// Another approver was first, or the store failed: the
@@ -195,6 +196,18 @@ func (d *Desk) Decide(ctx context.Context, id string, by *abi.Principal, approve
 	d.o.Logger.Info("approval decided", "request_id", id, "state", got.State, "approver", PrincipalName(by))
 	d.broadcast()
 	return got, nil
+}
+
+// Use claims the approval of request id, approved: the caller alone
+// presents it (Request.Use). ErrDecided when the request is not approved
+// or was used.
+func (d *Desk) Use(ctx context.Context, id string) (Request, error) {
+	now := d.a.Now()
+	r, err := d.st.UpdateRequest(ctx, id, now, func(r Request) (Request, error) { return r.Use(now) })
+	if err == nil {
+		d.broadcast()
+	}
+	return r, err
 }
 
 // Wait waits until request id is decided or expires, or ctx ends, and

@@ -117,12 +117,12 @@ func (f *File) Requests(ctx context.Context, now time.Time) ([]Request, error) {
 	return st.r.list(now), nil
 }
 
-// DecideRequest implements RequestStore.
-func (f *File) DecideRequest(ctx context.Context, id string, d Decision, now time.Time) (Request, error) {
+// UpdateRequest implements RequestStore.
+func (f *File) UpdateRequest(ctx context.Context, id string, now time.Time, change func(Request) (Request, error)) (Request, error) {
 	var got Request
 	err := f.update(ctx, func(st fileState) (bool, error) {
 		var err error
-		got, err = st.r.decide(id, d, now)
+		got, err = st.r.update(id, change)
 		return err == nil, err
 	})
 	return got, err

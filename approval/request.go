@@ -63,6 +63,8 @@ const (
 	StatePending  = "pending"
 	StateApproved = "approved"
 	StateDenied   = "denied"
+	// StateUsed: approved, and its approval presented once (Use).
+	StateUsed = "used"
 )
 
 // CodeDenied is the reason of the approval_refused record of a request an
@@ -144,8 +146,12 @@ func (r Request) Check() error {
 			return errors.New("approval: request: approved without an approval id")
 		}
 	case StateDenied:
+	case StateUsed:
+		if !ValidID(r.ApprovalID) {
+			return errors.New("approval: request: used without an approval id")
+		}
 	default:
-		return fmt.Errorf("approval: request: state %q: want %s, %s or %s", r.State, StatePending, StateApproved, StateDenied)
+		return fmt.Errorf("approval: request: state %q: want %s, %s, %s or %s", r.State, StatePending, StateApproved, StateDenied, StateUsed)
 	}
 	return nil
 }
@@ -176,16 +182,32 @@ type RequestStore interface {
 	Request(ctx context.Context, id string, now time.Time) (Request, error)
 	// Requests returns the requests unexpired at now, newest first.
 	Requests(ctx context.Context, now time.Time) ([]Request, error)
-	// DecideRequest decides the pending request id: ErrNoRequest,
-	// ErrDecided, ErrRequestExpired.
-	DecideRequest(ctx context.Context, id string, d Decision, now time.Time) (Request, error)
+	// UpdateRequest replaces request id with change(it), atomically (no
+	// other change of id in between, on any handle): ErrNoRequest, or
+	// change's error, and then nothing is changed. change is one of this
+	// package's rules (Request.Apply, Request.Use).
+	UpdateRequest(ctx context.Context, id string, now time.Time, change func(Request) (Request, error)) (Request, error)
 }
 
 // SameCall reports whether a request for b is the one open for binding
 // want at now: unexpired, and pending or approved (a denied request does
-// not stop the agent from asking again).
+// nor a used one, stops the agent from asking again).
 func (r Request) SameCall(want Binding, now time.Time) bool {
-	return r.Binding == want && r.Open(now) && r.State != StateDenied
+	return r.Binding == want && r.Open(now) && (r.State == StatePending || r.State == StateApproved)
+}
+
+// Use marks an approved request used: the front end that does so, alone,
+// presents its approval. ErrDecided when it is not approved (pending,
+// denied, or used already).
+func (r Request) Use(now time.Time) (Request, error) {
+	switch {
+	case r.State != StateApproved:
+		return r, fmt.Errorf("%w: %s", ErrDecided, r.State)
+	case !r.Open(now):
+		return r, ErrRequestExpired
+	}
+	r.State = StateUsed
+	return r, nil
 }
 
 // Apply applies the decision d to r at now: the one rule of every store.
@@ -266,13 +288,16 @@ func (t requestTable) list(now time.Time) []Request {
 	return out
 }
 
-func (t requestTable) decide(id string, d Decision, now time.Time) (Request, error) {
+func (t requestTable) update(id string, change func(Request) (Request, error)) (Request, error) {
 	r, ok := t[id]
 	if !ok {
 		return Request{}, fmt.Errorf("%w: %s", ErrNoRequest, id)
 	}
-	r, err := r.Apply(d, now)
+	r, err := change(r)
 	if err != nil {
+		return r, err
+	}
+	if err := r.Check(); err != nil {
 		return r, err
 	}
 	t[id] = r

@@ -145,10 +145,10 @@ func (m *memory) Requests(ctx context.Context, now time.Time) ([]Request, error)
 	return m.r.list(now), nil
 }
 
-func (m *memory) DecideRequest(ctx context.Context, id string, d Decision, now time.Time) (Request, error) {
+func (m *memory) UpdateRequest(ctx context.Context, id string, now time.Time, change func(Request) (Request, error)) (Request, error) {
 	if err := m.lock(ctx); err != nil {
 		return Request{}, err
 	}
 	defer m.mu.Unlock()
-	return m.r.decide(id, d, now)
+	return m.r.update(id, change)
 }

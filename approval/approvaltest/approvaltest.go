@@ -361,6 +361,23 @@ func runRequests(t *testing.T, open func(t *testing.T) Instance) {
 	require.True(t, approval.ValidID(waited.ApprovalID))
 	_, err = a.Decide(ctx, r.ID, Approver, false, "")
 	require.ErrorIs(t, err, approval.ErrDecided)
+	// Approved, the identical call meets it again until one front end
+	// uses it; then the next identical call asks anew.
+	again, created, err = a.Open(ctx, request())
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, approval.StateApproved, again.State)
+	used, err := b.Use(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, approval.StateUsed, used.State)
+	_, err = a.Use(ctx, r.ID)
+	require.ErrorIs(t, err, approval.ErrDecided, "used once, on any handle")
+	fresh, created, err := a.Open(ctx, request())
+	require.NoError(t, err)
+	require.True(t, created)
+	assert.NotEqual(t, r.ID, fresh.ID)
+	_, err = a.Decide(ctx, fresh.ID, Approver, false, "")
+	require.NoError(t, err)
 
 	apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, Now: clock.Now, Record: log.Append})
 	require.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 
 // Requests (table gatehost_approval_requests): the calls waiting for a
 // person, shared by every replica. Each method is one transaction; the
-// rule is package approval's (Request.SameCall, Request.Apply) applied
-// under the approvals' advisory lock (open) or the row's lock (decide),
+// rule is package approval's (Request.SameCall, Request.Apply, Request.Use) applied
+// under the requests' advisory lock (open) or the row's lock (update),
 // so that one binding has one open request and a request is decided once
 // across replicas.
 
@@ -109,9 +109,9 @@ func (s approvalStore) Requests(ctx context.Context, now time.Time) ([]approval.
 	return out, nil
 }
 
-func (s approvalStore) DecideRequest(ctx context.Context, id string, d approval.Decision, now time.Time) (approval.Request, error) {
+func (s approvalStore) UpdateRequest(ctx context.Context, id string, now time.Time, change func(approval.Request) (approval.Request, error)) (approval.Request, error) {
 	var r approval.Request
-	err := s.db.Tx(ctx, "approval_request_decide", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.db.Tx(ctx, "approval_request_update", func(ctx context.Context, tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT doc FROM gatehost_approval_requests WHERE id = $1 FOR UPDATE", id)
 		if err != nil {
 			return err
@@ -123,7 +123,10 @@ func (s approvalStore) DecideRequest(ctx context.Context, id string, d approval.
 		if len(rs) == 0 {
 			return Passthrough(fmt.Errorf("%w: %s", approval.ErrNoRequest, id))
 		}
-		if r, err = rs[0].Apply(d, now); err != nil {
+		if r, err = change(rs[0]); err != nil {
+			return Passthrough(err)
+		}
+		if err := r.Check(); err != nil {
 			return Passthrough(err)
 		}
 		doc, err := json.Marshal(r)

@@ -7,7 +7,7 @@
 CREATE TABLE gatehost_approval_requests (
     id          text PRIMARY KEY CHECK (id ~ '^rq-[0-9a-f]{32}$'),
     binding_key text NOT NULL,
-    state       text NOT NULL CHECK (state IN ('pending', 'approved', 'denied')),
+    state       text NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'used')),
     created_at  timestamptz NOT NULL,
     expires_at  timestamptz NOT NULL,
     doc         jsonb NOT NULL
