@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -54,6 +55,7 @@ type Desk struct {
 	st      Store
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each change
+	page    atomic.Pointer[string]
 }
 
 // NewDesk returns a Desk.
@@ -64,12 +66,9 @@ func NewDesk(o DeskOptions) (*Desk, error) {
 	if err := o.Rule.Check(); err != nil {
 		return nil, fmt.Errorf("approval: desk: %w", err)
 	}
-	if o.PageURL != "" {
-		u, err := url.Parse(o.PageURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("approval: desk: page URL %q: want an absolute http(s) URL without query or fragment", o.PageURL)
-		}
-		o.PageURL = strings.TrimRight(o.PageURL, "/")
+	page, err := checkPageURL(o.PageURL)
+	if err != nil {
+		return nil, err
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
@@ -80,7 +79,31 @@ func NewDesk(o DeskOptions) (*Desk, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Desk{o: o, a: o.Approvals, st: o.Approvals.o.Store, changed: make(chan struct{})}, nil
+	d := &Desk{o: o, a: o.Approvals, st: o.Approvals.o.Store, changed: make(chan struct{})}
+	d.page.Store(&page)
+	return d, nil
+}
+
+func checkPageURL(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("approval: desk: page URL %q: want an absolute http(s) URL without user, query or fragment", s)
+	}
+	return strings.TrimRight(s, "/"), nil
+}
+
+// SetPageURL sets the page's base URL (DeskOptions.PageURL), as a front
+// end learns it once the page's listener is bound.
+func (d *Desk) SetPageURL(s string) error {
+	page, err := checkPageURL(s)
+	if err != nil {
+		return err
+	}
+	d.page.Store(&page)
+	return nil
 }
 
 // Rule returns who may decide.
@@ -91,14 +114,15 @@ func (d *Desk) TTL() time.Duration { return d.a.TTL() }
 
 // URL returns the page of request id, or "" without a page URL.
 func (d *Desk) URL(id string) string {
-	if d.o.PageURL == "" {
+	page := d.PageURL()
+	if page == "" {
 		return ""
 	}
-	return d.o.PageURL + "/requests/" + id
+	return page + "/requests/" + id
 }
 
 // PageURL returns the page's base URL, or "".
-func (d *Desk) PageURL() string { return d.o.PageURL }
+func (d *Desk) PageURL() string { return *d.page.Load() }
 
 // Open opens a request for the call r describes (its ID, State and times
 // are set here), or returns the one already open for the same binding

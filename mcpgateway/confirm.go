@@ -9,13 +9,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
@@ -44,36 +47,209 @@ var answerCodes = map[string]string{
 	answerFailed:    approval.CodeNotAnswered,
 }
 
-// confirm asks the person, through elicitation/create, to approve a call
-// the pipeline rejected only for want of a confirmation. An approval is
-// recorded in the event log when granted, then taken by a second run that
-// carries its id (see confirmer) and is bound to that run's snapshot. Any
-// outcome short of an approved call (no elicitation capability, decline,
-// cancel, timeout, a failed record, an approval that no longer fits)
-// returns the first decision, rejected with confirmation_required, or an
-// error when the second run could not be checked (nothing is then sent).
-func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up *upconn) (*host.Decision, error) {
+// confirm gets a person's approval of a call the pipeline rejected only
+// for want of a confirmation, and returns the decision of the approved
+// run, or the first decision (rejected, confirmation_required) with the
+// request a person must decide. An error means the approved run could not
+// be checked (nothing is then sent).
+//
+// With Options.Elicitation ElicitForm the client's answer to a form
+// elicitation is the approval (confirmByForm). Otherwise the call becomes
+// a request on the approval page (approval.Desk): an approver other than
+// the caller decides it there, never the MCP client. A client that
+// declares URL-mode elicitation is sent to the request's page and the call
+// waits for the decision (within the approval TTL); any other client gets
+// the refusal with the page's URL, and the identical call made again once
+// approved runs, once.
+func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up *upconn) (*host.Decision, *approval.Request, error) {
 	g := d.g
-	ss := d.serverSession()
-	caps := d.clientCapabilities()
-	if ss == nil || caps.Elicitation == nil || up == nil {
-		return dec, nil
+	if up == nil {
+		return dec, nil, nil
 	}
 	t, ok := g.Host().Catalog().Snapshot().Get(c.name)
 	if !ok {
-		return dec, nil
+		return dec, nil, nil
 	}
 	// The subject exactly as the host records it, so that the binding is
 	// the host's subject_sha256.
 	native, err := g.Host().NativeSubject(g.opts.Pipeline, c.params, subject.FormatMCP)
 	if err != nil {
-		return dec, nil
+		return dec, nil, nil
 	}
 	sum := sha256.Sum256(native)
 	b := approval.Binding{Pipeline: g.opts.Pipeline, Session: c.session, Tool: t.ID,
 		SchemaDigest: t.SchemaDigest, SubjectSHA256: hex.EncodeToString(sum[:])}
-	from := approval.Origin{RunID: dec.RunID}
+	if g.opts.Elicitation == ElicitForm {
+		dec, err := d.confirmByForm(ctx, c, dec, up, t, b)
+		return dec, nil, err
+	}
+	args := c.args
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	r, _, err := g.desk.Open(ctx, approval.Request{Binding: b, Upstream: up.u.Name, Effect: string(t.Effect),
+		Caller: d.principal, Findings: blocking(dec), Arguments: args, Front: "mcp"})
+	if err != nil {
+		// No request, no approval: the call stays refused.
+		g.opts.Logger.Warn("mcp gateway: approval request not opened", "run_id", dec.RunID, "tool", t.ID, "error", err)
+		return dec, nil, nil
+	}
+	if r.State == approval.StatePending && g.opts.Elicitation == ElicitURL {
+		r = d.elicitURL(ctx, r, dec.RunID)
+	}
+	if r.State != approval.StateApproved {
+		return dec, &r, nil
+	}
+	// Approved: this front end claims the approval (once, whichever
+	// replica or session asks), then presents it in the second run.
+	if r, err = g.desk.Use(ctx, r.ID); err != nil {
+		g.opts.Logger.Warn("mcp gateway: approved request not usable", "request_id", r.ID, "error", err)
+		return dec, &r, nil
+	}
+	dec2, err := d.runApproved(ctx, c, dec, up, r.ApprovalID)
+	return dec2, nil, err
+}
 
+// withApproval tells the agent, in the refused call's result, what a
+// person must do: the request and its page (text, and under _meta
+// MetaApproval: request_id, state, url, expires_at), or that nobody can
+// approve here. The approval itself never travels this way.
+func (g *Gateway) withApproval(res *mcp.CallToolResult, r *approval.Request) {
+	var text string
+	view := map[string]any{}
+	switch {
+	case r == nil:
+		text = "A person must approve this call, and no approval request could be opened; nothing was sent."
+		view["state"] = "unavailable"
+	default:
+		u := g.desk.URL(r.ID)
+		view["request_id"], view["state"], view["expires_at"] = r.ID, r.State, r.ExpiresAt
+		if u != "" {
+			view["url"] = u
+		}
+		switch {
+		case r.State == approval.StateDenied:
+			text = fmt.Sprintf("An approver denied this call (request %s).", r.ID)
+			if r.Note != "" {
+				text += " Their note: " + strconv.Quote(r.Note)
+			}
+		case u == "":
+			text = fmt.Sprintf("A person must approve this call (request %s), and this gateway serves no approval page (approvals.page): nobody can approve it here.", r.ID)
+		default:
+			text = fmt.Sprintf("A person must approve this call: an approver decides it at %s (request %s, open until %s). Once it is approved, make the identical call again; it then runs once.",
+				u, r.ID, r.ExpiresAt.Format(time.RFC3339))
+		}
+	}
+	res.Content = append(res.Content, &mcp.TextContent{Text: text})
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta[MetaApproval] = view
+}
+
+// blocking returns the decision's blocking findings: why approval is
+// required, as the page shows it.
+func blocking(dec *host.Decision) []abi.Finding {
+	var out []abi.Finding
+	for _, f := range dec.Findings {
+		if !f.Advisory {
+			out = append(out, f.Finding)
+		}
+	}
+	return out
+}
+
+// elicitURL sends the person to request r's page with a URL-mode
+// elicitation, when the client declares URL mode and the page has a URL,
+// and waits for the decision within r's expiry. It returns r as it then
+// is: still pending when the client cannot show the URL, the person
+// declined to open it, or nobody decided in time.
+func (d *downstream) elicitURL(ctx context.Context, r approval.Request, runID string) approval.Request {
+	g := d.g
+	ss := d.serverSession()
+	caps := d.clientCapabilities()
+	u := g.desk.URL(r.ID)
+	if ss == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil || u == "" {
+		return r
+	}
+	wctx, cancel := context.WithDeadline(ctx, r.ExpiresAt)
+	defer cancel()
+	go func() {
+		select {
+		case <-d.gone:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	res, err := ss.Elicit(wctx, &mcp.ElicitParams{Mode: "url", URL: u, ElicitationID: r.ID, Meta: mcp.Meta{MetaApproval: true},
+		Message: fmt.Sprintf("%s\nThe agent wants to run %s on the MCP server %q. An approver decides it on the approval page; open it to review every argument.",
+			approvalHeading, r.Tool, r.Upstream)})
+	if err != nil || res.Action != "accept" {
+		answer := "failed"
+		if err == nil {
+			answer = res.Action
+		}
+		g.opts.Logger.Info("mcp gateway: approval page not opened by the client", "run_id", runID, "request_id", r.ID, "answer", answer)
+		return r
+	}
+	got, err := g.desk.Wait(wctx, r.ID)
+	if err != nil {
+		g.opts.Logger.Info("mcp gateway: approval not decided", "run_id", runID, "request_id", r.ID, "reason", err)
+		return r
+	}
+	// The out-of-band interaction is over, whatever its outcome.
+	if err := ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: r.ID}); err != nil {
+		g.opts.Logger.Debug("mcp gateway: elicitation complete not sent", "request_id", r.ID, "error", err)
+	}
+	return got
+}
+
+// runApproved decides the call again presenting approval token: on what
+// the upstream lists now (the person took time; it may have changed its
+// tools), and refused by the trust baseline whatever the person said.
+func (d *downstream) runApproved(ctx context.Context, c call, dec *host.Decision, up *upconn, token string) (*host.Decision, error) {
+	g := d.g
+	if ctx.Err() != nil {
+		return dec, nil
+	}
+	if up.stale() {
+		if cs := up.current(); cs != nil {
+			lctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
+			if err := g.relist(lctx, up, cs); err != nil {
+				g.opts.Logger.Warn("mcp gateway: re-list after approval failed", "upstream", up.u.Name, "error", err)
+			}
+			cancel()
+		}
+	}
+	c.seen = up.listing.Load()
+	if c.refusals = g.baselineRefusal(ctx, up, c.upstreamName); len(c.refusals) > 0 {
+		// Refused whatever the person said: decided (and recorded)
+		// without the approval, which stays unused until it expires.
+		return g.decide(ctx, c)
+	}
+	c.token = token
+	dec2, err := g.decide(ctx, c)
+	if dec2 == nil {
+		g.opts.Logger.Error("mcp gateway: confirmed run not checked; nothing is sent", "approval_id", token, "error", err)
+		return nil, err
+	}
+	return dec2, err
+}
+
+// confirmByForm asks the person, through a form-mode elicitation/create,
+// to approve the call (Options.Elicitation ElicitForm): the client's
+// answer is the approval, minted with approver approval.ApproverMCPClient.
+// Any outcome short of an approved call (no elicitation capability,
+// decline, cancel, timeout, a failed record, an approval that no longer
+// fits) returns the first decision.
+func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decision, up *upconn, t catalog.Tool, b approval.Binding) (*host.Decision, error) {
+	g := d.g
+	ss := d.serverSession()
+	caps := d.clientCapabilities()
+	if ss == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+		return dec, nil
+	}
+	from := approval.Origin{RunID: dec.RunID}
 	msg, err := approvalMessage(t.ID, string(t.Effect), up.u.Name, c.args, g.opts.MaxApprovalArgumentBytes)
 	if err != nil {
 		// What cannot be shown whole cannot be approved.
@@ -130,33 +306,7 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		g.opts.Logger.Error("mcp gateway: approval not minted; not used", "run_id", dec.RunID, "error", err)
 		return dec, nil
 	}
-	if ctx.Err() != nil {
-		return dec, nil
-	}
-	// The person took time: the upstream may have changed its tools
-	// meanwhile. The approved run is decided on what it lists now.
-	if up.stale() {
-		if cs := up.current(); cs != nil {
-			lctx, cancel := context.WithTimeout(ctx, g.opts.ConnectTimeout)
-			if err := g.relist(lctx, up, cs); err != nil {
-				g.opts.Logger.Warn("mcp gateway: re-list after approval failed", "upstream", up.u.Name, "error", err)
-			}
-			cancel()
-		}
-	}
-	c.seen = up.listing.Load()
-	if c.refusals = g.baselineRefusal(ctx, up, c.upstreamName); len(c.refusals) > 0 {
-		// Refused whatever the person said: decided (and recorded)
-		// without the approval, which stays unused until it expires.
-		return g.decide(ctx, c)
-	}
-	c.token = ap.ID
-	dec2, err := g.decide(ctx, c)
-	if dec2 == nil {
-		g.opts.Logger.Error("mcp gateway: confirmed run not checked; nothing is sent", "approval_id", ap.ID, "error", err)
-		return nil, err
-	}
-	return dec2, err
+	return d.runApproved(ctx, c, dec, up, ap.ID)
 }
 
 // effectWords say what an effect class means (host/catalog Effect); an

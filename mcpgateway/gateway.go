@@ -132,6 +132,8 @@ type Gateway struct {
 	table *sessionTable
 
 	approvals *approval.Approvals
+	// desk holds the requests approvers decide on the approval page.
+	desk *approval.Desk
 	impl      *mcp.Implementation
 	sessions  sync.Map // *downstream, for Close
 	// principals maps a request's principal reference to its principal
@@ -190,6 +192,11 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		}})
 	if err != nil {
 		return nil, &OptionsError{Field: "approval_ttl", Reason: err.Error()}
+	}
+	g.desk, err = approval.NewDesk(approval.DeskOptions{Approvals: g.approvals, Rule: o.Approvers, PageURL: o.ApprovalPageURL,
+		MaxPending: o.MaxPendingApprovals, Notify: o.NotifyApproval, Logger: o.Logger})
+	if err != nil {
+		return nil, &OptionsError{Field: "approval_page_url", Reason: err.Error()}
 	}
 	g.routes.Store(&map[string]route{})
 	// One writer of the log: the host records decisions, the gateway
@@ -419,3 +426,7 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Desk returns the gateway's approval desk: the requests approvers decide
+// on the approval page (package approval/page mounts it).
+func (g *Gateway) Desk() *approval.Desk { return g.desk }

@@ -105,6 +105,11 @@ func (f *fixture) newGateway(t testing.TB, opts mcpgateway.Options) *mcpgateway.
 	if opts.Pipeline == "" {
 		opts.Pipeline = "exec"
 	}
+	if opts.Elicitation == "" {
+		// Most tests here exercise the client's form answer; the approval
+		// page's flow (the default) is tested with ElicitURL set.
+		opts.Elicitation = mcpgateway.ElicitForm
+	}
 	g, err := mcpgateway.New(context.Background(), f.cfg, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })

@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,23 @@ const (
 	// is shown whole in an approval prompt; a call with more cannot be
 	// approved that way (what cannot be shown cannot be approved).
 	DefaultMaxApprovalArgumentBytes = 16 << 10
+)
+
+// Elicitation modes (Options.Elicitation).
+const (
+	// ElicitURL sends the person to the approval page with URL-mode
+	// elicitation (MCP 2025-11-25, SEP-1036) when the client declares it,
+	// and waits for the approver's decision; a client without it gets the
+	// call refused with the page's URL, and the identical call made again
+	// once approved runs. The client never answers for the person.
+	ElicitURL = "url"
+	// ElicitForm asks with form-mode elicitation, and the client's answer
+	// is the approval (approver "mcp-client"): whoever controls the client,
+	// the agent included, can approve. An explicit choice for a person at a
+	// trusted client.
+	ElicitForm = "form"
+	// ElicitNone never elicits: the call is refused with the page's URL.
+	ElicitNone = "none"
 )
 
 // Trust levels of an upstream: what provenance its tools get in the
@@ -118,6 +136,24 @@ type Options struct {
 	// is the gateway's memory. A store shared with gatehost serve (a file,
 	// PostgreSQL) lets an approval minted there confirm a call here.
 	ApprovalStore approval.Store
+	// Elicitation is how the gateway asks for a person's approval through
+	// the MCP client: ElicitURL (default), ElicitForm or ElicitNone.
+	Elicitation string
+	// Approvers is who may approve a call on the approval page
+	// (approval.Rule): with none, no call that needs a person runs,
+	// except through ElicitForm.
+	Approvers approval.Rule
+	// ApprovalPageURL is the approval page's absolute base URL as a
+	// person's browser reaches it (Gateway.SetApprovalPageURL may set it
+	// once the page's listener is bound); empty: no page, and a call that
+	// needs a person is refused saying so.
+	ApprovalPageURL string
+	// NotifyApproval is told of each new approval request (webhooks);
+	// nil tells nobody.
+	NotifyApproval func(context.Context, approval.Request)
+	// MaxPendingApprovals caps the requests waiting; 0 is
+	// approval.DefaultMaxPending.
+	MaxPendingApprovals int
 	// MaxResultBytes caps one upstream tools/call result as JSON; default
 	// DefaultMaxResultBytes. A larger result is replaced by an error.
 	MaxResultBytes int
@@ -246,6 +282,19 @@ func (o Options) normalize() (Options, error) {
 		if *n.v == 0 {
 			*n.v = n.def
 		}
+	}
+	switch o.Elicitation {
+	case "":
+		o.Elicitation = ElicitURL
+	case ElicitURL, ElicitForm, ElicitNone:
+	default:
+		return bad("elicitation", "%q is not %q, %q or %q", o.Elicitation, ElicitURL, ElicitForm, ElicitNone)
+	}
+	if err := o.Approvers.Check(); err != nil {
+		return bad("approvers", "%v", err)
+	}
+	if o.MaxPendingApprovals < 0 {
+		return bad("max_pending_approvals", "negative value %d", o.MaxPendingApprovals)
 	}
 	if o.Baseline == nil {
 		o.Baseline = baseline.NewMemory()

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
@@ -453,9 +454,10 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	if err != nil {
 		d.g.opts.Logger.Error("mcp gateway: decision", "run_id", dec.RunID, "error", err)
 	}
+	var pending *approval.Request
 	if dec.Verdict == abi.Rejected && err == nil && onlyConfirmationMissing(dec) {
 		first := dec
-		if dec, err = d.confirm(ctx, c, dec, up); dec == nil {
+		if dec, pending, err = d.confirm(ctx, c, dec, up); dec == nil {
 			return errorResult(first.RunID, "gatehost: the approved call was not checked: %v; nothing was sent", err), nil
 		}
 		if err != nil {
@@ -463,7 +465,11 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		}
 	}
 	if dec.Verdict != abi.Accepted {
-		return deniedResult(dec, r.outputSchema), nil
+		res := deniedResult(dec, r.outputSchema)
+		if pending != nil || (onlyConfirmationMissing(dec) && d.g.opts.Elicitation != ElicitForm) {
+			d.g.withApproval(res, pending)
+		}
+		return res, nil
 	}
 	if !routed {
 		// Accepted on a catalog record no upstream of this gateway lists
