@@ -328,7 +328,7 @@ func (n *Notifier) deliver(ctx context.Context, h Webhook, r approval.Request, p
 		}
 		n.o.Logger.Warn("approval notification attempt failed", "request_id", r.ID, "webhook", h.Name,
 			"delivery_id", out.DeliveryID, "attempt", out.Attempts, "status", status, "err", err, "retry_in", d)
-		if serr := n.o.Sleep(wait, d); serr != nil {
+		if serr := n.o.Sleep(wait, d); serr != nil || wait.Err() != nil {
 			n.finish(out, fmt.Errorf("%w; not retried: %v", err, stopReason(ctx)))
 			return
 		}
