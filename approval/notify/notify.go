@@ -257,13 +257,13 @@ func (n *Notifier) Notify(ctx context.Context, r approval.Request) {
 	n.mu.Unlock()
 	defer n.wg.Done()
 
-	url := ""
+	page := ""
 	if n.o.URL != nil {
-		url = n.o.URL(r.ID)
+		page = n.o.URL(r.ID)
 	}
 	var wg sync.WaitGroup
 	for _, h := range n.hooks {
-		wg.Go(func() { n.deliver(ctx, h, r, url) })
+		wg.Go(func() { n.deliver(ctx, h, r, page) })
 	}
 	wg.Wait()
 }
@@ -408,10 +408,7 @@ func parseRetryAfter(s string, now time.Time) time.Duration {
 		if secs <= 0 {
 			return 0
 		}
-		if secs > int64(MaxRetryAfter/time.Second)+1 {
-			return MaxRetryAfter + time.Second
-		}
-		return time.Duration(secs) * time.Second
+		return time.Duration(min(secs, 1<<31)) * time.Second
 	}
 	if t, err := http.ParseTime(s); err == nil && t.After(now) {
 		return t.Sub(now)

@@ -239,7 +239,7 @@ func TestDelivery(t *testing.T) {
 		{name: "Retry-After date", replies: []reply{{status: 503, header: map[string]string{"Retry-After": retryAt}}, {status: 200}},
 			wantAttempts: 2, wantKind: notify.KindNotified, wantStatus: 200, wantSleeps: []time.Duration{30 * time.Second}},
 		{name: "Retry-After beyond bound", replies: []reply{{status: 429, header: map[string]string{"Retry-After": "3600"}}, {status: 200}},
-			wantAttempts: 1, wantKind: notify.KindNotifyFailed, wantStatus: 429, wantSleeps: []time.Duration{}, wantErr: "Retry-After"},
+			wantAttempts: 1, wantKind: notify.KindNotifyFailed, wantStatus: 429, wantSleeps: []time.Duration{}, wantErr: "Retry-After 1h0m0s is over 2m0s"},
 		{name: "Retry-After malformed: backoff", replies: []reply{{status: 429, header: map[string]string{"Retry-After": "soon"}}, {status: 200}},
 			wantAttempts: 2, wantKind: notify.KindNotified, wantStatus: 200},
 	}
