@@ -668,3 +668,50 @@ func TestNewRejects(t *testing.T) {
 	_, err := notify.New([]notify.Webhook{{Name: "chat", URL: "https://hooks.example/x", Format: notify.FormatSlack}}, notify.Options{})
 	assert.NoError(t, err, "slack needs no secret")
 }
+
+func TestDefaultSleepAndContext(t *testing.T) {
+	t.Run("real timer", func(t *testing.T) {
+		rc := newReceiver(t, reply{status: 500}, reply{status: 200})
+		e := newEnv()
+		o := e.options()
+		o.Sleep, o.Now = nil, nil // a real wait of BaseBackoff at most
+		n, err := notify.New([]notify.Webhook{jsonHook(rc.URL)}, o)
+		require.NoError(t, err)
+		defer n.Close()
+		r := request(time.Hour)
+		r.CreatedAt, r.ExpiresAt = time.Now(), time.Now().Add(time.Hour)
+		n.Notify(context.Background(), r)
+		assert.Len(t, rc.Got(), 2)
+		recs := e.records.All()
+		require.Len(t, recs, 1)
+		assert.Equal(t, notify.KindNotified, recs[0].Kind)
+	})
+	t.Run("context ended", func(t *testing.T) {
+		rc := newReceiver(t)
+		e := newEnv()
+		n := e.notifier(t, jsonHook(rc.URL))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		n.Notify(ctx, request(time.Hour))
+		assert.Empty(t, rc.Got())
+		recs := e.records.All()
+		require.Len(t, recs, 1)
+		assert.Equal(t, notify.KindNotifyFailed, recs[0].Kind)
+		assert.Contains(t, recs[0].Outcome.Error, "the context ended")
+	})
+}
+
+func TestJSONEventOfABareRequest(t *testing.T) {
+	r := request(time.Hour)
+	r.Arguments, r.Findings, r.Caller, r.Upstream, r.Effect = nil, nil, nil, "", ""
+	body, err := json.Marshal(notify.NewEvent(r, ""))
+	require.NoError(t, err)
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(body, &ev))
+	assert.Nil(t, ev["arguments"])
+	assert.Contains(t, ev, "arguments")
+	assert.Equal(t, []any{}, ev["findings"])
+	assert.Equal(t, "", ev["url"])
+	assert.NotContains(t, ev, "caller")
+	assert.NotContains(t, ev, "upstream")
+}
