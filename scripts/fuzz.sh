@@ -31,6 +31,7 @@ targets=(
   "./config FuzzLoadConfig"
   "./server FuzzTokenFile"
   "./mcpgateway FuzzPublish"
+  "./approval/notify FuzzVerify"
 )
 summary=()
 status=0
