@@ -89,6 +89,9 @@ func resolveAuth(ac authConfig, rel func(string) string) (Auth, error) {
 		if !tokenSourceNameRE(ac.Tokens.Name) {
 			return Auth{}, fmt.Errorf("auth.tokens.name: %q: want 1 to 64 of A-Z a-z 0-9 _ . : / -", ac.Tokens.Name)
 		}
+		if ac.Tokens.Name == identity.ApproverTokensName {
+			return Auth{}, fmt.Errorf("auth.tokens.name: %q is the approver tokens' issuer; agents' tokens need another name", ac.Tokens.Name)
+		}
 		a.TokensName = ac.Tokens.Name
 	}
 	if o := ac.OIDC; o != nil {

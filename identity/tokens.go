@@ -25,6 +25,12 @@ type TokenSource struct {
 // operator names the source nothing else (auth.tokens.name).
 const DefaultTokensName = "gatehost-tokens"
 
+// ApproverTokensName is the issuer of the principal an approver token
+// signs in as on the approval page (subject: the token's name). No agent
+// token source may take it (auth.tokens.name), so that an agent's
+// principal is never an approver token's.
+const ApproverTokensName = "gatehost-approvers"
+
 // NewTokenSource returns the static-token source named name ("" is
 // DefaultTokensName) over lookup.
 func NewTokenSource(name string, lookup TokenLookup) *TokenSource {

@@ -260,6 +260,23 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string, hook
 	if opts.ApprovalStore, err = compose.OpenApprovals(cfg, rt.Store); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	// Who approves: approvers on the approval page (never the MCP client,
+	// unless approvals.elicitation says form).
+	approvers, err := compose.ApproverTokens(cfg, "", nil)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	opts.Elicitation, opts.MaxPendingApprovals = cfg.Approvals.Elicitation, cfg.Approvals.MaxPending
+	opts.Approvers = compose.ApprovalRule(cfg, approvers, logger)
+	opts.ApprovalPageURL = cfg.Approvals.Page.URL
+	notifier, err := compose.OpenNotifier(cfg, func(id string) string { return g.Desk().URL(id) }, logger)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if notifier != nil {
+		opts.NotifyApproval = notifier.Notify
+		closers = append(closers, notifier.Close)
+	}
 	if opts.Baseline, err = openBaseline(cfg, rt.Store); err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -1,0 +1,89 @@
+package compose
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/approval/notify"
+	"github.com/gatehost/gatehost/config"
+	"github.com/gatehost/gatehost/identity"
+	"github.com/gatehost/gatehost/internal/safefile"
+)
+
+// maxSecretBytes bounds a secret file.
+const maxSecretBytes = 64 << 10
+
+// ApproverTokens reads the approval page's approver tokens:
+// approvals.page.approver_token_file, else extra (gatehost serve's
+// --approver-token-file), and $GATEHOST_APPROVER_TOKENS. None of them may
+// be one of agents. Empty when none is configured.
+func ApproverTokens(l *config.Loaded, extra string, agents *identity.Tokens) (*identity.Tokens, error) {
+	file := l.Approvals.Page.ApproverTokenFile
+	if file == "" {
+		file = extra
+	}
+	t, err := identity.LoadApproverTokens(file, os.Getenv(identity.ApproverTokenEnv), agents)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: approvals.page.approver_token_file: %w", l.File, err)
+	}
+	return t, nil
+}
+
+// ApprovalRule is who may approve: approvals.approvers, or, when the
+// config names none and approver tokens exist, every approver token
+// (issuer identity.ApproverTokensName). With neither, nobody: the logger says so,
+// and calls that need a person are refused.
+func ApprovalRule(l *config.Loaded, approvers *identity.Tokens, logger *slog.Logger) approval.Rule {
+	r := l.Approvals.Rule
+	if len(r.Approvers) == 0 {
+		if !approvers.Empty() {
+			r.Approvers = []approval.Approver{{Method: "token", Issuer: identity.ApproverTokensName}}
+		} else if logger != nil && l.Approvals.Elicitation != config.ElicitForm {
+			logger.Warn("config " + l.File + ": no approver is configured (approvals.approvers, approvals.page.approver_token_file or $" +
+				identity.ApproverTokenEnv + "): a call that needs a person's approval is refused")
+		}
+	}
+	return r
+}
+
+// OpenNotifier builds the approvals.webhooks notifier, reading each
+// webhook's secret (secret_file, secret_env); nil when none is
+// configured. url is the page of a request (approval.Desk.URL).
+func OpenNotifier(l *config.Loaded, url func(id string) string, logger *slog.Logger) (*notify.Notifier, error) {
+	if len(l.Approvals.Webhooks) == 0 {
+		return nil, nil
+	}
+	hooks := make([]notify.Webhook, 0, len(l.Approvals.Webhooks))
+	for i, w := range l.Approvals.Webhooks {
+		h := notify.Webhook{Name: w.Name, URL: w.URL, Format: w.Format, Timeout: w.Timeout}
+		if w.Retries != nil {
+			h.Retries = *w.Retries
+			if h.Retries == 0 {
+				h.Retries = -1 // configured 0: no retries
+			}
+		}
+		switch {
+		case w.SecretFile != "":
+			b, err := safefile.ReadFile(w.SecretFile, maxSecretBytes)
+			if err != nil {
+				return nil, fmt.Errorf("config %s: approvals.webhooks[%d].secret_file: %w", l.File, i, err)
+			}
+			h.Secret = bytes.TrimSpace(b)
+		case w.SecretEnv != "":
+			v, ok := os.LookupEnv(w.SecretEnv)
+			if !ok || v == "" {
+				return nil, fmt.Errorf("config %s: approvals.webhooks[%d].secret_env: $%s is not set", l.File, i, w.SecretEnv)
+			}
+			h.Secret = []byte(v)
+		}
+		hooks = append(hooks, h)
+	}
+	n, err := notify.New(hooks, notify.Options{URL: url, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("config %s: approvals: %w", l.File, err)
+	}
+	return n, nil
+}
