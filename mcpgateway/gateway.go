@@ -133,9 +133,9 @@ type Gateway struct {
 
 	approvals *approval.Approvals
 	// desk holds the requests approvers decide on the approval page.
-	desk *approval.Desk
-	impl      *mcp.Implementation
-	sessions  sync.Map // *downstream, for Close
+	desk     *approval.Desk
+	impl     *mcp.Implementation
+	sessions sync.Map // *downstream, for Close
 	// principals maps a request's principal reference to its principal
 	// while the request runs (principal.go).
 	principals sync.Map
