@@ -105,3 +105,22 @@ func Combine(stages []StageResult) abi.Verdict {
 	}
 	return abi.Accepted
 }
+
+// OnlyConfirmationMissing reports whether d was refused for want of a
+// person's confirmation alone: its blocking findings are all
+// confirmation_required, and there is at least one. Such a call is what an
+// approval can let through; any other blocking finding refuses it
+// whatever a person says.
+func (d *Decision) OnlyConfirmationMissing() bool {
+	n := 0
+	for _, f := range d.Findings {
+		if f.Advisory || f.Severity != abi.Blocking {
+			continue
+		}
+		if f.Code != abi.CodeConfirmationRequired {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}

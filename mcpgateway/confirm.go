@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,19 +64,11 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 	if up == nil {
 		return dec, nil, nil
 	}
-	t, ok := g.Host().Catalog().Snapshot().Get(c.name)
-	if !ok {
-		return dec, nil, nil
-	}
-	// The subject exactly as the host records it, so that the binding is
-	// the host's subject_sha256.
-	native, err := g.Host().NativeSubject(g.opts.Pipeline, c.params, subject.FormatMCP)
+	// The binding is the host's subject_sha256 of this very call.
+	b, t, err := approval.Bind(g.Host(), g.opts.Pipeline, c.session, c.params, subject.FormatMCP)
 	if err != nil {
 		return dec, nil, nil
 	}
-	sum := sha256.Sum256(native)
-	b := approval.Binding{Pipeline: g.opts.Pipeline, Session: c.session, Tool: t.ID,
-		SchemaDigest: t.SchemaDigest, SubjectSHA256: hex.EncodeToString(sum[:])}
 	if g.opts.Elicitation == ElicitForm {
 		dec, err := d.confirmByForm(ctx, c, dec, up, t, b)
 		return dec, nil, err

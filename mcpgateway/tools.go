@@ -455,7 +455,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		d.g.opts.Logger.Error("mcp gateway: decision", "run_id", dec.RunID, "error", err)
 	}
 	var pending *approval.Request
-	if dec.Verdict == abi.Rejected && err == nil && onlyConfirmationMissing(dec) {
+	if dec.Verdict == abi.Rejected && err == nil && dec.OnlyConfirmationMissing() {
 		first := dec
 		if dec, pending, err = d.confirm(ctx, c, dec, up); dec == nil {
 			return errorResult(first.RunID, "gatehost: the approved call was not checked: %v; nothing was sent", err), nil
@@ -466,7 +466,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	}
 	if dec.Verdict != abi.Accepted {
 		res := deniedResult(dec, r.outputSchema)
-		if pending != nil || (onlyConfirmationMissing(dec) && d.g.opts.Elicitation != ElicitForm) {
+		if pending != nil || (dec.OnlyConfirmationMissing() && d.g.opts.Elicitation != ElicitForm) {
 			d.g.withApproval(res, pending)
 		}
 		return res, nil
@@ -553,23 +553,6 @@ func withRunID(m mcp.Meta, runID string) mcp.Meta {
 	}
 	out[MetaRunID] = runID
 	return out
-}
-
-// onlyConfirmationMissing reports whether every blocking finding of a
-// rejected decision is confirmation_required: a person's approval would
-// then decide the call.
-func onlyConfirmationMissing(d *host.Decision) bool {
-	n := 0
-	for _, f := range d.Findings {
-		if f.Advisory || f.Severity != abi.Blocking {
-			continue
-		}
-		if f.Code != abi.CodeConfirmationRequired {
-			return false
-		}
-		n++
-	}
-	return n > 0
 }
 
 // deniedResult is what the agent gets for a call that was not accepted:

@@ -82,7 +82,94 @@ func (s *Server) openApprovals(l *config.Loaded) error {
 			}
 			return ""
 		}})
-	return err
+	if err != nil {
+		return err
+	}
+	// The approval page's requests: approvers (approvals.approvers, else
+	// every approver token) decide them; webhooks hear of each.
+	notifier, err := compose.OpenNotifier(l, func(id string) string { return s.desk.URL(id) }, s.logger)
+	if err != nil {
+		return err
+	}
+	do := approval.DeskOptions{Approvals: s.approvals, Rule: compose.ApprovalRule(l, s.approvers.Load(), s.logger),
+		PageURL: l.Approvals.Page.URL, MaxPending: l.Approvals.MaxPending, Logger: s.logger}
+	if notifier != nil {
+		s.notifier, do.Notify = notifier, notifier.Notify
+	}
+	s.desk, err = approval.NewDesk(do)
+	if err != nil {
+		return fmt.Errorf("config %s: approvals.page.url: %w", l.File, err)
+	}
+	return nil
+}
+
+// approvalView is what a refused check says of the approval it needs
+// (checkAnswer.Approval): the request on the approval page, its state,
+// and the page's URL. The approval itself is never in it.
+type approvalView struct {
+	RequestID string    `json:"request_id,omitempty"`
+	State     string    `json:"state"`
+	URL       string    `json:"url,omitempty"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Note      string    `json:"note,omitempty"`
+}
+
+// checkAnswer is the 200 answer of a check: the Decision, and for a call
+// refused for want of a person's approval alone, the approval request.
+type checkAnswer struct {
+	*host.Decision
+	Approval *approvalView `json:"approval,omitempty"`
+}
+
+// askApproval is the approval rule of a check refused only for want of a
+// confirmation, with none presented: the call becomes a request on the
+// approval page (or meets the one open for it). Once an approver approved
+// it, the identical call made again runs: the server claims the approval
+// (approval.Desk.Use) and decides the call again presenting it, and that
+// second decision is the answer. Otherwise the answer is d, with the
+// request.
+func (s *Server) askApproval(ctx context.Context, rt *loadedConfig, sr *subjectRequest, opts host.RunOptions, d *host.Decision) (*host.Decision, *approvalView, error) {
+	b, t, err := approval.Bind(rt.h, sr.name, sr.session, sr.body, sr.format)
+	if err != nil {
+		return d, &approvalView{State: "unavailable"}, nil
+	}
+	var findings []abi.Finding
+	for _, f := range d.Findings {
+		if !f.Advisory {
+			findings = append(findings, f.Finding)
+		}
+	}
+	args := toolArguments(rt, sr)
+	r, _, err := s.desk.Open(ctx, approval.Request{Binding: b, Effect: string(t.Effect), Caller: opts.Principal,
+		Findings: findings, Arguments: args, Front: "serve"})
+	if err != nil {
+		s.logger.Warn("gatehost serve: approval request not opened", "pipeline", sr.name, "request_id", opts.RequestID, "err", err)
+		return d, &approvalView{State: "unavailable"}, nil
+	}
+	if r.State == approval.StateApproved {
+		if r, err = s.desk.Use(ctx, r.ID); err == nil {
+			opts.ConfirmationToken = r.ApprovalID
+			d2, err := rt.h.Check(ctx, sr.name, sr.body, opts)
+			return d2, nil, err
+		}
+	}
+	return d, &approvalView{RequestID: r.ID, State: r.State, URL: s.desk.URL(r.ID), ExpiresAt: r.ExpiresAt, Note: r.Note}, nil
+}
+
+// toolArguments are the call's arguments as the page shows them: the
+// native subject's arguments member, whole.
+func toolArguments(rt *loadedConfig, sr *subjectRequest) json.RawMessage {
+	native, err := rt.h.NativeSubject(sr.name, sr.body, sr.format)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	var call struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(native, &call) != nil || len(call.Arguments) == 0 {
+		return json.RawMessage("{}")
+	}
+	return call.Arguments
 }
 
 // handleMintApproval is POST /v1/approvals?pipeline=NAME[&session=ID][&format=F]
@@ -113,38 +200,27 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	rt, sess := sr.rt, sr.session
 	// The approval binds the native subject exactly as the host will
 	// record the checked call: the host makes it, whatever the format.
-	native, err := rt.h.NativeSubject(name, sr.body, sr.format)
-	if err != nil {
+	b, _, err := approval.Bind(rt.h, name, sess, sr.body, sr.format)
+	switch {
+	case errors.Is(err, approval.ErrUnparsable):
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
+			"the call's arguments could not be decoded; such a call never runs, so there is nothing to approve", nil)
+		return
+	case errors.Is(err, approval.ErrNotInCatalog):
+		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
+			oneline.Of(err.Error())+"; a call to it is refused whatever is approved", nil)
+		return
+	case err != nil:
 		if !s.writeInputError(w, r, err) {
 			s.logger.Error("gatehost serve: approval subject not read", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
 			writeError(w, r, http.StatusInternalServerError, errInternal, "", "the call could not be read; no approval was issued", nil)
 		}
 		return
 	}
-	var call struct {
-		Tool       string `json:"tool"`
-		ParseError string `json:"parse_error"`
-	}
-	if err := json.Unmarshal(native, &call); err != nil {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "", oneline.Of(err.Error()), nil)
-		return
-	}
-	if call.ParseError != "" {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
-			"the call's arguments could not be decoded; such a call never runs, so there is nothing to approve", nil)
-		return
-	}
-	tool, ok := rt.h.Catalog().Snapshot().Get(call.Tool)
-	if !ok {
-		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
-			fmt.Sprintf("tool %q is not in the catalog; a call to it is refused whatever is approved", cut(call.Tool, 64)), nil)
-		return
-	}
 	approver := ""
 	if c := credentialOf(r.Context()); c != nil {
 		approver = c.Name
 	}
-	b := approval.Binding{Pipeline: name, Session: sess, Tool: tool.ID, SchemaDigest: tool.SchemaDigest, SubjectSHA256: sha256Hex(native)}
 	a, err := s.approvals.Mint(r.Context(), b, approver, "", approval.Origin{RequestID: r.Header.Get(headerRequestID)})
 	switch {
 	case errors.Is(err, approval.ErrFull):

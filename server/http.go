@@ -374,6 +374,10 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 		ConfirmationToken: strings.TrimSpace(r.Header.Get(headerConfirmation))}
 	opts.Principal, _ = identity.FromContext(r.Context())
 	d, err := sr.rt.h.Check(r.Context(), name, sr.body, opts)
+	var ask *approvalView
+	if err == nil && d != nil && d.Verdict == abi.Rejected && opts.ConfirmationToken == "" && d.OnlyConfirmationMissing() {
+		d, ask, err = s.askApproval(r.Context(), sr.rt, sr, opts, d)
+	}
 	switch {
 	case errors.Is(err, host.ErrConfirmation) && errors.Is(err, approval.ErrStore):
 		s.logger.Error("gatehost serve: approval store failed; not run", "pipeline", name, "request_id", opts.RequestID, "err", err)
@@ -402,7 +406,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errHostOverloaded, "", "too many runs in progress; retry later", d)
 	default:
-		writeJSON(w, http.StatusOK, d)
+		writeJSON(w, http.StatusOK, checkAnswer{Decision: d, Approval: ask})
 	}
 }
 

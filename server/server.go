@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/approval/notify"
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host"
@@ -133,6 +134,10 @@ type Server struct {
 	// approvals are the approvals: section's, kept across reloads; they
 	// are the Confirmer of every runtime's host.
 	approvals *approval.Approvals
+	// desk holds the requests approvers decide on the approval page;
+	// notifier tells webhooks of each (nil: none configured).
+	desk     *approval.Desk
+	notifier *notify.Notifier
 	// tracer exports the hosts' spans (tracing: at start); nil is off.
 	tracer *compose.Tracer
 
@@ -432,6 +437,9 @@ func (s *Server) close() error {
 		<-s.built
 	}
 	var err error
+	if s.notifier != nil {
+		s.notifier.Close()
+	}
 	if rt := s.cur.Load(); rt != nil {
 		rt.retire()
 		select {
