@@ -125,6 +125,9 @@ func (g *Gateway) withApproval(res *mcp.CallToolResult, r *approval.Request) {
 			}
 		case u == "":
 			text = fmt.Sprintf("A person must approve this call (request %s), and this gateway serves no approval page (approvals.page): nobody can approve it here.", r.ID)
+		case !r.Open(g.approvals.Now()):
+			text = fmt.Sprintf("A person must approve this call, and nobody decided request %s before it expired; make the call again to ask anew.", r.ID)
+			view["state"] = "expired"
 		default:
 			text = fmt.Sprintf("A person must approve this call: an approver decides it at %s (request %s, open until %s). Once it is approved, make the identical call again; it then runs once.",
 				u, r.ID, r.ExpiresAt.Format(time.RFC3339))
