@@ -1,16 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/internal/runecut"
 	"github.com/gatehost/gatehost/store"
 )
 
@@ -56,11 +60,13 @@ func cmdLogVerify(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // verifyLogFile verifies a log file and prints the outcome.
 func verifyLogFile(path, anchor, output string, stdout io.Writer) int {
-	rep, verr := eventlog.Verify(path, eventlog.VerifyOptions{Anchor: anchor})
+	var aps approvalsSeen
+	rep, verr := eventlog.Verify(path, eventlog.VerifyOptions{Anchor: anchor, Check: aps.check})
 	if output == "json" {
 		out := map[string]any{
 			"path": path, "ok": verr == nil, "records": rep.Records,
 			"last_seq": rep.LastSeq, "last_hash": rep.LastHash, "torn_tail_bytes": rep.TornBytes,
+			"approvals": aps.list,
 		}
 		if verr != nil {
 			out["error"] = verr.Error()
@@ -71,6 +77,7 @@ func verifyLogFile(path, anchor, output string, stdout io.Writer) int {
 		if rep.TornTail {
 			fmt.Fprintf(stdout, "note: %d bytes after the last record are a torn write (a crash mid-append); they will be dropped when the log is next opened\n", rep.TornBytes)
 		}
+		aps.print(stdout)
 	} else {
 		fmt.Fprintf(stdout, "FAILED: %s: %v\n", path, verr)
 	}
@@ -200,4 +207,62 @@ func writeLogJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// approvalSeen is an approval decision on a verified chain: who approved
+// or denied which call.
+type approvalSeen struct {
+	Seq      uint64    `json:"seq"`
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	Reason   string    `json:"reason,omitempty"`
+	Tool     string    `json:"tool"`
+	Approver string    `json:"approver"`
+	Request  string    `json:"request_id,omitempty"`
+	Note     string    `json:"note,omitempty"`
+}
+
+// approvalsSeen collects, as log verify reads the chain, the records of a
+// person's decision: approval_minted, and approval_refused by an approver
+// (approval_denied). Only verified records reach it.
+type approvalsSeen struct{ list []approvalSeen }
+
+// maxApprovalsShown bounds what log verify prints of them (the last ones).
+const maxApprovalsShown = 20
+
+func (a *approvalsSeen) check(r *eventlog.Record) error {
+	if r.Kind != approval.KindMinted && !(r.Kind == approval.KindRefused && r.Reason == approval.CodeDenied) {
+		return nil
+	}
+	var d approval.Record
+	if json.Unmarshal(r.Data, &d) != nil {
+		return nil // a record's data is the writer's; the chain is what is verified
+	}
+	a.list = append(a.list, approvalSeen{Seq: r.Seq, Time: r.Time, Kind: r.Kind, Reason: r.Reason, Tool: d.Tool,
+		Approver: cmp.Or(approval.PrincipalName(d.ApprovedBy), d.Approver, "(unnamed)"), Request: d.Request, Note: d.Note})
+	if len(a.list) > maxApprovalsShown {
+		a.list = a.list[1:]
+	}
+	return nil
+}
+
+func (a *approvalsSeen) print(w io.Writer) {
+	if len(a.list) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "approvals decided by a person (last %d):\n", len(a.list))
+	for _, s := range a.list {
+		verb := "approved"
+		if s.Kind == approval.KindRefused {
+			verb = "denied"
+		}
+		fmt.Fprintf(w, "  seq %d %s %s %s by %s", s.Seq, s.Time.UTC().Format(time.RFC3339), s.Tool, verb, s.Approver)
+		if s.Request != "" {
+			fmt.Fprintf(w, " (request %s)", s.Request)
+		}
+		if s.Note != "" {
+			fmt.Fprintf(w, " note %q", runecut.Cut(s.Note, 80, "..."))
+		}
+		fmt.Fprintln(w)
+	}
 }
