@@ -1,0 +1,132 @@
+package page
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gatehost/gatehost/abi"
+)
+
+// A session is what the signed session cookie holds: who signed in (nil
+// before sign-in), the CSRF token of its forms, and its expiry.
+type session struct {
+	P    *abi.Principal `json:"p,omitempty"`
+	CSRF string         `json:"c"`
+	Exp  int64          `json:"e"`
+}
+
+func (s *session) csrfOK(given string) bool {
+	return s != nil && s.CSRF != "" && subtle.ConstantTimeCompare([]byte(s.CSRF), []byte(given)) == 1
+}
+
+// flow is what the OIDC flow cookie holds between the redirect to the
+// provider and its callback.
+type flow struct {
+	State    string `json:"s"`
+	Nonce    string `json:"n"`
+	Verifier string `json:"v"`
+	Next     string `json:"x"`
+	Exp      int64  `json:"e"`
+}
+
+// flowTTL bounds a sign-in at the provider.
+const flowTTL = 10 * time.Minute
+
+// cookies signs and reads the page's cookies: base64url(JSON) "."
+// base64url(HMAC-SHA256(name "|" payload)), so that one cookie cannot
+// stand in for another.
+type cookies struct {
+	key    []byte
+	path   string
+	secure bool
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+const (
+	sessionCookie = "gatehost_approvals"
+	flowCookie    = "gatehost_approvals_oidc"
+)
+
+func (c cookies) name(n string) string {
+	if c.secure {
+		return "__Secure-" + n
+	}
+	return n
+}
+
+func (c cookies) mac(name, payload string) []byte {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte(name + "|" + payload))
+	return m.Sum(nil)
+}
+
+func (c cookies) set(w http.ResponseWriter, name string, v any, ttl time.Duration) {
+	data, _ := json.Marshal(v) // structs of strings and a principal of JSON values
+	payload := base64.RawURLEncoding.EncodeToString(data)
+	value := payload + "." + base64.RawURLEncoding.EncodeToString(c.mac(name, payload))
+	http.SetCookie(w, &http.Cookie{Name: c.name(name), Value: value, Path: c.path,
+		MaxAge: int(ttl.Seconds()), HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
+}
+
+func (c cookies) get(r *http.Request, name string, v any) bool {
+	ck, err := r.Cookie(c.name(name))
+	if err != nil {
+		return false
+	}
+	payload, sig, ok := strings.Cut(ck.Value, ".")
+	if !ok {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, c.mac(name, payload)) {
+		return false
+	}
+	data, err := base64.RawURLEncoding.DecodeString(payload)
+	return err == nil && json.Unmarshal(data, v) == nil
+}
+
+func (c cookies) clear(w http.ResponseWriter, name string) {
+	http.SetCookie(w, &http.Cookie{Name: c.name(name), Value: "", Path: c.path, MaxAge: -1,
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
+}
+
+// session returns the request's unexpired session, or nil.
+func (c cookies) session(r *http.Request) *session {
+	var s session
+	if !c.get(r, sessionCookie, &s) || s.CSRF == "" || c.now().Unix() >= s.Exp {
+		return nil
+	}
+	return &s
+}
+
+// start begins a session for p (nil: not signed in yet) with a new CSRF
+// token, and sets its cookie.
+func (c cookies) start(w http.ResponseWriter, p *abi.Principal) *session {
+	exp := c.now().Add(c.ttl)
+	s := &session{P: p, CSRF: randomHex(32), Exp: exp.Unix()}
+	c.set(w, sessionCookie, s, c.ttl)
+	return s
+}
+
+func (c cookies) flow(r *http.Request) *flow {
+	var f flow
+	if !c.get(r, flowCookie, &f) || f.State == "" || c.now().Unix() >= f.Exp {
+		return nil
+	}
+	return &f
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

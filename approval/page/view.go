@@ -1,0 +1,300 @@
+package page
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
+)
+
+// view is one request as the page shows it.
+type view struct {
+	ID, URL                                  string
+	Tool, Upstream, Pipeline, Session, Front string
+	Effect, Caller                           string
+	Findings                                 []abi.Finding
+	Created, Expires, DecidedAt              time.Time
+	ExpiresIn                                string
+	State, StateText                         string
+	DecidedBy, Note                          string
+	Args                                     template.HTML
+	ArgBytes                                 int
+	Diffs                                    []diffView
+	Mine                                     bool
+	Prefix, CSRF, From                       string
+}
+
+// Display states: a request's State, or expired.
+const stateExpired = "expired"
+
+func (h *handler) view(r approval.Request, me *abi.Principal, csrf, from string) view {
+	now := h.o.Now()
+	v := view{ID: r.ID, URL: h.prefix + "/requests/" + r.ID, Tool: r.Tool, Upstream: r.Upstream,
+		Pipeline: r.Pipeline, Session: r.Session, Front: r.Front, Effect: r.Effect,
+		Caller: principalName(r.Caller), Findings: r.Findings, Created: r.CreatedAt, Expires: r.ExpiresAt,
+		DecidedAt: r.DecidedAt, State: r.State, DecidedBy: principalName(r.DecidedBy), Note: r.Note,
+		ArgBytes: len(r.Arguments), Prefix: h.prefix, CSRF: csrf, From: from}
+	if r.State == approval.StatePending && !r.Open(now) {
+		v.State = stateExpired
+	}
+	v.StateText = map[string]string{approval.StatePending: "Waiting for a decision", approval.StateApproved: "Approved",
+		approval.StateDenied: "Denied", stateExpired: "Expired"}[v.State]
+	if left := r.ExpiresAt.Sub(now); left > 0 {
+		v.ExpiresIn = "in " + left.Round(time.Second).String()
+	} else {
+		v.ExpiresIn = "expired"
+	}
+	v.Mine = !h.desk.Rule().AllowSelf && approval.SamePrincipal(me, r.Caller)
+	v.Args = showJSON(r.Arguments)
+	v.Diffs = diffs(r.Arguments)
+	return v
+}
+
+// principalName writes a principal as the page shows it, "" for none.
+func principalName(p *abi.Principal) string { return approval.PrincipalName(p) }
+
+// signature is the list's version: it changes when a request is opened,
+// decided or expires, so that the event stream says when to reload.
+func signature(rs []approval.Request, now time.Time) string {
+	h := sha256.New()
+	for _, r := range rs {
+		fmt.Fprintf(h, "%s %s %t\n", r.ID, r.State, r.Open(now))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// order puts the pending requests first, each group newest first (as
+// listed).
+func order(rs []approval.Request, now time.Time) {
+	slices.SortStableFunc(rs, func(a, b approval.Request) int {
+		pa, pb := a.Pending(now), b.Pending(now)
+		switch {
+		case pa && !pb:
+			return -1
+		case pb && !pa:
+			return 1
+		}
+		return 0
+	})
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"show":  show,
+	"plain": plain,
+	"clock": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+}
+
+// hidden reports a character that would not show as itself: controls,
+// formatting (bidirectional overrides, zero-width characters), private
+// use, surrogates, line and paragraph separators, and spaces other than
+// the plain one.
+func hidden(r rune) bool {
+	if r == '\n' || r == '\t' || r == ' ' {
+		return false
+	}
+	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp, unicode.Zs) ||
+		unicode.Is(unicode.Variation_Selector, r) || (r >= 0xE0000 && r <= 0xE007F)
+}
+
+// show escapes s for HTML and writes each hidden character as a marked
+// \uXXXX escape (valid in a JSON string, where alone such characters can
+// stand in the arguments), so that no value can reorder or hide what the
+// approver reads.
+func show(s string) template.HTML {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString(`<mark class="esc" title="a byte that is not UTF-8">\ufffd</mark>`)
+			i++
+			continue
+		}
+		start := i
+		for i < len(s) {
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if hidden(r) {
+				break
+			}
+			i += size
+		}
+		b.WriteString(template.HTMLEscapeString(s[start:i]))
+		if i < len(s) && !(r == utf8.RuneError && size == 1) {
+			fmt.Fprintf(&b, `<mark class="esc" title="hidden character U+%04X">%s</mark>`, r, jsonEscape(r))
+			i += size
+		}
+	}
+	return template.HTML(b.String())
+}
+
+// plain is s with each hidden character written as its \uXXXX escape,
+// for text where no markup can go (the title, attributes).
+func plain(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			b.WriteString(jsonEscape(r))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func jsonEscape(r rune) string {
+	if r > 0xFFFF {
+		a, b := utf16.EncodeRune(r)
+		return fmt.Sprintf(`\u%04x\u%04x`, a, b)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
+}
+
+// showJSON is the arguments indented, every token as sent.
+func showJSON(raw json.RawMessage) template.HTML {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return show("(no arguments)")
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return show(string(raw))
+	}
+	return show(b.String())
+}
+
+// A diffView is the line diff of one old/new pair in the arguments.
+type diffView struct {
+	Path     string // JSON Pointer of the object holding the pair
+	Old, New string // the pair's keys
+	Lines    []diffLine
+	Added    int
+	Removed  int
+}
+
+type diffLine struct {
+	Kind string // "same", "del" or "add"
+	Text string
+}
+
+// pairs are the keys of edit-like arguments: an object holding both is
+// shown as a diff of the old text into the new.
+var pairs = [][2]string{
+	{"oldText", "newText"}, {"old_text", "new_text"}, {"old_str", "new_str"}, {"old_string", "new_string"},
+	{"oldString", "newString"}, {"old", "new"}, {"original", "updated"}, {"search", "replace"}, {"before", "after"},
+}
+
+// diffs finds every object in the arguments holding an old/new pair of
+// strings.
+func diffs(raw json.RawMessage) []diffView {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	var out []diffView
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, p := range pairs {
+				o, ok1 := v[p[0]].(string)
+				n, ok2 := v[p[1]].(string)
+				if ok1 && ok2 {
+					d := diffView{Path: path, Old: p[0], New: p[1], Lines: lineDiff(o, n)}
+					if d.Path == "" {
+						d.Path = "/"
+					}
+					for _, l := range d.Lines {
+						switch l.Kind {
+						case "add":
+							d.Added++
+						case "del":
+							d.Removed++
+						}
+					}
+					out = append(out, d)
+				}
+			}
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				walk(v[k], path+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+			}
+		case []any:
+			for i, e := range v {
+				walk(e, path+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(v, "")
+	return out
+}
+
+// maxDiffCells bounds the table of a line diff; larger texts are shown as
+// all removed, then all added.
+const maxDiffCells = 1 << 21
+
+// lineDiff is a line diff of a into b by longest common subsequence.
+func lineDiff(a, b string) []diffLine {
+	x, y := strings.Split(a, "\n"), strings.Split(b, "\n")
+	n, m := len(x), len(y)
+	var out []diffLine
+	if n*m > maxDiffCells {
+		for _, l := range x {
+			out = append(out, diffLine{"del", l})
+		}
+		for _, l := range y {
+			out = append(out, diffLine{"add", l})
+		}
+		return out
+	}
+	// lcs[i][j] is the LCS length of x[i:] and y[j:].
+	lcs := make([]int32, (n+1)*(m+1))
+	at := func(i, j int) *int32 { return &lcs[i*(m+1)+j] }
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				*at(i, j) = *at(i+1, j+1) + 1
+			} else {
+				*at(i, j) = max(*at(i+1, j), *at(i, j+1))
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < n && j < m {
+		switch {
+		case x[i] == y[j]:
+			out = append(out, diffLine{"same", x[i]})
+			i, j = i+1, j+1
+		case *at(i+1, j) >= *at(i, j+1):
+			out = append(out, diffLine{"del", x[i]})
+			i++
+		default:
+			out = append(out, diffLine{"add", y[j]})
+			j++
+		}
+	}
+	for ; i < n; i++ {
+		out = append(out, diffLine{"del", x[i]})
+	}
+	for ; j < m; j++ {
+		out = append(out, diffLine{"add", y[j]})
+	}
+	return out
+}
