@@ -66,7 +66,7 @@ func New(t testing.TB) context.Context {
 	}
 	guard, cancelGuard := context.WithTimeout(context.Background(), HangGuard)
 	actx, cancelAlloc := chromedp.NewExecAllocator(guard, opts...)
-	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	ctx, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc()
@@ -74,6 +74,19 @@ func New(t testing.TB) context.Context {
 	})
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// Incognito returns a tab of browser (a context New returned) in a
+// browser context of its own: its own cookies and storage, as another
+// person's browser would have. It closes at the end of the test.
+func Incognito(t testing.TB, browser context.Context) context.Context {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
 	}
 	return ctx
 }
