@@ -30,6 +30,7 @@ var tokens = map[string]*abi.Principal{
 	"tok-alice": {Method: abi.MethodToken, Issuer: "approvers", Subject: "alice"},
 	"tok-bob":   {Method: abi.MethodToken, Issuer: "approvers", Subject: "bob"},
 	"tok-eve":   {Method: abi.MethodToken, Issuer: "approvers", Subject: "eve"},
+	"tok-big":   {Method: abi.MethodToken, Issuer: "approvers", Subject: "alice", Claims: map[string]any{"notes": strings.Repeat("x", 4000)}},
 }
 
 // fixture is a desk and its page on a loopback server, with a test OIDC

@@ -247,7 +247,7 @@ func (h *handler) signinPage(w http.ResponseWriter, r *http.Request) {
 // for its form's CSRF token when there is none.
 func (h *handler) renderSignin(w http.ResponseWriter, r *http.Request, s *session, status int, msg string) {
 	if s == nil {
-		s = h.cookie.start(w, nil)
+		s, _ = h.cookie.start(w, nil) // no principal: it always fits
 	}
 	d := h.base("Sign in", s)
 	d.TokenSignin, d.OIDCSignin = h.o.Token != nil, h.oidc != nil
@@ -273,7 +273,11 @@ func (h *handler) signinToken(w http.ResponseWriter, r *http.Request) {
 		h.renderSignin(w, r, s, http.StatusUnauthorized, "That is not an approver token.")
 		return
 	}
-	h.cookie.start(w, p) // a new CSRF token with the sign-in
+	if _, err := h.cookie.start(w, p); err != nil { // a new CSRF token with the sign-in
+		h.o.Logger.Error("approval page: token sign-in", "principal", principalName(p), "err", err)
+		h.renderSignin(w, r, s, http.StatusUnprocessableEntity, "Sign-in failed: "+err.Error()+".")
+		return
+	}
 	h.o.Logger.Info("approval page: signed in", "method", p.Method, "principal", principalName(p))
 	http.Redirect(w, r, h.next(r.PostForm.Get("next")), http.StatusSeeOther)
 }

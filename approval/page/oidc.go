@@ -69,7 +69,7 @@ func (h *handler) signinOIDC(w http.ResponseWriter, r *http.Request) {
 	}
 	f := flow{State: randomHex(16), Nonce: randomHex(16), Verifier: oauth2.GenerateVerifier(),
 		Next: h.next(r.URL.Query().Get("next")), Exp: h.o.Now().Add(flowTTL).Unix()}
-	h.cookie.set(w, flowCookie, f, flowTTL)
+	_ = h.cookie.set(w, flowCookie, f, flowTTL) // a flow of fixed-size strings always fits
 	http.Redirect(w, r, h.oidc.oauth.AuthCodeURL(f.State, oidc.Nonce(f.Nonce), oauth2.S256ChallengeOption(f.Verifier)), http.StatusSeeOther)
 }
 
@@ -142,7 +142,10 @@ func (h *handler) callback(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	h.cookie.start(w, p)
+	if _, err := h.cookie.start(w, p); err != nil {
+		refuse("the sign-in does not fit in a cookie (too many or too large claims: name fewer in the page's OIDC claims)", err)
+		return
+	}
 	h.o.Logger.Info("approval page: signed in", "method", abi.MethodOIDC, "principal", principalName(p))
 	http.Redirect(w, r, f.Next, http.StatusSeeOther)
 }

@@ -95,6 +95,7 @@ func TestTokenSignIn(t *testing.T) {
 		{name: "an approver token", token: "tok-alice", status: http.StatusSeeOther},
 		{name: "a wrong token", token: "tok-nobody", status: http.StatusUnauthorized},
 		{name: "an empty token", token: "", status: http.StatusUnauthorized},
+		{name: "a principal too large for a cookie", token: "tok-big", status: http.StatusUnprocessableEntity},
 		{name: "no CSRF token", token: "tok-alice", csrf: "-", status: http.StatusForbidden},
 		{name: "a wrong CSRF token", token: "tok-alice", csrf: strings.Repeat("ab", 32), status: http.StatusForbidden},
 		{name: "a cross-site form (login CSRF)", token: "tok-alice", hdr: map[string]string{"Sec-Fetch-Site": "cross-site"}, status: http.StatusForbidden},

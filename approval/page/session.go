@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -69,12 +70,26 @@ func (c cookies) mac(name, payload string) []byte {
 	return m.Sum(nil)
 }
 
-func (c cookies) set(w http.ResponseWriter, name string, v any, ttl time.Duration) {
-	data, _ := json.Marshal(v) // structs of strings and a principal of JSON values
+// maxCookie bounds a cookie's value: browsers drop a cookie of more than
+// 4096 bytes with its name and attributes.
+const maxCookie = 3800
+
+// errCookieTooLarge: the principal's claims do not fit in a cookie.
+var errCookieTooLarge = errors.New("the sign-in does not fit in a cookie: too many or too large claims")
+
+func (c cookies) set(w http.ResponseWriter, name string, v any, ttl time.Duration) error {
+	data, err := json.Marshal(v) // structs of strings and a principal of JSON values
+	if err != nil {
+		return err
+	}
 	payload := base64.RawURLEncoding.EncodeToString(data)
 	value := payload + "." + base64.RawURLEncoding.EncodeToString(c.mac(name, payload))
+	if len(value) > maxCookie {
+		return errCookieTooLarge
+	}
 	http.SetCookie(w, &http.Cookie{Name: c.name(name), Value: value, Path: c.path,
 		MaxAge: int(ttl.Seconds()), HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode})
+	return nil
 }
 
 func (c cookies) get(r *http.Request, name string, v any) bool {
@@ -110,11 +125,10 @@ func (c cookies) session(r *http.Request) *session {
 
 // start begins a session for p (nil: not signed in yet) with a new CSRF
 // token, and sets its cookie.
-func (c cookies) start(w http.ResponseWriter, p *abi.Principal) *session {
+func (c cookies) start(w http.ResponseWriter, p *abi.Principal) (*session, error) {
 	exp := c.now().Add(c.ttl)
 	s := &session{P: p, CSRF: randomHex(32), Exp: exp.Unix()}
-	c.set(w, sessionCookie, s, c.ttl)
-	return s
+	return s, c.set(w, sessionCookie, s, c.ttl)
 }
 
 func (c cookies) flow(r *http.Request) *flow {

@@ -20,14 +20,24 @@
     busy = true;
     fetch(window.location.pathname, { credentials: 'same-origin', headers: { Accept: 'text/html' } })
       .then(function (r) {
+        if (r.status === 401 || r.status === 403 || r.status === 404 || r.status === 410) {
+          // Signed out, or the request is gone: the page says which.
+          window.location.reload();
+          return null;
+        }
         if (!r.ok) {
           throw new Error('status ' + r.status);
         }
         return r.text();
       })
       .then(function (html) {
+        if (html === null) {
+          return;
+        }
         var fresh = new DOMParser().parseFromString(html, 'text/html').getElementById('requests');
         if (!fresh) {
+          // Sent to the sign-in page: the sign-in ended.
+          window.location.reload();
           return;
         }
         var notes = {};
