@@ -65,6 +65,8 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("an approver signs in, sees the whole call and approves it", func(t *testing.T) {
 		ctx := browsertest.Incognito(t, browser)
+		console := browsertest.Watch(t, ctx)
+		defer func() { assert.Empty(t, console.Problems(), "the console") }()
 		rq := f.open(t, bob, "edit_file", editCall)
 		f.browserSignIn(t, ctx, prefix+"/", "alice")
 		sel := "#" + rq.ID
@@ -88,6 +90,8 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("an approver denies with a reason on the request's own page", func(t *testing.T) {
 		ctx := browsertest.Incognito(t, browser)
+		console := browsertest.Watch(t, ctx)
+		defer func() { assert.Empty(t, console.Problems(), "the console") }()
 		rq := f.open(t, bob, "write_file", `{"path":"/etc/hosts","content":"127.0.0.1 registry.example.com\n"}`)
 		f.browserSignIn(t, ctx, prefix+"/requests/"+rq.ID, "alice")
 		sel := "#" + rq.ID
@@ -151,6 +155,8 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("the list updates itself when a call arrives", func(t *testing.T) {
 		ctx := browsertest.Incognito(t, browser)
+		console := browsertest.Watch(t, ctx)
+		defer func() { assert.Empty(t, console.Problems(), "the console") }()
 		f.browserSignIn(t, ctx, prefix+"/", "alice")
 		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("#requests"))))
 		rq := f.open(t, bob, "create_directory", `{"path":"/srv/app/cache"}`)

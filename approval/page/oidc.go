@@ -86,7 +86,7 @@ func (h *handler) callback(w http.ResponseWriter, r *http.Request) {
 	h.cookie.clear(w, flowCookie)
 	refuse := func(why string, err error) {
 		h.o.Logger.Warn("approval page: OIDC sign-in failed", "reason", why, "err", err)
-		h.renderSignin(w, r, nil, http.StatusUnauthorized, "Sign-in failed: "+why+". Try again.")
+		h.renderSignin(w, r, h.cookie.session(r), http.StatusUnauthorized, "Sign-in failed: "+why+".")
 	}
 	switch {
 	case f == nil:

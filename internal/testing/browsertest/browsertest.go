@@ -7,9 +7,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -89,4 +94,53 @@ func Incognito(t testing.TB, browser context.Context) context.Context {
 		t.Fatalf("open a tab: %v", err)
 	}
 	return ctx
+}
+
+// Console collects what a tab reports as going wrong: uncaught
+// exceptions, console.error and console.warn calls, and the browser's
+// error and warning log entries (Content-Security-Policy violations, failed
+// loads).
+type Console struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// Watch starts collecting ctx's tab's problems.
+func Watch(t testing.TB, ctx context.Context) *Console {
+	t.Helper()
+	c := &Console{}
+	add := func(s string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.msgs = append(c.msgs, s)
+	}
+	err := chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			add("exception: " + ev.ExceptionDetails.Text)
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				add("console." + string(ev.Type) + ": " + strings.Join(parts, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+				add(string(ev.Entry.Source) + " " + string(ev.Entry.Level) + ": " + ev.Entry.Text + " " + ev.Entry.URL)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("watch the console: %v", err)
+	}
+	return c
+}
+
+// Problems returns what was collected so far.
+func (c *Console) Problems() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.msgs)
 }

@@ -164,7 +164,7 @@ func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Test provider: sign in</title></head>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>Test provider: sign in</title></head>
 <body><main><h1>Test provider</h1>
 {{if .Error}}<p role="alert" id="error">{{.Error}}</p>{{end}}
 <form method="post" action="/authorize">
