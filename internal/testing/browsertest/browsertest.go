@@ -25,9 +25,13 @@ const RequireEnv = "GATEHOST_REQUIRE_BROWSER"
 // Paths are where Chromium is looked for, in order, after $GATEHOST_CHROMIUM.
 var Paths = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}
 
-// Find returns the browser's path, or "".
+// PathEnv names a browser binary to use instead of Paths.
+const PathEnv = "GATEHOST_CHROMIUM"
+
+// Find returns the browser's path, or "": $GATEHOST_CHROMIUM when set,
+// else the first of Paths that exists.
 func Find() string {
-	if p := os.Getenv("GATEHOST_CHROMIUM"); p != "" {
+	if p := os.Getenv(PathEnv); p != "" {
 		return p
 	}
 	for _, p := range Paths {
@@ -48,11 +52,16 @@ const HangGuard = 3 * time.Minute
 func New(t testing.TB) context.Context {
 	t.Helper()
 	path := Find()
+	if env := os.Getenv(PathEnv); env != "" {
+		if _, err := exec.LookPath(env); err != nil {
+			t.Fatalf("$%s names %q: %v", PathEnv, env, err)
+		}
+	}
 	if path == "" {
 		if os.Getenv(RequireEnv) != "" {
-			t.Fatalf("no Chromium (looked for $GATEHOST_CHROMIUM and %v) and %s is set: install it (apt-get install chromium)", Paths, RequireEnv)
+			t.Fatalf("no Chromium (looked for $%s and %v) and %s is set: install it (apt-get install chromium)", PathEnv, Paths, RequireEnv)
 		}
-		t.Skipf("no Chromium (looked for $GATEHOST_CHROMIUM and %v): browser test skipped; install chromium, or set %s to make this a failure", Paths, RequireEnv)
+		t.Skipf("no Chromium (looked for $%s and %v): browser test skipped; install chromium, or set %s to make this a failure", PathEnv, Paths, RequireEnv)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
