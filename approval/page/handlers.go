@@ -21,7 +21,9 @@ type data struct {
 	Next, Message           string
 	// The list, or one request.
 	Requests []view
-	Pending  int
+	// More are requests listed by name only (listFull, listBytes).
+	More    []view
+	Pending int
 	Version  string
 	One      bool
 	// An error.
@@ -95,11 +97,18 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	d := h.base("Calls waiting for approval", s)
 	d.Live, d.Version = true, signature(rs, now)
 	order(rs, now)
+	argBytes := 0
 	for _, q := range rs {
 		if q.Pending(now) {
 			d.Pending++
 		}
-		d.Requests = append(d.Requests, h.view(q, s.P, s.CSRF, "list"))
+		argBytes += len(q.Arguments)
+		v := h.view(q, s.P, s.CSRF, "list")
+		if len(d.Requests) > 0 && (len(d.Requests) >= listFull || argBytes > listBytes) {
+			d.More = append(d.More, v)
+		} else {
+			d.Requests = append(d.Requests, v)
+		}
 	}
 	h.render(w, http.StatusOK, "list", d)
 }

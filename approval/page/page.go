@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -79,6 +80,10 @@ type OIDC struct {
 	HTTPClient *http.Client
 }
 
+// prefixRE is the form of a prefix: path segments of unreserved
+// characters (a pattern of http.ServeMux, and a cookie path, as it is).
+var prefixRE = regexp.MustCompile(`^(/[A-Za-z0-9._~-]+)*$`)
+
 // DefaultSessionTTL is how long a sign-in lasts by default.
 const DefaultSessionTTL = 8 * time.Hour
 
@@ -88,6 +93,11 @@ const (
 	maxForm = 64 << 10
 	// heartbeat keeps an idle event stream open through proxies.
 	heartbeat = 20 * time.Second
+	// The list shows at most listFull requests whole, with at most
+	// listBytes of arguments in all (the first always); the rest are
+	// listed by name, each whole on its own page.
+	listFull  = 50
+	listBytes = 2 << 20
 )
 
 // CSP is the Content-Security-Policy of every response.
@@ -118,7 +128,7 @@ func New(ctx context.Context, o Options) (http.Handler, error) {
 		return nil, errors.New("approval page: no desk")
 	}
 	prefix := strings.TrimRight(o.Prefix, "/")
-	if prefix != "" && (!strings.HasPrefix(prefix, "/") || strings.ContainsAny(prefix, "?#{}") || strings.Contains(prefix, "//")) {
+	if !prefixRE.MatchString(prefix) {
 		return nil, fmt.Errorf("approval page: prefix %q: want a path such as /approvals", o.Prefix)
 	}
 	if o.Token == nil && o.OIDC == nil {

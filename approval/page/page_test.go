@@ -3,6 +3,7 @@ package page_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/approval/approvaltest"
 	"github.com/gatehost/gatehost/approval/page"
@@ -417,4 +419,51 @@ func has(t *testing.T, body, s string) {
 	if !strings.Contains(body, s) {
 		t.Errorf("the page (%d bytes) does not hold %.200q", len(body), s)
 	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	f := newFixture(t, setup{})
+	token := func(string) *abi.Principal { return nil }
+	for _, c := range []struct {
+		name string
+		o    page.Options
+		want string
+	}{
+		{"no desk", page.Options{Token: token}, "no desk"},
+		{"no sign-in", page.Options{Desk: f.desk}, "no sign-in"},
+		{"a prefix without a slash", page.Options{Desk: f.desk, Token: token, Prefix: "approvals"}, "prefix"},
+		{"a prefix with a space", page.Options{Desk: f.desk, Token: token, Prefix: "/a b"}, "prefix"},
+		{"a prefix with a pattern", page.Options{Desk: f.desk, Token: token, Prefix: "/{x}"}, "prefix"},
+		{"a prefix with //", page.Options{Desk: f.desk, Token: token, Prefix: "//x"}, "prefix"},
+		{"a short cookie key", page.Options{Desk: f.desk, Token: token, CookieKey: []byte("short")}, "cookie key"},
+		{"an OIDC redirect elsewhere", page.Options{Desk: f.desk, Prefix: prefix,
+			OIDC: &page.OIDC{Issuer: "https://idp.example", ClientID: "c", RedirectURL: "https://a.example/other"}}, "redirect URL"},
+		{"an OIDC without a client", page.Options{Desk: f.desk, OIDC: &page.OIDC{Issuer: "https://idp.example"}}, "client id"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, err := page.New(t.Context(), c.o)
+			assert.Nil(t, h)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	for _, p := range []string{"", "/", "/approvals/", "/a/b-c_d.e~f"} {
+		_, err := page.New(t.Context(), page.Options{Desk: f.desk, Token: token, Prefix: p})
+		assert.NoError(t, err, "%q", p)
+	}
+}
+
+func TestLongList(t *testing.T) {
+	f := newFixture(t, setup{})
+	for i := range 60 {
+		f.open(t, bob, fmt.Sprintf("tool_%02d", i), `{}`)
+	}
+	cl := f.client(t)
+	cl.signIn("tok-alice")
+	r := cl.get(prefix + "/")
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Equal(t, 50, strings.Count(r.body, `<article class="req`))
+	assert.Contains(t, r.body, "10 more, each on its own page")
+	assert.Equal(t, 10, strings.Count(r.body, `<li><a href="/approvals/requests/rq-`))
+	assert.Contains(t, r.body, `<span class="count">60</span>`)
 }
