@@ -24,8 +24,8 @@ type data struct {
 	// More are requests listed by name only (listFull, listBytes).
 	More    []view
 	Pending int
-	Version  string
-	One      bool
+	Version string
+	One     bool
 	// An error.
 	Status int
 	Detail string
