@@ -273,6 +273,11 @@ func (h *handler) signinToken(w http.ResponseWriter, r *http.Request) {
 	if !h.readForm(w, r, s) {
 		return
 	}
+	if !h.tries.allow(h.o.Now()) {
+		h.o.Logger.Warn("approval page: token sign-in throttled")
+		h.renderSignin(w, r, s, http.StatusTooManyRequests, "Too many sign-in attempts. Wait a minute and try again.")
+		return
+	}
 	var p *abi.Principal
 	if given := strings.TrimSpace(r.PostForm.Get("token")); given != "" {
 		p = h.o.Token(given)

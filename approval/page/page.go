@@ -98,6 +98,10 @@ const (
 	// listed by name, each whole on its own page.
 	listFull  = 50
 	listBytes = 2 << 20
+	// Token sign-ins: tokenBurst at once, then one per tokenInterval, in
+	// all (a guess at a token costs the guesser time).
+	tokenBurst    = 20
+	tokenInterval = time.Second
 )
 
 // CSP is the Content-Security-Policy of every response.
@@ -118,7 +122,9 @@ type handler struct {
 	static http.Handler
 	cookie cookies
 	oidc   *oidcFlow
-	mux    *http.ServeMux
+	// tries bounds token sign-ins, process-wide.
+	tries *throttle
+	mux   *http.ServeMux
 }
 
 // New returns the page. ctx bounds the OIDC provider's discovery, done
@@ -150,7 +156,7 @@ func New(ctx context.Context, o Options) (http.Handler, error) {
 	} else if len(key) < 32 {
 		return nil, fmt.Errorf("approval page: cookie key is %d bytes: want at least 32", len(key))
 	}
-	h := &handler{o: o, desk: o.Desk, prefix: prefix}
+	h := &handler{o: o, desk: o.Desk, prefix: prefix, tries: &throttle{burst: tokenBurst, interval: tokenInterval}}
 	h.cookie = cookies{key: key, path: prefix + "/", secure: o.Secure, ttl: o.SessionTTL, now: o.Now}
 	if o.OIDC != nil {
 		f, err := newOIDC(ctx, *o.OIDC, prefix)

@@ -467,3 +467,19 @@ func TestLongList(t *testing.T) {
 	assert.Equal(t, 10, strings.Count(r.body, `<li><a href="/approvals/requests/rq-`))
 	assert.Contains(t, r.body, `<span class="count">60</span>`)
 }
+
+func TestTokenSignInThrottled(t *testing.T) {
+	f := newFixture(t, setup{})
+	cl := f.client(t)
+	csrf := csrfOf(t, cl.get(prefix+"/signin").body)
+	try := func(token string) int {
+		return cl.post(prefix+"/signin/token", url.Values{"csrf": {csrf}, "token": {token}}, nil).status
+	}
+	for range 20 {
+		require.Equal(t, http.StatusUnauthorized, try("guess"))
+	}
+	assert.Equal(t, http.StatusTooManyRequests, try("guess"))
+	assert.Equal(t, http.StatusTooManyRequests, try("tok-alice"), "even the right token waits")
+	f.clock.Set(approvaltest.Epoch.Add(time.Second))
+	assert.Equal(t, http.StatusSeeOther, try("tok-alice"))
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -143,4 +144,30 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// throttle is a token bucket: burst attempts at once, then one per
+// interval.
+type throttle struct {
+	mu       sync.Mutex
+	tokens   float64
+	last     time.Time
+	burst    float64
+	interval time.Duration
+}
+
+func (b *throttle) allow(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.tokens = b.burst
+	} else if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(b.burst, b.tokens+float64(d)/float64(b.interval))
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
