@@ -184,8 +184,7 @@ func New(ctx context.Context, o Options) (http.Handler, error) {
 	m.HandleFunc("GET "+p+"/signin/oidc", h.signinOIDC)
 	m.HandleFunc("GET "+p+"/callback", h.callback)
 	m.HandleFunc("POST "+p+"/signout", h.signout)
-	m.HandleFunc("GET "+p+"/static/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
+	m.HandleFunc("GET "+p+"/static/{file}", func(w http.ResponseWriter, r *http.Request) {
 		h.static.ServeHTTP(w, r)
 	})
 	if p != "" {

@@ -372,7 +372,14 @@ func TestStatic(t *testing.T) {
 		assert.Contains(t, r.body, c.has)
 		assert.Equal(t, page.CSP, r.header.Get("Content-Security-Policy"))
 		assert.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
+		assert.Equal(t, "no-store", r.header.Get("Cache-Control"))
 	}
+	for _, path := range []string{prefix + "/static/", prefix + "/static/nope.js", prefix + "/static/templates"} {
+		assert.Equal(t, http.StatusNotFound, cl.get(path).status, path)
+	}
+	r := cl.get(prefix + "/static/../page.go") // cleaned, and redirected
+	assert.NotEqual(t, http.StatusOK, r.status)
+	assert.NotContains(t, r.body, "package page")
 }
 
 func TestEvents(t *testing.T) {
