@@ -490,3 +490,20 @@ func TestTokenSignInThrottled(t *testing.T) {
 	f.clock.Set(approvaltest.Epoch.Add(time.Second))
 	assert.Equal(t, http.StatusSeeOther, try("tok-alice"))
 }
+
+func TestUsedShown(t *testing.T) {
+	f := newFixture(t, setup{})
+	rq := f.open(t, bob, "edit_file", editCall)
+	_, err := f.desk.Decide(t.Context(), rq.ID, alice, true, "ok")
+	require.NoError(t, err)
+	_, err = f.desk.Use(t.Context(), rq.ID)
+	require.NoError(t, err)
+	cl := f.client(t)
+	cl.signIn("tok-alice")
+	r := cl.get(prefix + "/requests/" + rq.ID)
+	require.Equal(t, http.StatusOK, r.status)
+	assert.Contains(t, r.body, `<p class="badge badge-used">Approved and run</p>`)
+	assert.Contains(t, r.body, "Approved by <strong>token:approvers/alice</strong>")
+	assert.Contains(t, r.body, "The approved call has run.")
+	assert.NotContains(t, r.body, `value="approve"`)
+}

@@ -50,7 +50,10 @@ func (h *handler) view(r approval.Request, me *abi.Principal, csrf, from string)
 		v.State = stateExpired
 	}
 	v.StateText = map[string]string{approval.StatePending: "Waiting for a decision", approval.StateApproved: "Approved",
-		approval.StateDenied: "Denied", stateExpired: "Expired"}[v.State]
+		approval.StateUsed: "Approved and run", approval.StateDenied: "Denied", stateExpired: "Expired"}[v.State]
+	if v.StateText == "" {
+		v.StateText = r.State // a state this page does not know yet: as stored
+	}
 	if left := r.ExpiresAt.Sub(now); left > 0 {
 		v.ExpiresIn = "in " + left.Round(time.Second).String()
 	} else {
