@@ -3,6 +3,7 @@ package page_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -507,3 +508,46 @@ func TestUsedShown(t *testing.T) {
 	assert.Contains(t, r.body, "The approved call has run.")
 	assert.NotContains(t, r.body, `value="approve"`)
 }
+
+func TestSessionCookieTampered(t *testing.T) {
+	f := newFixture(t, setup{})
+	cl := f.client(t)
+	cl.signIn("tok-eve")
+	u, err := url.Parse(f.srv.URL + prefix + "/")
+	require.NoError(t, err)
+	var value string
+	for _, c := range cl.http.Jar.Cookies(u) {
+		if c.Name == "gatehost_approvals" {
+			value = c.Value
+		}
+	}
+	require.NotEmpty(t, value)
+	payload, sig, ok := strings.Cut(value, ".")
+	require.True(t, ok)
+	// eve's cookie rewritten to name alice, with eve's signature.
+	forged := strings.Replace(mustDecode(t, payload), `"eve"`, `"alice"`, 1)
+	require.Contains(t, mustDecode(t, payload), `"eve"`)
+	for name, c := range map[string]struct {
+		value  string
+		status int
+	}{
+		"as signed (eve, no approver)": {value, http.StatusForbidden},
+		"another principal":            {encode(forged) + "." + sig, http.StatusSeeOther},
+		"no signature":                 {payload, http.StatusSeeOther},
+		"another signature":            {payload + "." + encode("x"), http.StatusSeeOther},
+	} {
+		t.Run(name, func(t *testing.T) {
+			other := f.client(t)
+			other.http.Jar.SetCookies(u, []*http.Cookie{{Name: "gatehost_approvals", Value: c.value, Path: prefix + "/"}})
+			assert.Equal(t, c.status, other.get(prefix+"/").status)
+		})
+	}
+}
+
+func mustDecode(t *testing.T, s string) string {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func encode(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
