@@ -2,6 +2,7 @@ package compose
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -87,3 +88,7 @@ func OpenNotifier(l *config.Loaded, url func(id string) string, logger *slog.Log
 	}
 	return n, nil
 }
+
+// ErrNoSignIn: the approval page was asked for, and no approver can sign
+// in to it.
+var ErrNoSignIn = errors.New("no sign-in for approvers: set approvals.page.approver_token_file (or $" + identity.ApproverTokenEnv + ") or approvals.page.oidc")

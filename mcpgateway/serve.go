@@ -32,6 +32,11 @@ type ServeOptions struct {
 	// Metrics serves /metrics (Prometheus text exposition); nil: no
 	// such route.
 	Metrics http.Handler
+	// Page is the approval page (package approval/page), mounted at
+	// PagePrefix; it signs its approvers in itself, so Require does not
+	// apply. Nil: no such route.
+	Page       http.Handler
+	PagePrefix string
 	// Watch runs beside serving until Serve's context is done: the
 	// config file's poll of a reloading front end. Nil: none.
 	Watch func(ctx context.Context)
@@ -55,6 +60,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, o ServeOptions) er
 	mux.Handle("/mcp", require(g.Handler()))
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", require(o.Metrics))
+	}
+	if o.Page != nil {
+		mux.Handle(o.PagePrefix+"/", o.Page)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

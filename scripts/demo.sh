@@ -61,6 +61,9 @@ echo
 mcpdir=$(mktemp -d)
 mkdir -p "$mcpdir/public" "$mcpdir/private" var/mcp-demo
 echo "served by server-filesystem, behind gatehost" >"$mcpdir/README.txt"
+# The person who approves edits signs in to the approval page with this
+# approver token (a fresh one each run; only the owner may read it).
+(umask 077 && echo "demo-approver-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') name=alice" >var/mcp-demo/approvers) || failed=1
 for p in examples/policies/filesystem.cedar examples/mcp-agent/writes-outside-public.cedar; do
   sed "s#/srv/share/#$mcpdir/#g" "$p" >"var/mcp-demo/$(basename "$p")" || failed=1
 done
@@ -68,6 +71,7 @@ echo "\$ gatehost policy validate --catalog examples/policies/server-filesystem.
 "$bin" policy validate --catalog examples/policies/server-filesystem.tools.json --server fs var/mcp-demo/*.cedar || failed=1
 echo "\$ gatehost mcp --config examples/mcp-agent/gatehost.yaml -- mcp-server-filesystem $mcpdir   (driven by examples/mcp-agent)"
 GATEHOST_PLUGIN_DIR="$PWD/build/plugins" go run ./examples/mcp-agent --gatehost "$bin" --config examples/mcp-agent/gatehost.yaml \
+  --approver-token-file var/mcp-demo/approvers \
   --server testdata/mcp/node_modules/.bin/mcp-server-filesystem --dir "$mcpdir" || failed=1
 rm -rf "$mcpdir"
 echo

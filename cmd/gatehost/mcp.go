@@ -69,6 +69,16 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer closeAll()
 	if *listen == "" {
+		// The approval page, on a listener of its own (approvals.page.listen).
+		approvers, err := compose.ApproverTokens(cfg, "", nil)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		page, err := openApprovalPage(ctx, cfg, g.Desk(), approvers, nil, "", logger)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		defer page.Close()
 		// The SDK's stdio transport reads and writes the process's own
 		// stdin and stdout, which run was given.
 		_, _ = stdin, stdout
@@ -101,6 +111,18 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return fail(stderr, err)
 	}
+	// Approver tokens are never agent tokens: checked against toks.
+	approvers, err := compose.ApproverTokens(cfg, "", toks)
+	if err != nil {
+		ln.Close()
+		return fail(stderr, err)
+	}
+	page, err := openApprovalPage(ctx, cfg, g.Desk(), approvers, ln, *tlsCert, logger)
+	if err != nil {
+		ln.Close()
+		return fail(stderr, err)
+	}
+	defer page.Close()
 	var tokens atomic.Pointer[identity.Tokens]
 	tokens.Store(toks)
 	metrics.Register(g.Collector())
@@ -112,7 +134,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer frontend.OnHUP(ctx, func(ctx context.Context) error { return reloader.Reload(ctx, "SIGHUP") })()
 	err = g.Serve(ctx, ln, mcpgateway.ServeOptions{TLSCert: *tlsCert, TLSKey: *tlsKey, ClientCerts: ids.TLSConfig,
 		Require: func(h http.Handler) http.Handler { return ids.Require(tokens.Load, logger, h) },
-		Metrics: metrics.Handler(), Watch: reloader.Run})
+		Metrics: metrics.Handler(), Watch: reloader.Run, Page: page.Mount, PagePrefix: compose.ApprovalPagePrefix})
 	reloader.Stop()
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost mcp:", err)

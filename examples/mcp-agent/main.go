@@ -4,8 +4,13 @@
 // an agent would, and checks the disk after each one.
 //
 //	GATEHOST_PLUGIN_DIR=build/plugins go run ./examples/mcp-agent --gatehost build/gatehost \
-//	    --config examples/mcp-agent/gatehost.yaml \
+//	    --config examples/mcp-agent/gatehost.yaml --approver-token-file var/mcp-demo/approvers \
 //	    --server testdata/mcp/node_modules/.bin/mcp-server-filesystem --dir DIR
+//
+// Edits need a person's approval. The client declares URL-mode
+// elicitation, so the gateway sends it the approval page's link; the
+// person, a headless Chromium driven here (person.go), opens it, signs in
+// with an approver token and decides: no the first time, yes the second.
 //
 // The config's Cedar policies name the served directory: scripts/demo.sh
 // writes copies of them rooted at DIR first (examples/mcp-agent/gatehost.yaml).
@@ -22,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,28 +37,41 @@ func main() {
 	config := flag.String("config", "examples/mcp-agent/gatehost.yaml", "gatehost config with an mcp: section")
 	server := flag.String("server", "testdata/mcp/node_modules/.bin/mcp-server-filesystem", "the filesystem MCP server")
 	dir := flag.String("dir", "", "directory the server serves (public/ is writable by the rules)")
+	approverTokens := flag.String("approver-token-file", "var/mcp-demo/approvers", "the person's approver token (the config's approvals.page.approver_token_file)")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "mcp-agent: --dir is required")
 		os.Exit(2)
 	}
-	if err := run(*gatehost, *config, *server, *dir); err != nil {
+	if err := run(*gatehost, *config, *server, *dir, *approverTokens); err != nil {
 		fmt.Fprintln(os.Stderr, "mcp-agent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(gatehost, config, server, dir string) error {
+func run(gatehost, config, server, dir, approverTokens string) error {
 	ctx := context.Background()
+	who, err := newPerson(approverTokens)
+	if err != nil {
+		return err
+	}
+	defer who.stop()
 	approve := false
+	decided := make(chan error, 1)
+	var asked atomic.Int32
 	client := mcp.NewClient(&mcp.Implementation{Name: "demo-agent", Version: "1"}, &mcp.ClientOptions{
-		// The person at the keyboard: says no first, then yes.
+		// URL mode only: the client shows the person a link; it has no
+		// answer of its own to give.
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
 		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			fmt.Printf("  [person asked] %s\n  [person answers] approve=%v\n", firstLine(r.Params.Message), approve)
-			if !approve {
-				return &mcp.ElicitResult{Action: "decline"}, nil
+			asked.Add(1)
+			fmt.Printf("  [agent's client shows the person a link] %s\n", r.Params.URL)
+			note := "not yet: the draft is still under review"
+			if approve {
+				note = "reviewed: publish the final text"
 			}
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			go func() { decided <- who.decide(r.Params.URL, r.Params.ElicitationID, approve, note) }()
+			return &mcp.ElicitResult{Action: "accept"}, nil
 		},
 	})
 	cmd := exec.Command(gatehost, "mcp", "--config", config, "--log-level", "warn", "--upstream-name", "fs", "--", server, dir)
@@ -104,9 +123,24 @@ func run(gatehost, config, server, dir string) error {
 	step("write under public/", "write_file", map[string]any{"path": notes, "content": "draft\n"}, true, content(notes, "draft\n"))
 	step("write outside public/", "write_file", map[string]any{"path": secret, "content": "exfiltrated\n"}, false, absent(secret))
 	edit := map[string]any{"path": notes, "edits": []map[string]any{{"oldText": "draft", "newText": "final"}}}
-	step("edit without approval", "edit_file", edit, false, content(notes, "draft\n"))
+	// The call returns once the person decided; their browser may still
+	// be showing the decision.
+	personDone := func() {
+		if asked.Swap(0) == 0 {
+			fmt.Println("FAIL the person was never sent to the approval page")
+			failed = true
+			return
+		}
+		if err := <-decided; err != nil {
+			fmt.Printf("FAIL the person: %v\n", err)
+			failed = true
+		}
+	}
+	step("edit, the person denies", "edit_file", edit, false, content(notes, "draft\n"))
+	personDone()
 	approve = true
-	step("edit with approval", "edit_file", edit, true, content(notes, "final\n"))
+	step("edit, the person approves", "edit_file", edit, true, content(notes, "final\n"))
+	personDone()
 	if failed {
 		return fmt.Errorf("a step did not go as the rules say")
 	}
@@ -133,9 +167,4 @@ func absent(path string) func() error {
 		}
 		return nil
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

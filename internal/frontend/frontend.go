@@ -157,3 +157,15 @@ func (s Shutdown) Do(srv *http.Server) error {
 	}
 	return nil
 }
+
+// BaseURL is the absolute URL of path on ln, as a browser on this machine
+// reaches it: scheme (https with certFile), the bound address and path.
+// An unspecified address (0.0.0.0, ::) names no host a browser can
+// reach: an error, so that the caller asks for an explicit URL.
+func BaseURL(ln net.Listener, certFile, path string) (string, error) {
+	a, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || a.IP.IsUnspecified() {
+		return "", fmt.Errorf("%s listens on every address: the URL a browser reaches it at must be given", ln.Addr())
+	}
+	return Scheme(certFile) + "://" + a.String() + path, nil
+}

@@ -63,21 +63,7 @@ func New(t testing.TB) context.Context {
 		}
 		t.Skipf("no Chromium (looked for $%s and %v): browser test skipped; install chromium, or set %s to make this a failure", PathEnv, Paths, RequireEnv)
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
+	opts := AllocatorOptions(path, t.TempDir())
 	guard, cancelGuard := context.WithTimeout(context.Background(), HangGuard)
 	actx, cancelAlloc := chromedp.NewExecAllocator(guard, opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
@@ -90,6 +76,28 @@ func New(t testing.TB) context.Context {
 		t.Fatalf("start %s: %v", path, err)
 	}
 	return ctx
+}
+
+// AllocatorOptions are the flags a headless Chromium at path runs with,
+// its profile in userDataDir (fresh and empty): no sandbox (it runs as
+// root in CI), no GPU, and none of the background connections a closed
+// network refuses. Also used by the demo's scripted person.
+func AllocatorOptions(path, userDataDir string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(userDataDir),
+		chromedp.WindowSize(1280, 900),
+	}
 }
 
 // Incognito returns a tab of browser (a context New returned) in a
