@@ -40,6 +40,9 @@ type Set struct {
 	byID     map[string]int
 	ps       *cedar.PolicySet
 	sources  []Source
+	// session: some policy's text names session (UsesSession), found
+	// once at parse: the texts do not change.
+	session bool
 }
 
 // ParseError is a policy document Cedar could not parse.
@@ -100,6 +103,9 @@ func Parse(srcs []Source) (*Set, error) {
 			s.byID[pol.ID] = len(s.Policies)
 			s.Policies = append(s.Policies, pol)
 			s.ps.Add(cedar.PolicyID(pol.ID), p)
+			if t, _ := s.text(pol); strings.Contains(t, "session") {
+				s.session = true
+			}
 		}
 	}
 	return s, nil
@@ -137,11 +143,4 @@ func (s *Set) position(src, off int) (line, col int) {
 // a call is then inconclusive, never decided as if every count were 0. A
 // mention in a comment or a string counts too: the test errs toward
 // failing closed.
-func (s *Set) UsesSession() bool {
-	for _, p := range s.Policies {
-		if t, _ := s.text(p); strings.Contains(t, "session") {
-			return true
-		}
-	}
-	return false
-}
+func (s *Set) UsesSession() bool { return s.session }
