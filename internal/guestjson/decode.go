@@ -94,6 +94,9 @@ type decoder struct {
 	data  []byte
 	off   int
 	depth int
+	// numbers: a number decodes into an any as a json.Number, as with
+	// encoding/json's Decoder.UseNumber (DecodeValue).
+	numbers bool
 }
 
 func (d *decoder) syntax(reason string) error {

@@ -154,6 +154,7 @@ func FuzzAgreesWithEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		agree(t, b)
 		agreeAnswers(t, b)
+		agreeValue(t, b)
 	})
 }
 
