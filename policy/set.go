@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cedar-policy/cedar-go"
+	cedarast "github.com/cedar-policy/cedar-go/ast"
 	"github.com/cedar-policy/cedar-go/types"
 	"github.com/cedar-policy/cedar-go/x/exp/ast"
 )
@@ -37,9 +38,12 @@ type Policy struct {
 	// it; in: it or one of its groups).
 	actions []types.EntityUID
 	in      bool
-	src     int // index into Set.sources
-	start   int // byte offset of the statement in its source
-	end     int // byte offset where the next statement starts
+	// unscoped is the policy with its action scope dropped (action): what
+	// it evaluates to for an action its scope holds for (forAction).
+	unscoped *cedar.Policy
+	src      int // index into Set.sources
+	start    int // byte offset of the statement in its source
+	end      int // byte offset where the next statement starts
 }
 
 // Set is a parsed set of policies with unique ids.
@@ -96,6 +100,12 @@ func Parse(srcs []Source) (*Set, error) {
 				pol.end = list[i+1].Position().Offset
 			}
 			pol.actions, pol.in = actionScope(p)
+			pol.unscoped = p
+			if pol.actions != nil {
+				a := *(*ast.Policy)(p.AST())
+				a.Action = ast.ScopeTypeAll{}
+				pol.unscoped = cedar.NewPolicyFromAST((*cedarast.Policy)(&a))
+			}
 			pol.Effect = "permit"
 			if p.Effect() == cedar.Forbid {
 				pol.Effect = "forbid"
@@ -135,12 +145,12 @@ func actionScope(p *cedar.Policy) ([]types.EntityUID, bool) {
 	return nil, false // ScopeTypeAll, or a scope this code does not know: kept
 }
 
-// mayMatch reports whether the policy's action scope can hold for a
+// scopeHolds reports whether the policy's action scope holds for a
 // request whose action is action, in exactly the groups parents (as the
 // engine's entities make it: the groups have no parents of their own). A
 // policy for which it is false evaluates to false without an error:
 // Cedar evaluates the scope before the conditions, and a scope cannot err.
-func (p Policy) mayMatch(action types.EntityUID, parents []types.EntityUID) bool {
+func (p Policy) scopeHolds(action types.EntityUID, parents []types.EntityUID) bool {
 	if p.actions == nil {
 		return true
 	}
@@ -171,14 +181,15 @@ func (l policyList) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
 	}
 }
 
-// forAction is the policies whose action scope may hold for action in
-// the groups parents: authorizing a request of that action against them
+// forAction is the policies whose action scope holds for action in the
+// groups parents, each without its action scope (which would only test
+// again what is known): authorizing a request of that action against them
 // decides as against the whole set (the others are false, and err not).
 func (s *Set) forAction(action types.EntityUID, parents []types.EntityUID) policyList {
 	var l policyList
 	for _, p := range s.Policies {
-		if p.mayMatch(action, parents) {
-			l = append(l, listed{id: cedar.PolicyID(p.ID), p: p.cedar})
+		if p.scopeHolds(action, parents) {
+			l = append(l, listed{id: cedar.PolicyID(p.ID), p: p.unscoped})
 		}
 	}
 	return l
