@@ -156,9 +156,9 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if err != nil {
 		return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
 	}
-	var call abi.ToolCall
-	if err := json.Unmarshal(req.Subject, &call); err != nil {
-		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: decode tool call: %w", err)), nil
+	call, err := req.ToolCall()
+	if err != nil {
+		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: %w", err)), nil
 	}
 	if call.Tool == "" {
 		return sdk.Inconclusive(abi.ReasonBadRequest, errors.New("policy: the tool call names no tool")), nil
