@@ -107,7 +107,8 @@ const maxErrorText = 1024
 // calls it in the guest; sdk/gatetest calls it natively.
 func Handle(ctx context.Context, g *Gate, h Host, request []byte) []byte {
 	resp := evaluate(ctx, g, h, request)
-	out, err := json.Marshal(resp)
+	// The bytes json.Marshal gives, without its reflection in the guest.
+	out, err := guestjson.EncodeResponse(resp)
 	if err != nil {
 		out, _ = json.Marshal(Inconclusive(ReasonResponseEncoding, err))
 	}
