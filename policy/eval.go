@@ -101,6 +101,7 @@ type Engine struct {
 	windows []string
 	mu      sync.Mutex
 	tools   map[string]*toolEntry // by toolKey
+	listed  int                   // the policies the cached entries list
 }
 
 // NewEngine returns an engine for set under o.
@@ -117,8 +118,13 @@ func (e *Engine) UsesSession() bool { return e.set.UsesSession() }
 // Set returns the engine's policies.
 func (e *Engine) Set() *Set { return e.set }
 
-// maxCachedTools bounds the engine's cache of mapped input schemas.
-const maxCachedTools = 4096
+// maxCachedTools bounds the engine's cache of tool entries, and
+// maxListedPolicies the policies their indexes list in all (24 bytes each):
+// a large catalog under a large set stays within a guest's memory.
+const (
+	maxCachedTools    = 4096
+	maxListedPolicies = 1 << 18
+)
 
 // toolEntry is what a tool's calls share, built once per tool record: its
 // mapped schema, the parts of the Cedar request that do not depend on the
@@ -166,10 +172,12 @@ func (e *Engine) tool(t abi.Tool) *toolEntry {
 		return te
 	}
 	te := e.newToolEntry(t)
-	if len(e.tools) >= maxCachedTools {
+	if len(e.tools) >= maxCachedTools || e.listed+len(te.policies) > maxListedPolicies {
 		clear(e.tools)
+		e.listed = 0
 	}
 	e.tools[key] = te
+	e.listed += len(te.policies)
 	return te
 }
 
