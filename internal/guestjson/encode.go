@@ -129,31 +129,9 @@ func (e *encoder) value(v any) {
 	case map[string]any:
 		e.object(x)
 	case []any:
-		if x == nil {
-			e.b = append(e.b, "null"...)
-			return
-		}
-		e.b = append(e.b, '[')
-		for i, y := range x {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.value(y)
-		}
-		e.b = append(e.b, ']')
+		list(e, x, e.value)
 	case []string:
-		if x == nil {
-			e.b = append(e.b, "null"...)
-			return
-		}
-		e.b = append(e.b, '[')
-		for i, y := range x {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.str(y)
-		}
-		e.b = append(e.b, ']')
+		list(e, x, e.str)
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -162,6 +140,23 @@ func (e *encoder) value(v any) {
 		}
 		e.b = append(e.b, b...)
 	}
+}
+
+// list encodes a slice as encoding/json does: nil as null, each element
+// with elem.
+func list[T any](e *encoder, xs []T, elem func(T)) {
+	if xs == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		elem(x)
+	}
+	e.b = append(e.b, ']')
 }
 
 // float encodes as encoding/json's floatEncoder(64) does.
