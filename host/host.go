@@ -77,6 +77,7 @@ type stage struct {
 	plugin       *plugin
 	quarantine   *quarantine
 	config       []byte // validated, compact JSON; nil for none
+	configWire   []byte // config as a request carries it (encodeRequest)
 	configDigest string
 	refs         []ToolReference // the config's tool references (ToolReferences)
 }
@@ -230,7 +231,11 @@ func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind
 		}
 		refs = collectRefs(field+".config", pl.schemaDoc, doc)
 	}
-	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configDigest: digest(conf), refs: refs}, nil
+	wire, err := wireConfig(conf)
+	if err != nil {
+		return nil, &ConfigError{Field: field + ".config", Reason: "not one JSON value", Err: fmt.Errorf("%w: %w", ErrStageConfig, err)}
+	}
+	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configWire: wire, configDigest: digest(conf), refs: refs}, nil
 }
 
 // impliedGrants returns granted with the capabilities that granting

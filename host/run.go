@@ -403,7 +403,7 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 	start := time.Now()
 	r = StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Findings: []abi.Finding{}}
 	defer func() { r.DurationMicros = time.Since(start).Microseconds() }()
-	req, err := json.Marshal(abi.Request{
+	req, err := encodeRequest(abi.Request{
 		ABIVersion:   abi.MajorVersion,
 		MinorVersion: abi.MinorVersion,
 		RunID:        rn.id,
@@ -411,7 +411,6 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 		Stage:        s.cfg.Name,
 		SubjectKind:  p.cfg.Subject,
 		Subject:      rn.subject,
-		Config:       s.config,
 		Context: abi.Context{
 			CatalogGeneration: rn.snap.Generation(),
 			Session:           rn.opts.Session,
@@ -420,7 +419,7 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 			Confirmation:      rn.confirmation,
 			Principal:         rn.opts.Principal,
 		},
-	})
+	}, s.configWire)
 	if err != nil {
 		return failStage(r, abi.ReasonHostError, err, nil)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cedar-policy/cedar-go/types"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/guestjson"
 	"github.com/gatehost/gatehost/internal/runecut"
 )
 
@@ -96,16 +97,19 @@ const (
 type Engine struct {
 	set     *Set
 	claims  map[string]ClaimType
+	names   []string // the claims' names, sorted
 	windows []string
 	mu      sync.Mutex
-	tools   map[string]ToolSchema // by id + schema digest
+	tools   map[string]*toolEntry // by toolKey
+	listed  int                   // the policies the cached entries list
 }
 
 // NewEngine returns an engine for set under o.
 // Options.Windows must be valid (ValidateOptions); an invalid window is
 // left out.
 func NewEngine(set *Set, o Options) *Engine {
-	return &Engine{set: set, claims: o.claims(), windows: o.windows(), tools: map[string]ToolSchema{}}
+	claims := o.claims()
+	return &Engine{set: set, claims: claims, names: sortedKeys(claims), windows: o.windows(), tools: map[string]*toolEntry{}}
 }
 
 // UsesSession reports whether the engine's policies name context.session.
@@ -114,22 +118,122 @@ func (e *Engine) UsesSession() bool { return e.set.UsesSession() }
 // Set returns the engine's policies.
 func (e *Engine) Set() *Set { return e.set }
 
-// maxCachedTools bounds the engine's cache of mapped input schemas.
-const maxCachedTools = 4096
+// maxCachedTools bounds the engine's cache of tool entries, and
+// maxListedPolicies the policies their indexes list in all (24 bytes each):
+// a large catalog under a large set stays within a guest's memory.
+const (
+	maxCachedTools    = 4096
+	maxListedPolicies = 1 << 18
+)
 
-func (e *Engine) tool(t abi.Tool) ToolSchema {
-	key := t.ID + "\x00" + t.SchemaDigest + "\x00" + t.PolicyDigest + "\x00" + t.Effect + "\x00" + fmt.Sprint(t.Hints)
+// toolEntry is what a tool's calls share, built once per tool record: its
+// mapped schema, the parts of the Cedar request that do not depend on the
+// call (the action, the resource, context.tool, the entities of the
+// action, its groups and the resource) and the policies whose action scope
+// can match its action (Set.forAction).
+type toolEntry struct {
+	ts       ToolSchema
+	action   types.EntityUID
+	resource types.EntityUID
+	tool     types.Record
+	ents     types.EntityMap // without the principal's
+	policies policyList
+}
+
+// toolKey names everything of a tool record a toolEntry is built from.
+func toolKey(t abi.Tool) string {
+	var b strings.Builder
+	for _, s := range []string{t.ID, t.Name, t.SchemaDigest, t.PolicyDigest, t.Effect, t.Source, t.Provenance} {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	if h := t.Hints; h != nil {
+		for _, f := range []bool{h.ReadOnly, h.Destructive, h.Idempotent, h.OpenWorld} {
+			b.WriteByte('0' + byte(b2i(f)))
+		}
+	}
+	return b.String()
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// tool returns the entry of tool t. A record without a schema digest is
+// not cached: nothing names its input schema.
+func (e *Engine) tool(t abi.Tool) *toolEntry {
+	key := toolKey(t)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if ts, ok := e.tools[key]; ok && t.SchemaDigest != "" {
-		return ts
+	if te, ok := e.tools[key]; ok && t.SchemaDigest != "" {
+		return te
 	}
-	ts := NewToolSchema(t)
-	if len(e.tools) >= maxCachedTools {
+	te := e.newToolEntry(t)
+	if len(e.tools) >= maxCachedTools || e.listed+len(te.policies) > maxListedPolicies {
 		clear(e.tools)
+		e.listed = 0
 	}
-	e.tools[key] = ts
-	return ts
+	e.tools[key] = te
+	e.listed += len(te.policies)
+	return te
+}
+
+func (e *Engine) newToolEntry(t abi.Tool) *toolEntry {
+	ts := NewToolSchema(t)
+	te := &toolEntry{ts: ts,
+		action:   types.NewEntityUID(ActionType, types.String(t.ID)),
+		resource: types.NewEntityUID(ResourceType, types.String(namespaceOf(t.ID)))}
+	h := annotations(t)
+	te.tool = types.NewRecord(types.RecordMap{
+		"id": types.String(t.ID), "name": types.String(t.Name),
+		"namespace": types.String(namespaceOf(t.ID)), "effect": types.String(effectOf(t)),
+		"annotations": types.NewRecord(types.RecordMap{
+			"read_only": types.Boolean(h.ReadOnly), "destructive": types.Boolean(h.Destructive),
+			"idempotent": types.Boolean(h.Idempotent), "open_world": types.Boolean(h.OpenWorld),
+		}),
+	})
+	te.ents = types.EntityMap{
+		te.resource: {UID: te.resource, Attributes: types.NewRecord(types.RecordMap{
+			"name": types.String(namespaceOf(t.ID)), "source": types.String(t.Source), "provenance": types.String(t.Provenance),
+		})},
+	}
+	parents := make([]types.EntityUID, 0, len(ts.Groups))
+	for _, g := range ts.Groups {
+		gu := types.NewEntityUID(ActionType, types.String(g))
+		parents = append(parents, gu)
+		te.ents[gu] = types.Entity{UID: gu}
+	}
+	te.ents[te.action] = types.Entity{UID: te.action, Parents: types.NewEntityUIDSet(parents...)}
+	te.policies = e.set.forAction(te.action, parents)
+	return te
+}
+
+// requestEntities are a request's entities: the principal's, then its
+// tool's (toolEntry.ents), shared by the tool's calls and not copied.
+type requestEntities struct {
+	principal types.Entity
+	tool      types.EntityMap
+}
+
+func (r requestEntities) Get(uid types.EntityUID) (types.Entity, bool) {
+	if uid == r.principal.UID {
+		return r.principal, true
+	}
+	e, ok := r.tool[uid]
+	return e, ok
+}
+
+// entityMap is a copy of the entities as one map.
+func (r requestEntities) entityMap() types.EntityMap {
+	m := make(types.EntityMap, len(r.tool)+1)
+	for k, v := range r.tool {
+		m[k] = v
+	}
+	m[r.principal.UID] = r.principal
+	return m
 }
 
 // RequestError is a call whose request could not be built.
@@ -143,77 +247,51 @@ func (e *RequestError) Unwrap() error { return e.Err }
 
 // Request builds the Cedar request of a call and the entities it needs.
 func (e *Engine) Request(c Call) (cedar.Request, types.EntityMap, error) {
-	ts := e.tool(c.Tool)
+	req, ents, _, err := e.request(c)
+	if err != nil {
+		return cedar.Request{}, nil, err
+	}
+	return req, ents.entityMap(), nil
+}
+
+func (e *Engine) request(c Call) (cedar.Request, requestEntities, *toolEntry, error) {
+	te := e.tool(c.Tool)
 	raw := c.Arguments
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	var args any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&args); err != nil {
-		return cedar.Request{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: fmt.Errorf("arguments: %w", err)}
-	}
-	av, err := ts.Arguments.Value(args, "")
+	args, err := guestjson.DecodeValue(raw)
 	if err != nil {
-		return cedar.Request{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: err}
+		return cedar.Request{}, requestEntities{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: fmt.Errorf("arguments: %w", err)}
+	}
+	av, err := te.ts.Arguments.Value(args, "")
+	if err != nil {
+		return cedar.Request{}, requestEntities{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: err}
 	}
 	argRec := av.(types.Record)
-	h := annotations(c.Tool)
-	tool := types.NewRecord(types.RecordMap{
-		"id": types.String(c.Tool.ID), "name": types.String(c.Tool.Name),
-		"namespace": types.String(namespaceOf(c.Tool.ID)), "effect": types.String(effectOf(c.Tool)),
-		"annotations": types.NewRecord(types.RecordMap{
-			"read_only": types.Boolean(h.ReadOnly), "destructive": types.Boolean(h.Destructive),
-			"idempotent": types.Boolean(h.Idempotent), "open_world": types.Boolean(h.OpenWorld),
-		}),
-	})
 	cm := types.RecordMap{
 		"arguments": argRec,
-		"paths":     pathsValue(ts.Paths, argRec),
-		"tool":      tool,
+		"paths":     pathsValue(te.ts.Paths, argRec),
+		"tool":      te.tool,
 		"now":       types.NewDatetime(c.Now.UTC()),
 	}
 	switch {
 	case c.Counts != nil:
 		sv, err := sessionValue(c.Counts, e.windows)
 		if err != nil {
-			return cedar.Request{}, nil, err
+			return cedar.Request{}, requestEntities{}, nil, err
 		}
 		cm["session"] = sv
 	case e.set.UsesSession():
-		return cedar.Request{}, nil, &RequestError{Code: CodeCountersUnavailable,
+		return cedar.Request{}, requestEntities{}, nil, &RequestError{Code: CodeCountersUnavailable,
 			Err: errors.New("counters: a policy names context.session and the counts are unavailable")}
 	}
-	ctx := types.NewRecord(cm)
 	principal, pent, err := e.principal(c.Principal)
 	if err != nil {
-		return cedar.Request{}, nil, err
+		return cedar.Request{}, requestEntities{}, nil, err
 	}
-	action, resource, ents := toolEntities(c.Tool, ts, principal, pent)
-	return cedar.Request{Principal: principal, Action: action, Resource: resource, Context: ctx}, ents, nil
-}
-
-// toolEntities are the entities of a request for tool t by principal: the
-// principal's, the resource (the tool's server), the action and its
-// groups.
-func toolEntities(t abi.Tool, ts ToolSchema, principal types.EntityUID, pent types.Entity) (action, resource types.EntityUID, ents types.EntityMap) {
-	resource = types.NewEntityUID(ResourceType, types.String(namespaceOf(t.ID)))
-	action = types.NewEntityUID(ActionType, types.String(t.ID))
-	ents = types.EntityMap{
-		principal: pent,
-		resource: {UID: resource, Attributes: types.NewRecord(types.RecordMap{
-			"name": types.String(namespaceOf(t.ID)), "source": types.String(t.Source), "provenance": types.String(t.Provenance),
-		})},
-	}
-	var parents []types.EntityUID
-	for _, g := range ts.Groups {
-		gu := types.NewEntityUID(ActionType, types.String(g))
-		parents = append(parents, gu)
-		ents[gu] = types.Entity{UID: gu}
-	}
-	ents[action] = types.Entity{UID: action, Parents: types.NewEntityUIDSet(parents...)}
-	return action, resource, ents
+	return cedar.Request{Principal: principal, Action: te.action, Resource: te.resource, Context: types.NewRecord(cm)},
+		requestEntities{principal: pent, tool: te.ents}, te, nil
 }
 
 func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, error) {
@@ -225,7 +303,7 @@ func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, err
 		})}, nil
 	}
 	claims := types.RecordMap{}
-	for _, name := range sortedKeys(e.claims) { // the first bad claim, always the same
+	for _, name := range e.names { // the first bad claim, always the same
 		ct := e.claims[name]
 		v, ok := p.Claims[name]
 		if !ok || v == nil {
@@ -274,7 +352,7 @@ func claimValue(ct ClaimType, v any) (types.Value, error) {
 // Evaluate decides about one call. A request that cannot be built, or a
 // policy that errs, is Decision Error: never Allow.
 func (e *Engine) Evaluate(c Call) Result {
-	req, ents, err := e.Request(c)
+	req, ents, te, err := e.request(c)
 	res := Result{Action: types.NewEntityUID(ActionType, types.String(c.Tool.ID)).String(),
 		Resource: types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID))).String()}
 	subject := ""
@@ -292,7 +370,7 @@ func (e *Engine) Evaluate(c Call) Result {
 		res.Errors = []EvalError{{Code: code, Message: err.Error()}}
 		return res
 	}
-	dec, diag := e.set.ps.IsAuthorized(ents, req)
+	dec, diag := cedar.Authorize(te.policies, ents, req)
 	for _, de := range diag.Errors {
 		ee := EvalError{Policy: string(de.PolicyID), Message: de.Message, Code: CodePolicyError}
 		if p, ok := e.set.Get(string(de.PolicyID)); ok {

@@ -24,9 +24,10 @@ func (e *Engine) MayPermit(ctx context.Context, t abi.Tool, p *abi.Principal) (b
 	if err != nil {
 		return true, err
 	}
-	action, resource, ents := toolEntities(t, e.tool(t), principal, pent)
+	te := e.tool(t)
 	may := false
-	err = batch.Authorize(ctx, e.set.ps, ents, batch.Request{Principal: principal, Action: action, Resource: resource, Context: batch.Ignore()},
+	err = batch.Authorize(ctx, te.policies, requestEntities{principal: pent, tool: te.ents},
+		batch.Request{Principal: principal, Action: te.action, Resource: te.resource, Context: batch.Ignore()},
 		func(r batch.Result) error {
 			if r.Decision == types.Allow || len(r.Diagnostic.Errors) > 0 {
 				may = true

@@ -2,10 +2,14 @@ package policy
 
 import (
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 
 	"github.com/cedar-policy/cedar-go"
+	cedarast "github.com/cedar-policy/cedar-go/ast"
 	"github.com/cedar-policy/cedar-go/types"
+	"github.com/cedar-policy/cedar-go/x/exp/ast"
 )
 
 // Source is one Cedar policy document: its text and the name it is
@@ -29,9 +33,17 @@ type Policy struct {
 	Column int
 
 	cedar *cedar.Policy
-	src   int // index into Set.sources
-	start int // byte offset of the statement in its source
-	end   int // byte offset where the next statement starts
+	// actions is its action scope: nil for any action, else the actions
+	// and groups of which the request's action must be one (==: exactly
+	// it; in: it or one of its groups).
+	actions []types.EntityUID
+	in      bool
+	// unscoped is the policy with its action scope dropped (action): what
+	// it evaluates to for an action its scope holds for (forAction).
+	unscoped *cedar.Policy
+	src      int // index into Set.sources
+	start    int // byte offset of the statement in its source
+	end      int // byte offset where the next statement starts
 }
 
 // Set is a parsed set of policies with unique ids.
@@ -40,6 +52,9 @@ type Set struct {
 	byID     map[string]int
 	ps       *cedar.PolicySet
 	sources  []Source
+	// session: some policy's text names session (UsesSession), found
+	// once at parse: the texts do not change.
+	session bool
 }
 
 // ParseError is a policy document Cedar could not parse.
@@ -84,6 +99,13 @@ func Parse(srcs []Source) (*Set, error) {
 			if i+1 < len(list) {
 				pol.end = list[i+1].Position().Offset
 			}
+			pol.actions, pol.in = actionScope(p)
+			pol.unscoped = p
+			if pol.actions != nil {
+				a := *(*ast.Policy)(p.AST())
+				a.Action = ast.ScopeTypeAll{}
+				pol.unscoped = cedar.NewPolicyFromAST((*cedarast.Policy)(&a))
+			}
 			pol.Effect = "permit"
 			if p.Effect() == cedar.Forbid {
 				pol.Effect = "forbid"
@@ -100,9 +122,77 @@ func Parse(srcs []Source) (*Set, error) {
 			s.byID[pol.ID] = len(s.Policies)
 			s.Policies = append(s.Policies, pol)
 			s.ps.Add(cedar.PolicyID(pol.ID), p)
+			if t, _ := s.text(pol); strings.Contains(t, "session") {
+				s.session = true
+			}
 		}
 	}
 	return s, nil
+}
+
+// actionScope is a policy's action scope: nil for unconstrained (action),
+// the one entity of action == E (in false), the entities of action in E
+// and action in [E1, E2] (in true).
+func actionScope(p *cedar.Policy) ([]types.EntityUID, bool) {
+	switch sc := (*ast.Policy)(p.AST()).Action.(type) {
+	case ast.ScopeTypeEq:
+		return []types.EntityUID{sc.Entity}, false
+	case ast.ScopeTypeIn:
+		return []types.EntityUID{sc.Entity}, true
+	case ast.ScopeTypeInSet:
+		return append([]types.EntityUID{}, sc.Entities...), true
+	}
+	return nil, false // ScopeTypeAll, or a scope this code does not know: kept
+}
+
+// scopeHolds reports whether the policy's action scope holds for a
+// request whose action is action, in exactly the groups parents (as the
+// engine's entities make it: the groups have no parents of their own). A
+// policy for which it is false evaluates to false without an error:
+// Cedar evaluates the scope before the conditions, and a scope cannot err.
+func (p Policy) scopeHolds(action types.EntityUID, parents []types.EntityUID) bool {
+	if p.actions == nil {
+		return true
+	}
+	for _, a := range p.actions {
+		if a == action || p.in && slices.Contains(parents, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// policyList is policies in parse order, a cedar.PolicyIterator.
+type policyList []listed
+
+type listed struct {
+	id cedar.PolicyID
+	p  *cedar.Policy
+}
+
+// All iterates over the policies in order.
+func (l policyList) All() iter.Seq2[cedar.PolicyID, *cedar.Policy] {
+	return func(yield func(cedar.PolicyID, *cedar.Policy) bool) {
+		for _, x := range l {
+			if !yield(x.id, x.p) {
+				return
+			}
+		}
+	}
+}
+
+// forAction is the policies whose action scope holds for action in the
+// groups parents, each without its action scope (which would only test
+// again what is known): authorizing a request of that action against them
+// decides as against the whole set (the others are false, and err not).
+func (s *Set) forAction(action types.EntityUID, parents []types.EntityUID) policyList {
+	var l policyList
+	for _, p := range s.Policies {
+		if p.scopeHolds(action, parents) {
+			l = append(l, listed{id: cedar.PolicyID(p.ID), p: p.unscoped})
+		}
+	}
+	return l
 }
 
 // Where is FILE:LINE:COLUMN of the statement.
@@ -137,11 +227,4 @@ func (s *Set) position(src, off int) (line, col int) {
 // a call is then inconclusive, never decided as if every count were 0. A
 // mention in a comment or a string counts too: the test errs toward
 // failing closed.
-func (s *Set) UsesSession() bool {
-	for _, p := range s.Policies {
-		if t, _ := s.text(p); strings.Contains(t, "session") {
-			return true
-		}
-	}
-	return false
-}
+func (s *Set) UsesSession() bool { return s.session }

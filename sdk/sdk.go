@@ -75,6 +75,18 @@ func (r Request) Proposal() (abi.Proposal, error) {
 	return p, nil
 }
 
+// ToolCall decodes the subject of a tool_call request.
+func (r Request) ToolCall() (abi.ToolCall, error) {
+	if r.SubjectKind != abi.SubjectToolCall {
+		return abi.ToolCall{}, fmt.Errorf("sdk: subject kind is %q, not %q", r.SubjectKind, abi.SubjectToolCall)
+	}
+	var c abi.ToolCall
+	if err := guestjson.DecodeToolCall(r.Subject, &c); err != nil {
+		return abi.ToolCall{}, fmt.Errorf("sdk: decode tool call: %w", err)
+	}
+	return c, nil
+}
+
 // Reason codes the SDK puts on the inconclusive responses it makes: abi's,
 // named here too so a gate reads them next to Inconclusive.
 const (
@@ -95,7 +107,8 @@ const maxErrorText = 1024
 // calls it in the guest; sdk/gatetest calls it natively.
 func Handle(ctx context.Context, g *Gate, h Host, request []byte) []byte {
 	resp := evaluate(ctx, g, h, request)
-	out, err := json.Marshal(resp)
+	// The bytes json.Marshal gives, without its reflection in the guest.
+	out, err := guestjson.EncodeResponse(resp)
 	if err != nil {
 		out, _ = json.Marshal(Inconclusive(ReasonResponseEncoding, err))
 	}

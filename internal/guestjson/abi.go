@@ -89,9 +89,18 @@ func DecodeProposal(b []byte, p *abi.Proposal) error {
 	return d.top(func() error { return decodeProposal(&d, p) })
 }
 
+// DecodeToolCall decodes a tool_call subject into *c, as
+// json.Unmarshal(b, c) would (see the package doc). Errors wrap ErrSyntax
+// or ErrType.
+func DecodeToolCall(b []byte, c *abi.ToolCall) error {
+	d := decoder{data: b}
+	return d.top(func() error { return decodeToolCall(&d, c) })
+}
+
 var (
 	decodeRequest  func(*decoder, *abi.Request) error
 	decodeProposal func(*decoder, *abi.Proposal) error
+	decodeToolCall func(*decoder, *abi.ToolCall) error
 )
 
 func init() {
@@ -123,6 +132,12 @@ func init() {
 		{"subject", func(d *decoder, r *abi.Request) error { return setRaw(d, &r.Subject) }},
 		{"config", func(d *decoder, r *abi.Request) error { return setRaw(d, &r.Config) }},
 		{"context", func(d *decoder, r *abi.Request) error { return context(d, &r.Context) }},
+	})
+	decodeToolCall = structOf([]field[abi.ToolCall]{
+		{"id", func(d *decoder, c *abi.ToolCall) error { return setString(d, &c.ID) }},
+		{"tool", func(d *decoder, c *abi.ToolCall) error { return setString(d, &c.Tool) }},
+		{"parameters", func(d *decoder, c *abi.ToolCall) error { return setRaw(d, &c.Parameters) }},
+		{"parse_error", func(d *decoder, c *abi.ToolCall) error { return setString(d, &c.ParseError) }},
 	})
 	precondition := structOf([]field[abi.Precondition]{
 		{"key", func(d *decoder, p *abi.Precondition) error { return setString(d, &p.Key) }},

@@ -33,6 +33,17 @@ func Decode[T any](b []byte, v *T) (ok bool, err error) {
 	return true, d.top(func() error { return c.value(&d, v) })
 }
 
+// DecodeValue decodes b as one JSON value into an empty interface, as a
+// json.Decoder with UseNumber decodes it: objects as map[string]any,
+// arrays as []any, numbers as json.Number; unlike a Decoder, anything but
+// whitespace after the value is refused.
+func DecodeValue(b []byte) (any, error) {
+	d := decoder{data: b, numbers: true}
+	var v any
+	err := d.top(func() (err error) { v, err = d.any(); return err })
+	return v, err
+}
+
 // DecodeEnvelope decodes an answer envelope into *env in one pass, as
 // json.Unmarshal(b, env) would, when Decode knows T; otherwise it returns
 // false and decodes nothing.

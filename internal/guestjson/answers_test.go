@@ -215,3 +215,34 @@ func answerSeeds(f *testing.F) [][]byte {
 	}
 	return out
 }
+
+// agreeValue checks DecodeValue against a json.Decoder with UseNumber:
+// the same value, or both refuse b (the Decoder's refusal including data
+// after the value).
+func agreeValue(t *testing.T, b []byte) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var want any
+	wantErr := dec.Decode(&want)
+	if wantErr == nil && strings.TrimLeft(string(b[dec.InputOffset():]), " \t\r\n") != "" {
+		wantErr = errors.New("data after the value")
+	}
+	got, gotErr := DecodeValue(b)
+	if wantErr != nil || gotErr != nil {
+		require.Equal(t, wantErr != nil, gotErr != nil, "%q: encoding/json %v, guestjson %v", b, wantErr, gotErr)
+		require.True(t, errors.Is(gotErr, ErrSyntax) || errors.Is(gotErr, ErrType), "untyped error %v", gotErr)
+		return
+	}
+	require.Equal(t, want, got, "%q", b)
+}
+
+func TestValueAgreesWithEncodingJSON(t *testing.T) {
+	for _, s := range []string{`{}`, ` {"a": 1, "b": [1.5, -2e3, 12345678901234567890], "c": {"d": null, "e": true}} `,
+		`"x\u00e9\ud800"`, `0`, `-0.0e+1`, `[]`, `{"a":1}x`, `{"a":01}`, `[1,]`, `{"a" 1}`, "\"\xff\"", `1e999`} {
+		agreeValue(t, []byte(s))
+	}
+	for _, s := range shapes {
+		agreeValue(t, readShape(t, s))
+	}
+}

@@ -94,6 +94,9 @@ type decoder struct {
 	data  []byte
 	off   int
 	depth int
+	// numbers: a number decodes into an any as a json.Number, as with
+	// encoding/json's Decoder.UseNumber (DecodeValue).
+	numbers bool
 }
 
 func (d *decoder) syntax(reason string) error {
@@ -268,8 +271,7 @@ func (d *decoder) skip() error {
 		}
 		return err
 	case c == '"':
-		_, err := d.strBytes()
-		return err
+		return d.skipStr()
 	case c == 't':
 		return d.literal("true")
 	case c == 'f':
@@ -345,34 +347,16 @@ func (d *decoder) str() (string, error) {
 func (d *decoder) strBytes() ([]byte, error) {
 	d.off++ // '"'
 	start := d.off
-	// Fast path: plain ASCII up to the closing quote, eight bytes a step
-	// while none needs a look, then byte by byte. In a guest each loop
-	// iteration costs a deadline check, which dwarfs the work of one.
-	for {
-		var w uint64
-		if d.off+8 <= len(d.data) {
-			w = binary.LittleEndian.Uint64(d.data[d.off:])
-		} else {
-			// Pad the last bytes with quotes: the first special byte
-			// found past the end means the string is unterminated.
-			var tail [8]byte
-			for i := copy(tail[:], d.data[d.off:]); i < 8; i++ {
-				tail[i] = '"'
-			}
-			w = binary.LittleEndian.Uint64(tail[:])
-		}
-		if m := special(w); m != 0 {
-			d.off += bits.TrailingZeros64(m) / 8
-			break
-		}
-		d.off += 8
-	}
+	d.plain()
 	if d.off < len(d.data) && d.data[d.off] == '"' {
 		d.off++
 		return d.data[start : d.off-1], nil
 	}
 	out := append([]byte(nil), d.data[start:d.off]...)
 	for {
+		if at := d.off; d.plain() > 0 {
+			out = append(out, d.data[at:d.off]...)
+		}
 		if d.off >= len(d.data) {
 			return nil, d.syntax("unterminated string")
 		}
@@ -427,6 +411,70 @@ func (d *decoder) strBytes() ([]byte, error) {
 			r, size := utf8.DecodeRune(d.data[d.off:])
 			out = utf8.AppendRune(out, r)
 			d.off += size
+		}
+	}
+}
+
+// plain consumes plain ASCII (no '"', '\\' or control character) up to the
+// next byte that needs a look, or the end, eight bytes a step while none
+// needs one; it returns how many bytes it consumed. In a guest each loop
+// iteration costs a deadline check, which dwarfs the work of one.
+func (d *decoder) plain() int {
+	start := d.off
+	for {
+		var w uint64
+		if d.off+8 <= len(d.data) {
+			w = binary.LittleEndian.Uint64(d.data[d.off:])
+		} else {
+			// Pad the last bytes with quotes: the first special byte
+			// found past the end means the string is unterminated.
+			var tail [8]byte
+			for i := copy(tail[:], d.data[d.off:]); i < 8; i++ {
+				tail[i] = '"'
+			}
+			w = binary.LittleEndian.Uint64(tail[:])
+		}
+		if m := special(w); m != 0 {
+			d.off = min(d.off+bits.TrailingZeros64(m)/8, len(d.data))
+			return d.off - start
+		}
+		d.off += 8
+	}
+}
+
+// skipStr consumes a string as strBytes does, refusing what it refuses,
+// without building its value: how a value kept raw (json.RawMessage, such
+// as a request's config) or skipped is checked.
+func (d *decoder) skipStr() error {
+	d.off++ // '"'
+	for {
+		d.plain()
+		if d.off >= len(d.data) {
+			return d.syntax("unterminated string")
+		}
+		switch c := d.data[d.off]; {
+		case c == '"':
+			d.off++
+			return nil
+		case c < ' ':
+			return d.syntax("control character in a string")
+		case c == '\\':
+			if d.off+1 >= len(d.data) {
+				return d.syntax("unterminated string")
+			}
+			switch d.data[d.off+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.off += 2
+			case 'u':
+				if getu4(d.data[d.off:]) < 0 {
+					return d.syntax("invalid \\u escape")
+				}
+				d.off += 6
+			default:
+				return d.syntax("invalid escape in a string")
+			}
+		default: // not ASCII: any byte is kept (invalid UTF-8 as U+FFFD)
+			d.off++
 		}
 	}
 }

@@ -27,6 +27,14 @@ func agree(t *testing.T, b []byte) {
 	} else {
 		require.Equal(t, wantR, gotR, "request %q", b)
 	}
+	var wantC, gotC abi.ToolCall
+	wantErr = json.Unmarshal(b, &wantC)
+	gotErr = DecodeToolCall(b, &gotC)
+	if wantErr != nil || gotErr != nil {
+		require.Equal(t, wantErr != nil, gotErr != nil, "tool call %q: encoding/json %v, guestjson %v", b, wantErr, gotErr)
+	} else {
+		require.Equal(t, wantC, gotC, "tool call %q", b)
+	}
 	var wantP, gotP abi.Proposal
 	wantErr = json.Unmarshal(b, &wantP)
 	gotErr = DecodeProposal(b, &gotP)
@@ -154,6 +162,7 @@ func FuzzAgreesWithEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		agree(t, b)
 		agreeAnswers(t, b)
+		agreeValue(t, b)
 	})
 }
 

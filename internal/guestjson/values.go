@@ -1,6 +1,9 @@
 package guestjson
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // The decoders of one value into a field, each with encoding/json's rules
 // for the field's kind (decode.go, literalStore, array, object).
@@ -199,7 +202,8 @@ func setAny(d *decoder, v *any) error {
 }
 
 // any decodes a value as encoding/json decodes into an empty interface:
-// map[string]any, []any, string, float64, bool or nil.
+// map[string]any, []any, string, float64 (json.Number with d.numbers),
+// bool or nil.
 func (d *decoder) any() (any, error) {
 	switch c := d.peek(); {
 	case c == '{':
@@ -230,6 +234,9 @@ func (d *decoder) any() (any, error) {
 		text, _, err := d.number()
 		if err != nil {
 			return nil, err
+		}
+		if d.numbers {
+			return json.Number(text), nil
 		}
 		f, perr := strconv.ParseFloat(string(text), 64)
 		if perr != nil {

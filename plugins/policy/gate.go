@@ -12,7 +12,6 @@ package policy
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -116,21 +115,26 @@ func NewEngine(raw json.RawMessage) (*cedarpolicy.Engine, error) {
 	return cedarpolicy.NewEngine(set, o), nil
 }
 
-// engines caches the parsed engine of each config seen, by digest: a
-// module instance serves many requests with the same config.
+// engines caches the parsed engine of each config seen, keyed by the
+// config's bytes: a module instance serves many requests with the same
+// config, and the host sends it re-encoded the same way each time. The key
+// is the whole config, not a digest of it: SHA-256 of the 8 KB of a
+// hundred policies costs a WebAssembly guest more than the rest of the
+// call, while a map lookup hashes and compares the bytes far faster, and
+// an equal key is an equal config, so the cached engine is exactly the one
+// the config would parse to.
 var engines struct {
 	sync.Mutex
-	m map[[32]byte]*cedarpolicy.Engine
+	m map[string]*cedarpolicy.Engine
 }
 
 // maxEngines bounds the cache: configs are few (one per stage).
 const maxEngines = 16
 
 func engineFor(raw json.RawMessage) (*cedarpolicy.Engine, error) {
-	key := sha256.Sum256(raw)
 	engines.Lock()
 	defer engines.Unlock()
-	if e, ok := engines.m[key]; ok {
+	if e, ok := engines.m[string(raw)]; ok {
 		return e, nil
 	}
 	e, err := NewEngine(raw)
@@ -138,9 +142,9 @@ func engineFor(raw json.RawMessage) (*cedarpolicy.Engine, error) {
 		return nil, err
 	}
 	if engines.m == nil || len(engines.m) >= maxEngines {
-		engines.m = map[[32]byte]*cedarpolicy.Engine{}
+		engines.m = map[string]*cedarpolicy.Engine{}
 	}
-	engines.m[key] = e
+	engines.m[string(raw)] = e
 	return e, nil
 }
 
@@ -152,9 +156,9 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if err != nil {
 		return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
 	}
-	var call abi.ToolCall
-	if err := json.Unmarshal(req.Subject, &call); err != nil {
-		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: decode tool call: %w", err)), nil
+	call, err := req.ToolCall()
+	if err != nil {
+		return sdk.Inconclusive(abi.ReasonBadRequest, fmt.Errorf("policy: %w", err)), nil
 	}
 	if call.Tool == "" {
 		return sdk.Inconclusive(abi.ReasonBadRequest, errors.New("policy: the tool call names no tool")), nil
