@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
@@ -74,7 +75,16 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle(metricsRoutePattern, s.metrics.Handler())
-	return s.withRequestID(s.withAccessLog(s.withAuth(s.withTraceContext(mux))))
+	api := s.withRequestID(s.withAccessLog(s.withAuth(s.withTraceContext(mux))))
+	if s.page == nil {
+		return api
+	}
+	// The approval page signs its approvers in itself: it is not behind
+	// the API's bearer tokens.
+	top := http.NewServeMux()
+	top.Handle(compose.ApprovalPagePrefix+"/", s.withRequestID(s.withAccessLog(s.page)))
+	top.Handle("/", api)
+	return top
 }
 
 type ctxKey int

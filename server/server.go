@@ -138,6 +138,9 @@ type Server struct {
 	// notifier tells webhooks of each (nil: none configured).
 	desk     *approval.Desk
 	notifier *notify.Notifier
+	// page is the approval page mounted at compose.ApprovalPagePrefix, or
+	// nil (set by Serve before serving).
+	page http.Handler
 	// tracer exports the hosts' spans (tracing: at start); nil is off.
 	tracer *compose.Tracer
 
@@ -346,6 +349,14 @@ func (s *Server) Reload(ctx context.Context) error {
 
 // run is Serve, reloading also on each value from hup.
 func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal) error {
+	// The approval page: on ln (mounted by Handler), or on a listener of
+	// its own (approvals.page.listen).
+	page, err := compose.OpenApprovalPage(ctx, s.first, s.desk, s.approvers.Load, ln, s.opts.TLSCert, s.logger)
+	if err != nil {
+		return err
+	}
+	defer page.Close()
+	s.page = page.Mount
 	srv := s.httpServer()
 	serveErr := frontend.Start(srv, ln, s.opts.TLSCert, s.opts.TLSKey, s.ids.TLSConfig)
 	s.logger.Info("gatehost serve: listening", "url", frontend.Scheme(s.opts.TLSCert)+"://"+ln.Addr().String(),
@@ -362,7 +373,6 @@ func (s *Server) run(ctx context.Context, ln net.Listener, hup <-chan os.Signal)
 		}
 	})
 	go s.reloader.Run(ctx)
-	var err error
 loop:
 	for {
 		select {

@@ -74,7 +74,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if err != nil {
 			return fail(stderr, err)
 		}
-		page, err := openApprovalPage(ctx, cfg, g.Desk(), approvers, nil, "", logger)
+		page, err := compose.OpenApprovalPage(ctx, cfg, g.Desk(), func() *identity.Tokens { return approvers }, nil, "", logger)
 		if err != nil {
 			return fail(stderr, err)
 		}
@@ -117,7 +117,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		ln.Close()
 		return fail(stderr, err)
 	}
-	page, err := openApprovalPage(ctx, cfg, g.Desk(), approvers, ln, *tlsCert, logger)
+	page, err := compose.OpenApprovalPage(ctx, cfg, g.Desk(), func() *identity.Tokens { return approvers }, ln, *tlsCert, logger)
 	if err != nil {
 		ln.Close()
 		return fail(stderr, err)

@@ -1,4 +1,4 @@
-package main
+package compose
 
 import (
 	"cmp"
@@ -11,16 +11,15 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/approval"
-	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/config"
 	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/frontend"
 )
 
-// approvalPage is the approval page of a front end, as approvals.page
-// configures it.
-type approvalPage struct {
-	// Mount is the handler to mount at compose.ApprovalPagePrefix on the
+// PageServer is the approval page of a front end, as approvals.page
+// configures it (OpenApprovalPage).
+type PageServer struct {
+	// Mount is the handler to mount at ApprovalPagePrefix on the
 	// front end's own listener; nil when the page has a listener of its
 	// own (approvals.page.listen) or is not served.
 	Mount http.Handler
@@ -29,31 +28,32 @@ type approvalPage struct {
 }
 
 // Close stops the page's own listener, if any.
-func (p *approvalPage) Close() {
+func (p *PageServer) Close() {
 	if p != nil && p.stop != nil {
 		p.stop()
 	}
 }
 
-// openApprovalPage serves desk's approval page: on a listener of its own
+// OpenApprovalPage serves desk's approval page: on a listener of its own
 // when approvals.page.listen says so, else on the front end's listener ln
 // (nil over stdio: then no page unless approvals.page.listen). It sets the
 // desk's page URL: approvals.page.url, or the listener's. With no sign-in
 // configured (no approver token, no OIDC) there is no page, which is an
-// error only when approvals.page.listen asked for one.
-func openApprovalPage(ctx context.Context, cfg *config.Loaded, desk *approval.Desk, approvers *identity.Tokens, ln net.Listener, tlsCert string, logger *slog.Logger) (*approvalPage, error) {
+// error only when approvals.page.listen asked for one. approvers returns
+// the current approver tokens (they may be reloaded).
+func OpenApprovalPage(ctx context.Context, cfg *config.Loaded, desk *approval.Desk, approvers func() *identity.Tokens, ln net.Listener, tlsCert string, logger *slog.Logger) (*PageServer, error) {
 	pc := cfg.Approvals.Page
-	signIn := !approvers.Empty() || pc.OIDC != nil
+	signIn := !approvers().Empty() || pc.OIDC != nil
 	if pc.Listen == "" && (ln == nil || !signIn) {
 		if pc.URL != "" {
 			// Served by another process (gatehost approvals page, serve):
 			// the desk links there.
-			return &approvalPage{}, desk.SetPageURL(pc.URL)
+			return &PageServer{}, desk.SetPageURL(pc.URL)
 		}
-		return &approvalPage{}, nil
+		return &PageServer{}, nil
 	}
 	if !signIn {
-		return nil, fmt.Errorf("config %s: approvals.page.listen: %w", cfg.File, compose.ErrNoSignIn)
+		return nil, fmt.Errorf("config %s: approvals.page.listen: %w", cfg.File, ErrNoSignIn)
 	}
 	own := pc.Listen != ""
 	if own {
@@ -67,7 +67,7 @@ func openApprovalPage(ctx context.Context, cfg *config.Loaded, desk *approval.De
 	base := pc.URL
 	if base == "" {
 		var err error
-		if base, err = frontend.BaseURL(ln, tlsCert, compose.ApprovalPagePrefix); err != nil {
+		if base, err = frontend.BaseURL(ln, tlsCert, ApprovalPagePrefix); err != nil {
 			if own {
 				ln.Close()
 			}
@@ -80,7 +80,7 @@ func openApprovalPage(ctx context.Context, cfg *config.Loaded, desk *approval.De
 		}
 		return nil, fmt.Errorf("config %s: approvals.page.url: %w", cfg.File, err)
 	}
-	h, err := compose.ApprovalPage(ctx, cfg, desk, func() *identity.Tokens { return approvers }, logger)
+	h, err := ApprovalPage(ctx, cfg, desk, approvers, logger)
 	if err != nil {
 		if own {
 			ln.Close()
@@ -89,13 +89,13 @@ func openApprovalPage(ctx context.Context, cfg *config.Loaded, desk *approval.De
 	}
 	logger.Info("approval page", "url", base+"/")
 	if !own {
-		return &approvalPage{Mount: h}, nil
+		return &PageServer{Mount: h}, nil
 	}
 	mux := http.NewServeMux()
-	mux.Handle(compose.ApprovalPagePrefix+"/", h)
+	mux.Handle(ApprovalPagePrefix+"/", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	done := frontend.Start(srv, ln, "", "", nil)
-	return &approvalPage{stop: func() {
+	return &PageServer{stop: func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
