@@ -39,7 +39,11 @@ type downstream struct {
 	key       string
 	reserved  bool
 	sid       string // the transport's session id (HTTP), bound to key
-	version   string // the protocol revision negotiated with the client
+	// subject is the bearer token of the caller's latest request (same
+	// principal: withPrincipals), the subject token of token exchange;
+	// nil when the caller presented none. Kept in memory only.
+	subject atomic.Pointer[string]
+	version string // the protocol revision negotiated with the client
 	// closeOnce makes close run once, and every caller of close wait for
 	// it: Gateway.Close must not return while the session is still being
 	// removed from the store by the session's own ending.
@@ -186,6 +190,9 @@ func wireError(err error) error {
 
 func (d *downstream) fromClientUncoded(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if tok, ok := d.g.callerToken(req); ok {
+			d.subject.Store(&tok)
+		}
 		switch method {
 		case "initialize":
 			return d.initialize(ctx, method, req, next)

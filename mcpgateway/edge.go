@@ -139,7 +139,7 @@ func (g *Gateway) withPrincipals(next http.Handler) http.Handler {
 			}
 		}
 		ref := randomHex(16)
-		g.principals.Store(ref, principalRef{p: p})
+		g.principals.Store(ref, principalRef{p: p, token: bearerOf(r, p)})
 		defer g.principals.Delete(ref)
 		r.Header.Set(principalRefHeader, ref)
 		next.ServeHTTP(w, r)
@@ -147,8 +147,12 @@ func (g *Gateway) withPrincipals(next http.Handler) http.Handler {
 }
 
 // principalRef is what principalRefHeader refers to: the request's
-// principal, nil for an anonymous request.
-type principalRef struct{ p *abi.Principal }
+// principal, nil for an anonymous request, and the bearer token that
+// authenticated it ("" for none), which token exchange needs (callerToken).
+type principalRef struct {
+	p     *abi.Principal
+	token string
+}
 
 // requestPrincipal is the principal of the HTTP request that delivered
 // req, and whether req came over HTTP through withPrincipals at all (over

@@ -2,6 +2,7 @@ package mcpgateway
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/gatehost/gatehost/host/eventlog"
 )
@@ -15,5 +16,15 @@ func FailRecords(g *Gateway, kind string) {
 			return fmt.Errorf("eventlog: %s record refused (test)", kind)
 		}
 		return next(r)
+	}
+}
+
+// SetExchangeClock makes the token exchanges of g's upstreams read the
+// time from now. Call it before g serves anything.
+func SetExchangeClock(g *Gateway, now func() time.Time) {
+	for _, c := range g.creds {
+		if c.ex != nil {
+			c.ex.now = now
+		}
 	}
 }

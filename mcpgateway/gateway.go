@@ -136,6 +136,8 @@ type Gateway struct {
 	desk     *approval.Desk
 	impl     *mcp.Implementation
 	sessions sync.Map // *downstream, for Close
+	// creds are each upstream's credentials (Options.Upstreams' order).
+	creds []*upcreds
 	// principals maps a request's principal reference to its principal
 	// while the request runs (principal.go).
 	principals sync.Map
@@ -199,6 +201,9 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		return nil, &OptionsError{Field: "approval_page_url", Reason: err.Error()}
 	}
 	g.routes.Store(&map[string]route{})
+	for _, u := range o.Upstreams {
+		g.creds = append(g.creds, newUpcreds(u))
+	}
 	// One writer of the log: the host records decisions, the gateway
 	// approvals.
 	if cfg.EventLog == nil && cfg.EventLogPath != "" {

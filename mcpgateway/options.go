@@ -98,6 +98,13 @@ type Upstream struct {
 	URL string
 	// Trust is TrustConfig ("" means it) or TrustUnverified.
 	Trust string
+	// Headers are set on every HTTP request to a URL upstream (static
+	// credentials such as an API key). Not for Command.
+	Headers []Header
+	// TokenExchange, for a URL upstream, sends each caller's calls with a
+	// token exchanged for the caller's own (RFC 8693); without a caller
+	// token (stdio, anonymous) the upstream is refused. Not for Command.
+	TokenExchange *TokenExchange
 }
 
 // Options configure a Gateway. Zero fields take the defaults above.
@@ -235,6 +242,9 @@ func (o Options) normalize() (Options, error) {
 			return bad(f, "set command (a stdio server) or url (a Streamable HTTP server)")
 		case len(u.Command) > 0 && u.Command[0] == "":
 			return bad(f+".command[0]", "empty program name")
+		}
+		if err := checkCredentials(f, &o.Upstreams[i]); err != nil {
+			return Options{}, err
 		}
 		switch u.Trust {
 		case "":

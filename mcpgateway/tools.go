@@ -424,6 +424,9 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// and list again when the upstream announced a change, so that
 		// the decision is made on the definitions the call will meet.
 		up = d.ups[r.upstream]
+		if err := d.authorize(ctx, up, ""); err != nil {
+			return errorResult("", "gatehost: %v; nothing was sent", err), nil
+		}
 		cs, err := up.session(ctx)
 		if err == nil && up.stale() {
 			lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
@@ -507,6 +510,9 @@ func clientMeta(m mcp.Meta) mcp.Meta {
 // returns the upstream's result with the run id added to _meta.
 func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, runID string) (mcp.Result, error) {
 	cs, err := up.session(ctx)
+	if err == nil {
+		err = d.authorize(ctx, up, runID)
+	}
 	if err != nil {
 		return errorResult(runID, "gatehost: accepted, but %v; nothing was sent", err), nil
 	}

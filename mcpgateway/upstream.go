@@ -160,7 +160,10 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		cmd.Stderr = os.Stderr
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL, HTTPClient: http.DefaultClient}
+		// Credentials are set per request (credTransport): a token
+		// exchanged for the caller's is renewed as it expires.
+		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL,
+			HTTPClient: &http.Client{Transport: credTransport{c: c, base: http.DefaultTransport}}}
 	}
 	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
 	client := mcp.NewClient(c.d.g.impl, &mcp.ClientOptions{
