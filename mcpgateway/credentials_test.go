@@ -3,6 +3,7 @@ package mcpgateway_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -482,5 +483,68 @@ func TestCredentialExchangeExpiry(t *testing.T) {
 			assert.Equal(t, 1, countKind(readRecords(t, x.f.logPath), "mcp_upstream_credentials", ""))
 			assertNoSecrets(t, x.logs, x.f, clientSecret, "exchanged-1", aliceToken)
 		})
+	}
+}
+
+// TestCredentialOptionsRefused: headers and token exchange are for URL
+// upstreams only, header names are tokens the transport does not own,
+// and a refusal names the field, never a secret.
+func TestCredentialOptionsRefused(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	x := func(mod func(*mcpgateway.TokenExchange)) *mcpgateway.TokenExchange {
+		te := &mcpgateway.TokenExchange{TokenEndpoint: "https://idp.example/token", ClientID: "gw", ClientSecret: staticSecret}
+		if mod != nil {
+			mod(te)
+		}
+		return te
+	}
+	hdr := func(name, value string) []mcpgateway.Header {
+		return []mcpgateway.Header{{Name: name, Value: mcpgateway.Secret(value)}}
+	}
+	notesURL := "https://notes.example/mcp"
+	for _, tc := range []struct {
+		name  string
+		up    mcpgateway.Upstream
+		field string
+	}{
+		{"headers on a command", mcpgateway.Upstream{Command: []string{"srv"}, Headers: hdr("X-Api-Key", staticSecret)}, "upstreams[0].headers"},
+		{"exchange on a command", mcpgateway.Upstream{Command: []string{"srv"}, TokenExchange: x(nil)}, "upstreams[0].token_exchange"},
+		{"host", mcpgateway.Upstream{URL: notesURL, Headers: hdr("host", staticSecret)}, "upstreams[0].headers[0]"},
+		{"content length", mcpgateway.Upstream{URL: notesURL, Headers: hdr("Content-Length", "1")}, "upstreams[0].headers[0]"},
+		{"session id", mcpgateway.Upstream{URL: notesURL, Headers: hdr("mcp-session-id", staticSecret)}, "upstreams[0].headers[0]"},
+		{"protocol version", mcpgateway.Upstream{URL: notesURL, Headers: hdr("MCP-Protocol-Version", "2025-06-18")}, "upstreams[0].headers[0]"},
+		{"not a token", mcpgateway.Upstream{URL: notesURL, Headers: hdr("X Api Key", staticSecret)}, "upstreams[0].headers[0]"},
+		{"newline in value", mcpgateway.Upstream{URL: notesURL, Headers: hdr("X-Api-Key", staticSecret+"\r\nX-Evil: 1")}, "upstreams[0].headers[0]"},
+		{"empty value", mcpgateway.Upstream{URL: notesURL, Headers: hdr("X-Api-Key", "")}, "upstreams[0].headers[0]"},
+		{"twice", mcpgateway.Upstream{URL: notesURL, Headers: append(hdr("x-api-key", "a"), hdr("X-API-KEY", "b")...)}, "upstreams[0].headers[1]"},
+		{"authorization and exchange", mcpgateway.Upstream{URL: notesURL, Headers: hdr("Authorization", staticSecret), TokenExchange: x(nil)}, "upstreams[0].headers[0]"},
+		{"plain http endpoint", mcpgateway.Upstream{URL: notesURL, TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.TokenEndpoint = "http://idp.example/token" })}, "upstreams[0].token_exchange.token_endpoint"},
+		{"user info in endpoint", mcpgateway.Upstream{URL: notesURL, TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.TokenEndpoint = "https://u:p@idp.example/token" })}, "upstreams[0].token_exchange.token_endpoint"},
+		{"no client id", mcpgateway.Upstream{URL: notesURL, TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.ClientID = "" })}, "upstreams[0].token_exchange.client_id"},
+		{"no client secret", mcpgateway.Upstream{URL: notesURL, TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.ClientSecret = "" })}, "upstreams[0].token_exchange.client_secret"},
+		{"bad scope", mcpgateway.Upstream{URL: notesURL, TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.Scopes = []string{"a b"} })}, "upstreams[0].token_exchange.scopes[0]"},
+		{"negative timeout", mcpgateway.Upstream{URL: notesURL, TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.Timeout = -1 })}, "upstreams[0].token_exchange.timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.up.Name = "notes"
+			_, err := mcpgateway.New(context.Background(), f.cfg, mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{tc.up}})
+			var oe *mcpgateway.OptionsError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.field, oe.Field)
+			assert.NotContains(t, err.Error(), staticSecret)
+		})
+	}
+	// Loopback endpoints may be plain http (a local token service).
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: notesURL,
+		Headers:       hdr("X-Api-Key", staticSecret),
+		TokenExchange: x(func(te *mcpgateway.TokenExchange) { te.TokenEndpoint = "http://127.0.0.1:9/token" })}}})
+	// Options as printed, logged or encoded hold no secret.
+	var sb syncBuffer
+	slog.New(slog.NewJSONHandler(&sb, nil)).Info("options", "upstreams", g.Options().Upstreams)
+	b, err := json.Marshal(g.Options().Upstreams)
+	require.NoError(t, err)
+	for _, s := range []string{fmt.Sprintf("%v %+v %#v %s", g.Options().Upstreams, g.Options().Upstreams, g.Options().Upstreams, g.Options().Upstreams[0].Headers[0].Value), sb.String(), string(b)} {
+		assert.NotContains(t, s, staticSecret)
+		assert.Contains(t, s, "[redacted]")
 	}
 }
