@@ -353,6 +353,9 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	if l.MCP.Baseline.Path != "" {
 		l.MCP.Baseline.Path = rel(l.MCP.Baseline.Path)
 	}
+	if err := resolveMCPCredentials(&l.MCP, rel); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	if l.Approvals, err = resolveApprovals(fc.Approvals, fc.MCP.ApprovalTTL, st, l.LogPath, rel); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}

@@ -1,6 +1,12 @@
 package config
 
-import "time"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
 
 // MCP is the mcp: section of a config file, read by gatehost mcp
 // (docs/MCP-GATEWAY.md "The mcp: section"). Values are checked where they are
@@ -48,4 +54,105 @@ type MCPUpstream struct {
 	Env   []string `mapstructure:"env"`
 	URL   string   `mapstructure:"url"`
 	Trust string   `mapstructure:"trust"`
+	// Headers are set on every request to a url upstream, each from a
+	// secret. The loader folds the names to lower case; HTTP header names
+	// are case-insensitive.
+	Headers map[string]MCPSecretRef `mapstructure:"headers"`
+	// TokenExchange sends each caller's calls to a url upstream with a
+	// token exchanged for the caller's own (RFC 8693).
+	TokenExchange *MCPTokenExchange `mapstructure:"token_exchange"`
+}
+
+// MCPSecretRef names where a secret is read, at start: a file (resolved
+// against the config file's directory; surrounding white space dropped)
+// or an environment variable. Prefix goes before the value ("Bearer ").
+type MCPSecretRef struct {
+	SecretFile string `mapstructure:"secret_file"`
+	SecretEnv  string `mapstructure:"secret_env"`
+	Prefix     string `mapstructure:"prefix"`
+}
+
+// MCPTokenExchange is mcp.upstreams.NAME.token_exchange.
+type MCPTokenExchange struct {
+	TokenEndpoint    string   `mapstructure:"token_endpoint"`
+	ClientID         string   `mapstructure:"client_id"`
+	ClientSecretFile string   `mapstructure:"client_secret_file"`
+	ClientSecretEnv  string   `mapstructure:"client_secret_env"`
+	Audience         string   `mapstructure:"audience"`
+	Resource         string   `mapstructure:"resource"`
+	Scopes           []string `mapstructure:"scopes"`
+	// SubjectToken is what is exchanged: "principal" (the default), the
+	// bearer token the caller presented to gatehost mcp --listen.
+	SubjectToken string        `mapstructure:"subject_token"`
+	Timeout      time.Duration `mapstructure:"timeout"`
+}
+
+// SubjectPrincipal is token_exchange.subject_token's one value.
+const SubjectPrincipal = "principal"
+
+// resolveMCPCredentials checks the upstreams' headers and token_exchange
+// and resolves their secret files against the config's directory. What
+// only the gateway knows (header names it refuses, the endpoint's URL) it
+// checks itself.
+func resolveMCPCredentials(m *MCP, rel func(string) string) error {
+	for _, name := range slices.Sorted(maps.Keys(m.Upstreams)) {
+		u := m.Upstreams[name]
+		key := "mcp.upstreams." + name
+		if len(u.Command) > 0 {
+			if len(u.Headers) > 0 {
+				return fmt.Errorf("%s.headers: only a url upstream takes headers (a command upstream takes env)", key)
+			}
+			if u.TokenExchange != nil {
+				return fmt.Errorf("%s.token_exchange: only a url upstream takes token_exchange", key)
+			}
+		}
+		if len(u.Headers) > 0 {
+			hs := make(map[string]MCPSecretRef, len(u.Headers))
+			for _, h := range slices.Sorted(maps.Keys(u.Headers)) {
+				ref := u.Headers[h]
+				if err := ref.check(key + ".headers." + h); err != nil {
+					return err
+				}
+				if strings.EqualFold(h, "authorization") && u.TokenExchange != nil {
+					return fmt.Errorf("%s.headers.%s: token_exchange sets Authorization; remove one", key, h)
+				}
+				ref.SecretFile = rel(ref.SecretFile)
+				hs[h] = ref
+			}
+			u.Headers = hs
+		}
+		if x := u.TokenExchange; x != nil {
+			tk := key + ".token_exchange"
+			c := *x
+			switch {
+			case c.TokenEndpoint == "":
+				return fmt.Errorf("%s.token_endpoint: required", tk)
+			case c.ClientID == "":
+				return fmt.Errorf("%s.client_id: required", tk)
+			case c.ClientSecretFile != "" && c.ClientSecretEnv != "":
+				return fmt.Errorf("%s: client_secret_file and client_secret_env both set; choose one", tk)
+			case c.ClientSecretFile == "" && c.ClientSecretEnv == "":
+				return fmt.Errorf("%s: client_secret_file or client_secret_env is required", tk)
+			case c.SubjectToken != "" && c.SubjectToken != SubjectPrincipal:
+				return fmt.Errorf("%s.subject_token: %q: want %s (the caller's own bearer token)", tk, c.SubjectToken, SubjectPrincipal)
+			case c.Timeout < 0:
+				return fmt.Errorf("%s.timeout: negative", tk)
+			}
+			c.SubjectToken = SubjectPrincipal
+			c.ClientSecretFile = rel(c.ClientSecretFile)
+			u.TokenExchange = &c
+		}
+		m.Upstreams[name] = u
+	}
+	return nil
+}
+
+func (r MCPSecretRef) check(key string) error {
+	switch {
+	case r.SecretFile != "" && r.SecretEnv != "":
+		return fmt.Errorf("%s: secret_file and secret_env both set; choose one", key)
+	case r.SecretFile == "" && r.SecretEnv == "":
+		return fmt.Errorf("%s: secret_file or secret_env is required (a header's value is a secret, never written in the config)", key)
+	}
+	return nil
 }
