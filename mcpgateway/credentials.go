@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -186,6 +187,42 @@ func checkCredentials(f string, u *Upstream) *OptionsError {
 	return nil
 }
 
+// CheckCredentials checks u's Headers and TokenExchange as New does; an
+// *OptionsError's Field is relative to the upstream (headers[0],
+// token_exchange.client_id).
+func CheckCredentials(u Upstream) error {
+	if err := checkCredentials("", &u); err != nil {
+		err.Field = strings.TrimPrefix(err.Field, ".")
+		return err
+	}
+	return nil
+}
+
+// credsOf is upstream idx's current credentials.
+func (g *Gateway) credsOf(idx int) *upcreds { return (*g.creds.Load())[idx] }
+
+// SetCredentials replaces the credentials of the upstreams named in ups
+// (their Headers and TokenExchange; other fields are not read): a config
+// reload's secrets, read again. The upstreams' exchanged tokens are
+// dropped, so each caller's next request exchanges anew. Nothing changes
+// when an upstream is unknown or its credentials are refused.
+func (g *Gateway) SetCredentials(ups []Upstream) error {
+	next := slices.Clone(*g.creds.Load())
+	for _, u := range ups {
+		i := slices.IndexFunc(g.opts.Upstreams, func(o Upstream) bool { return o.Name == u.Name })
+		if i < 0 {
+			return &OptionsError{Field: "upstreams", Reason: fmt.Sprintf("%q is not an upstream of this gateway", u.Name)}
+		}
+		u.Command, u.URL = g.opts.Upstreams[i].Command, g.opts.Upstreams[i].URL
+		if err := checkCredentials(fmt.Sprintf("upstreams[%d]", i), &u); err != nil {
+			return err
+		}
+		next[i] = newUpcreds(u, g.exchangeNow)
+	}
+	g.creds.Store(&next)
+	return nil
+}
+
 func loopbackHost(h string) bool {
 	if h == "localhost" {
 		return true
@@ -200,7 +237,7 @@ type upcreds struct {
 	ex      *exchanger  // nil without token exchange
 }
 
-func newUpcreds(u Upstream) *upcreds {
+func newUpcreds(u Upstream, now func() time.Time) *upcreds {
 	c := &upcreds{headers: http.Header{}}
 	for _, h := range u.Headers {
 		c.headers.Set(h.Name, string(h.Value))
@@ -210,7 +247,7 @@ func newUpcreds(u Upstream) *upcreds {
 		if x.Timeout == 0 {
 			x.Timeout = DefaultTokenExchangeTimeout
 		}
-		c.ex = &exchanger{upstream: u.Name, cfg: x, now: time.Now,
+		c.ex = &exchanger{upstream: u.Name, cfg: x, now: now,
 			client: &http.Client{Timeout: x.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse // a redirected exchange is refused, not followed with the credentials
 			}},
@@ -442,7 +479,7 @@ type credTransport struct {
 }
 
 func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	cr := t.c.d.g.creds[t.c.idx]
+	cr := t.c.d.g.credsOf(t.c.idx)
 	r2 := r.Clone(r.Context())
 	for k, v := range cr.headers {
 		r2.Header[k] = v
@@ -463,7 +500,7 @@ func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // exchanged is the session's token for the upstream (nil error and ""
 // without token exchange).
 func (c *upconn) exchanged(ctx context.Context) (string, error) {
-	ex := c.d.g.creds[c.idx].ex
+	ex := c.d.g.credsOf(c.idx).ex
 	if ex == nil {
 		return "", nil
 	}

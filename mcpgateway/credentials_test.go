@@ -548,3 +548,29 @@ func TestCredentialOptionsRefused(t *testing.T) {
 		assert.Contains(t, s, "[redacted]")
 	}
 }
+
+// TestCredentialReload: SetCredentials (a config reload's secrets, read
+// again) takes effect at the next request of live sessions; refused
+// credentials change nothing.
+func TestCredentialReload(t *testing.T) {
+	up := newGuardedUpstream(t, func(authz string) bool { return strings.HasPrefix(authz, "Bearer ") })
+	f := newFixture(t, nil, nil)
+	hdr := func(v string) []mcpgateway.Header {
+		return []mcpgateway.Header{{Name: "Authorization", Value: mcpgateway.Secret(v)}}
+	}
+	g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"},
+		Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: up.URL, Headers: hdr("Bearer old")}}})
+	cs := connect(t, g, nil)
+	toolNames(t, cs)
+	require.False(t, call(t, cs, "read_note", map[string]any{"name": "a"}).IsError)
+
+	require.NoError(t, g.SetCredentials([]mcpgateway.Upstream{{Name: "notes", Headers: hdr("Bearer new")}}))
+	require.False(t, call(t, cs, "read_note", map[string]any{"name": "a"}).IsError)
+
+	var oe *mcpgateway.OptionsError
+	require.ErrorAs(t, g.SetCredentials([]mcpgateway.Upstream{{Name: "notes", Headers: hdr("Bearer bad\n")}}), &oe)
+	assert.Equal(t, "upstreams[0].headers[0]", oe.Field)
+	require.ErrorAs(t, g.SetCredentials([]mcpgateway.Upstream{{Name: "other", Headers: hdr("Bearer x")}}), &oe)
+	require.False(t, call(t, cs, "read_note", map[string]any{"name": "a"}).IsError)
+	assert.Equal(t, []string{"Bearer old", "Bearer new", "Bearer new"}, up.calls())
+}

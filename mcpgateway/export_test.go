@@ -22,7 +22,8 @@ func FailRecords(g *Gateway, kind string) {
 // SetExchangeClock makes the token exchanges of g's upstreams read the
 // time from now. Call it before g serves anything.
 func SetExchangeClock(g *Gateway, now func() time.Time) {
-	for _, c := range g.creds {
+	g.exchangeNow = now
+	for _, c := range *g.creds.Load() {
 		if c.ex != nil {
 			c.ex.now = now
 		}

@@ -55,6 +55,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -136,8 +137,10 @@ type Gateway struct {
 	desk     *approval.Desk
 	impl     *mcp.Implementation
 	sessions sync.Map // *downstream, for Close
-	// creds are each upstream's credentials (Options.Upstreams' order).
-	creds []*upcreds
+	// creds are each upstream's credentials (Options.Upstreams' order),
+	// replaced whole by SetCredentials; exchangeNow is their clock.
+	creds       atomic.Pointer[[]*upcreds]
+	exchangeNow func() time.Time
 	// principals maps a request's principal reference to its principal
 	// while the request runs (principal.go).
 	principals sync.Map
@@ -201,9 +204,12 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		return nil, &OptionsError{Field: "approval_page_url", Reason: err.Error()}
 	}
 	g.routes.Store(&map[string]route{})
-	for _, u := range o.Upstreams {
-		g.creds = append(g.creds, newUpcreds(u))
+	g.exchangeNow = time.Now
+	creds := make([]*upcreds, len(o.Upstreams))
+	for i, u := range o.Upstreams {
+		creds[i] = newUpcreds(u, g.exchangeNow)
 	}
+	g.creds.Store(&creds)
 	// One writer of the log: the host records decisions, the gateway
 	// approvals.
 	if cfg.EventLog == nil && cfg.EventLogPath != "" {
