@@ -144,8 +144,8 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 }
 
 // reloadGateway is gatehost mcp's part of a config reload
-// (frontend.Reloader): the config file read as at start and the token
-// file again; the config's pipelines and plugins become the host the
+// (frontend.Reloader): the config file read as at start, the token file
+// and the upstreams' secrets again; the config's pipelines and plugins become the host the
 // gateway swaps in. What the gateway holds for its life — the mcp:,
 // auth:, store:, approvals:, tracing: and decision_log: sections, the event
 // log and session paths — must be unchanged (a restart changes them), and
@@ -169,6 +169,16 @@ func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded,
 		if err := sameForLife(start, l); err != nil {
 			_ = l.Close()
 			return nil, err
+		}
+		// The upstreams' secrets are read again (a rotated file or
+		// variable takes effect); the exchanged tokens start afresh.
+		opts, err := gatewayOptions(l.MCP)
+		if err == nil {
+			err = g.SetCredentials(opts.Upstreams)
+		}
+		if err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("config %s: %w", l.File, err)
 		}
 		onlyPipeline(&l.Host, pipeline)
 		mu.Lock()
