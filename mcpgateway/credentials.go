@@ -267,8 +267,6 @@ type exchanger struct {
 	mu      sync.Mutex
 	cache   map[[32]byte]exchanged
 	flights map[[32]byte]*flight
-	// count is the number of exchanges sent (tests).
-	count int
 }
 
 type exchanged struct {
@@ -297,7 +295,6 @@ func (x *exchanger) token(ctx context.Context, subject string) (string, error) {
 	if !ok {
 		fl = &flight{done: make(chan struct{})}
 		x.flights[key] = fl
-		x.count++
 		x.mu.Unlock()
 		go x.run(key, subject, fl)
 	} else {
@@ -482,7 +479,7 @@ func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	cr := t.c.d.g.credsOf(t.c.idx)
 	r2 := r.Clone(r.Context())
 	for k, v := range cr.headers {
-		r2.Header[k] = v
+		r2.Header[k] = slices.Clone(v)
 	}
 	if cr.ex != nil {
 		tok, err := t.c.exchanged(r.Context())
