@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,27 +34,8 @@ func TestMCPListenMetricsAndReload(t *testing.T) {
 	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n  sessions: {activate_on_list: [\"*\"]}\n")
 	good, err := os.ReadFile(cfg)
 	require.NoError(t, err)
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "mcp", "--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0", "--upstream-name", "memory", "--", server)
-	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	urlRE := regexp.MustCompile(`url=(http://\S+)/mcp`)
-	lines := bufio.NewScanner(stderr)
-	base := ""
-	for base == "" && lines.Scan() {
-		if m := urlRE.FindStringSubmatch(lines.Text()); m != nil {
-			base = m[1]
-		}
-	}
-	require.NotEmpty(t, base, "gatehost mcp never said where it listens")
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	cmd, base, _ := listenMCP(t, []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl")},
+		"--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0", "--upstream-name", "memory", "--", server)
 
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
@@ -128,4 +110,59 @@ func TestMCPListenMetricsAndReload(t *testing.T) {
 		})
 	}
 	assert.Contains(t, metrics(), `gatehost_decisions_total{pipeline="gated",verdict="rejected"} 1`)
+}
+
+// listenMCP starts `gatehost mcp ARGS` (--listen) as a child process with
+// env added, and returns it, the base URL it serves, and its stderr, read
+// on until the process ends.
+func listenMCP(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *stderrLog) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, append([]string{"mcp"}, args...)...)
+	cmd.Env = append(append(os.Environ(), cliChildEnv+"=1"), env...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	urlRE := regexp.MustCompile(`url=(http://\S+)/mcp`)
+	l := &stderrLog{done: make(chan struct{})}
+	lines := bufio.NewScanner(stderr)
+	base := ""
+	for base == "" && lines.Scan() {
+		l.add(lines.Text())
+		if m := urlRE.FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+		}
+	}
+	require.NotEmpty(t, base, "gatehost mcp never said where it listens")
+	go func() {
+		defer close(l.done)
+		for lines.Scan() {
+			l.add(lines.Text())
+		}
+	}()
+	return cmd, base, l
+}
+
+// stderrLog is a child's stderr; done is closed when it has ended.
+type stderrLog struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	done chan struct{}
+}
+
+func (l *stderrLog) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(line + "\n")
+}
+
+func (l *stderrLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
