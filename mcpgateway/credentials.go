@@ -394,7 +394,11 @@ func (x *exchanger) exchange(ctx context.Context, subject string) (string, time.
 		var e struct {
 			Error string `json:"error"`
 		}
-		reason := fmt.Sprintf("refused: the token endpoint answered HTTP %d", resp.StatusCode)
+		verb := "failed" // the endpoint's trouble, not a refusal of this caller
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			verb = "refused"
+		}
+		reason := fmt.Sprintf("%s: the token endpoint answered HTTP %d", verb, resp.StatusCode)
 		if json.Unmarshal(body, &e) == nil && errorCodeRE.MatchString(e.Error) {
 			reason += " " + e.Error
 		}

@@ -447,7 +447,7 @@ func TestCredentialExchangeExpiry(t *testing.T) {
 		timeout            time.Duration
 	}{
 		{"renewed", "", "", 0},
-		{"endpoint error", "500", "refused: the token endpoint answered HTTP 500", 0},
+		{"endpoint error", "500", "failed: the token endpoint answered HTTP 500", 0},
 		{"malformed answer", "malformed", "not a JSON object", 0},
 		{"no access_token", "no_token", "has no access_token", 0},
 		{"not bearer", "mac", `token_type "mac" is not Bearer or N_A`, 0},
