@@ -92,7 +92,7 @@ func (g *guardedUpstream) headerValues() []string {
 // tokenEndpoint is an RFC 8693 token endpoint: it exchanges the subject
 // tokens in good for fresh tokens (exchanged-1, exchanged-2, ...) living
 // expiresIn seconds, refuses others (400 invalid_grant), and fails as
-// fail says: "500", "malformed", "no_token", "mac", "hang".
+// fail says: "500", "malformed", "no_token", "mac", "redirect", "hang".
 type tokenEndpoint struct {
 	*httptest.Server
 	good      map[string]bool
@@ -161,6 +161,9 @@ func (e *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "mac":
 		answer(http.StatusOK, map[string]any{"access_token": "mac-token", "token_type": "mac", "expires_in": 60})
+		return
+	case "redirect":
+		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 		return
 	case "hang":
 		select {
@@ -451,6 +454,7 @@ func TestCredentialExchangeExpiry(t *testing.T) {
 		{"malformed answer", "malformed", "not a JSON object", 0},
 		{"no access_token", "no_token", "has no access_token", 0},
 		{"not bearer", "mac", `token_type "mac" is not Bearer or N_A`, 0},
+		{"redirect not followed", "redirect", "failed: the token endpoint answered HTTP 307", 0},
 		{"timeout", "hang", "did not answer within 2s", 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -480,6 +484,7 @@ func TestCredentialExchangeExpiry(t *testing.T) {
 			assert.Contains(t, text(res), "upstream notes")
 			assert.Contains(t, text(res), tc.reason)
 			assert.Len(t, up.calls(), 2, "the upstream never saw the call")
+			assert.Equal(t, 2, e.exchanges(), "one attempt at renewal, no redirect followed")
 			assert.Equal(t, 1, countKind(readRecords(t, x.f.logPath), "mcp_upstream_credentials", ""))
 			assertNoSecrets(t, x.logs, x.f, clientSecret, "exchanged-1", aliceToken)
 		})
