@@ -202,7 +202,8 @@ func CheckCredentials(u Upstream) error {
 func (g *Gateway) credsOf(idx int) *upcreds { return (*g.creds.Load())[idx] }
 
 // SetCredentials replaces the credentials of the upstreams named in ups
-// (their Headers and TokenExchange; other fields are not read): a config
+// (their Headers and TokenExchange, which an upstream keeps having or not
+// having; other fields are not read): a config
 // reload's secrets, read again. The upstreams' exchanged tokens are
 // dropped, so each caller's next request exchanges anew. Nothing changes
 // when an upstream is unknown or its credentials are refused.
@@ -212,6 +213,10 @@ func (g *Gateway) SetCredentials(ups []Upstream) error {
 		i := slices.IndexFunc(g.opts.Upstreams, func(o Upstream) bool { return o.Name == u.Name })
 		if i < 0 {
 			return &OptionsError{Field: "upstreams", Reason: fmt.Sprintf("%q is not an upstream of this gateway", u.Name)}
+		}
+		if (u.TokenExchange != nil) != (g.opts.Upstreams[i].TokenExchange != nil) {
+			// Callers' tokens are kept only when New saw token exchange.
+			return &OptionsError{Field: fmt.Sprintf("upstreams[%d].token_exchange", i), Reason: "added or removed; a new gateway changes that"}
 		}
 		u.Command, u.URL = g.opts.Upstreams[i].Command, g.opts.Upstreams[i].URL
 		if err := checkCredentials(fmt.Sprintf("upstreams[%d]", i), &u); err != nil {

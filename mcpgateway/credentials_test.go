@@ -576,6 +576,9 @@ func TestCredentialReload(t *testing.T) {
 	require.ErrorAs(t, g.SetCredentials([]mcpgateway.Upstream{{Name: "notes", Headers: hdr("Bearer bad\n")}}), &oe)
 	assert.Equal(t, "upstreams[0].headers[0]", oe.Field)
 	require.ErrorAs(t, g.SetCredentials([]mcpgateway.Upstream{{Name: "other", Headers: hdr("Bearer x")}}), &oe)
+	require.ErrorAs(t, g.SetCredentials([]mcpgateway.Upstream{{Name: "notes", TokenExchange: &mcpgateway.TokenExchange{
+		TokenEndpoint: "https://idp.example/token", ClientID: "gw", ClientSecret: "s"}}}), &oe)
+	assert.Equal(t, "upstreams[0].token_exchange", oe.Field)
 	require.False(t, call(t, cs, "read_note", map[string]any{"name": "a"}).IsError)
 	assert.Equal(t, []string{"Bearer old", "Bearer new", "Bearer new"}, up.calls())
 }

@@ -139,7 +139,11 @@ func (g *Gateway) withPrincipals(next http.Handler) http.Handler {
 			}
 		}
 		ref := randomHex(16)
-		g.principals.Store(ref, principalRef{p: p, token: bearerOf(r, p)})
+		pr := principalRef{p: p}
+		if g.exchanges {
+			pr.token = bearerOf(r, p)
+		}
+		g.principals.Store(ref, pr)
 		defer g.principals.Delete(ref)
 		r.Header.Set(principalRefHeader, ref)
 		next.ServeHTTP(w, r)

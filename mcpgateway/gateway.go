@@ -141,6 +141,9 @@ type Gateway struct {
 	// replaced whole by SetCredentials; exchangeNow is their clock.
 	creds       atomic.Pointer[[]*upcreds]
 	exchangeNow func() time.Time
+	// exchanges: some upstream takes a token exchanged for the caller's,
+	// so callers' bearer tokens are kept with their sessions (only then).
+	exchanges bool
 	// principals maps a request's principal reference to its principal
 	// while the request runs (principal.go).
 	principals sync.Map
@@ -208,6 +211,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	creds := make([]*upcreds, len(o.Upstreams))
 	for i, u := range o.Upstreams {
 		creds[i] = newUpcreds(u, g.exchangeNow)
+		g.exchanges = g.exchanges || u.TokenExchange != nil
 	}
 	g.creds.Store(&creds)
 	// One writer of the log: the host records decisions, the gateway
