@@ -531,7 +531,3 @@ func (d *downstream) authorize(ctx context.Context, up *upconn, runID string) er
 		"principal": principalLabel(d.principal), "run_id": runID, "reason": err.Error()})
 	return err
 }
-
-// kindUpstreamCredentials: a call was not sent for want of the upstream's
-// credentials (token exchange refused, failed, or impossible).
-const kindUpstreamCredentials = "mcp_upstream_credentials"

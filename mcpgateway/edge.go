@@ -22,6 +22,10 @@ const (
 	// kindUpstreamRequest: an upstream asked the client something
 	// (elicitation, sampling, roots), relayed or refused.
 	kindUpstreamRequest = "mcp_upstream_request"
+	// kindUpstreamCredentials: a call was not sent for want of the
+	// upstream's credentials (token exchange refused, failed, or
+	// impossible without a caller token).
+	kindUpstreamCredentials = "mcp_upstream_credentials"
 )
 
 // Errors of the edge, for errors.Is.
