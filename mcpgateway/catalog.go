@@ -20,8 +20,9 @@ type route struct {
 	// its results must conform to it (MCP "Tools", output schema) — a
 	// denial's Decision then travels in _meta only.
 	outputSchema bool
-	// def is the tool as the baseline pins it: what the model is shown.
-	def *mcp.Tool
+	// def is the tool as the baseline pins it (as its upstream sent it):
+	// what the model is shown, under the exposed name.
+	def json.RawMessage
 }
 
 // exposedName is the wire name of an upstream's tool: its own name, or
@@ -114,9 +115,13 @@ func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]ro
 	for _, it := range items {
 		u := g.opts.Upstreams[it.up]
 		collides := len(skeletons[nameSkeleton(it.def.Name)]) > 1
+		// The catalog reads the SDK's form of the definition: it reads
+		// name, description, input schema and annotations only, and an
+		// unknown member must not refuse the tool (drift in any member is
+		// the baseline's to see, by digest).
 		doc, _ := json.Marshal(struct {
-			Tools []json.RawMessage `json:"tools"`
-		}{[]json.RawMessage{it.raw}})
+			Tools []*mcp.Tool `json:"tools"`
+		}{[]*mcp.Tool{it.def}})
 		ts, err := catalog.Parse(doc, catalog.ImportOptions{Format: catalog.FormatMCP, Server: u.Name})
 		if err != nil || len(ts) != 1 {
 			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", it.def.Name, "error", err)
@@ -134,7 +139,7 @@ func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]ro
 		if _, dup := routes[t.Name]; dup {
 			g.opts.Logger.Warn("mcp gateway: two tools would share one wire name; both are namespaced", "name", t.Name)
 		}
-		routes[t.Name] = route{upstream: it.up, name: it.def.Name, outputSchema: it.def.OutputSchema != nil, def: it.def}
+		routes[t.Name] = route{upstream: it.up, name: it.def.Name, outputSchema: it.def.OutputSchema != nil, def: it.raw}
 		tools = append(tools, t)
 	}
 	return tools, routes

@@ -372,33 +372,40 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 	switch p := req.GetParams().(type) {
 	case *mcp.ListResourcesParams:
 		if len(d.ups) == 1 {
-			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourcesResult, error) { return cs.ListResources(ctx, p) })
+			return passOn(ctx, d.ups[0], func(ctx context.Context, cs *mcp.ClientSession) error {
+				_, err := cs.ListResources(ctx, p)
+				return err
+			})
 		}
-		all, err := mergeAll(ctx, d, "resources/list", func(cs *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
+		all, err := mergeAll(ctx, d, "resources/list", "resources", func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
 			r, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
 			}
 			return r.Resources, r.NextCursor, nil
 		})
-		return &mcp.ListResourcesResult{Resources: all}, err
+		return mergedResult("resources", all, err)
 	case *mcp.ListResourceTemplatesParams:
 		if len(d.ups) == 1 {
-			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListResourceTemplatesResult, error) {
-				return cs.ListResourceTemplates(ctx, p)
+			return passOn(ctx, d.ups[0], func(ctx context.Context, cs *mcp.ClientSession) error {
+				_, err := cs.ListResourceTemplates(ctx, p)
+				return err
 			})
 		}
-		all, err := mergeAll(ctx, d, "resources/templates/list", func(cs *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+		all, err := mergeAll(ctx, d, "resources/templates/list", "resourceTemplates", func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			r, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
 			}
 			return r.ResourceTemplates, r.NextCursor, nil
 		})
-		return &mcp.ListResourceTemplatesResult{ResourceTemplates: all}, err
+		return mergedResult("resourceTemplates", all, err)
 	case *mcp.ListPromptsParams:
 		if len(d.ups) == 1 {
-			return withSession(ctx, d.ups[0], func(cs *mcp.ClientSession) (*mcp.ListPromptsResult, error) { return cs.ListPrompts(ctx, p) })
+			return passOn(ctx, d.ups[0], func(ctx context.Context, cs *mcp.ClientSession) error {
+				_, err := cs.ListPrompts(ctx, p)
+				return err
+			})
 		}
 		return d.listPrompts(ctx)
 	case *mcp.ReadResourceParams:
@@ -475,8 +482,8 @@ func ownerPrompt(name string) ownerTest {
 			return false, err
 		}
 		owns, alike := false, false
-		for _, p := range ps {
-			switch {
+		for _, w := range ps {
+			switch p := w.v; {
 			case p == nil:
 			case p.Name == name:
 				owns = true
@@ -494,24 +501,26 @@ func ownerPrompt(name string) ownerTest {
 // errLookalike: a prompt's name could be taken for another's.
 var errLookalike = errors.New("a prompt's name could be taken for another's")
 
-func listPrompts(ctx context.Context, o Options, cs *mcp.ClientSession) ([]*mcp.Prompt, error) {
-	return listAll(ctx, o, "prompts/list", func(cursor string) ([]*mcp.Prompt, string, error) {
+func listPrompts(ctx context.Context, o Options, cs *mcp.ClientSession) ([]wire[*mcp.Prompt], error) {
+	ps, _, err := listWire(ctx, o, "prompts/list", "prompts", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 		r, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
 		}
 		return r.Prompts, r.NextCursor, nil
 	})
+	return ps, err
 }
 
 // listPrompts merges the upstreams' prompts, leaving out a name with
 // invisible or control characters and every prompt whose name a person
 // could take for another upstream's (the tools' skeleton rule): a prompt
 // is chosen by its name alone, so look-alikes are not offered at all.
+// Each prompt is passed on as its upstream sent it.
 func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 	type item struct {
 		up int
-		p  *mcp.Prompt
+		p  wire[*mcp.Prompt]
 	}
 	var items []item
 	ups := map[string]map[int]bool{}
@@ -526,7 +535,8 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 			d.g.opts.Logger.Warn("mcp gateway: upstream prompts not listed; left out", "upstream", c.u.Name, "error", err)
 			continue
 		}
-		for _, p := range ps {
+		for _, w := range ps {
+			p := w.v
 			if p == nil {
 				continue
 			}
@@ -534,7 +544,7 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 				d.g.opts.Logger.Warn("mcp gateway: upstream prompt not exposed", "upstream", c.u.Name, "prompt", fmt.Sprintf("%q", p.Name), "reason", why)
 				continue
 			}
-			items = append(items, item{i, p})
+			items = append(items, item{i, w})
 			sk := nameSkeleton(p.Name)
 			if ups[sk] == nil {
 				ups[sk] = map[int]bool{}
@@ -542,15 +552,15 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 			ups[sk][i] = true
 		}
 	}
-	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
+	var out []wire[*mcp.Prompt]
 	for _, it := range items {
-		if len(ups[nameSkeleton(it.p.Name)]) > 1 {
-			d.g.opts.Logger.Warn("mcp gateway: prompt names of several upstreams could be taken for each other; not exposed", "upstream", d.ups[it.up].u.Name, "prompt", it.p.Name)
+		if len(ups[nameSkeleton(it.p.v.Name)]) > 1 {
+			d.g.opts.Logger.Warn("mcp gateway: prompt names of several upstreams could be taken for each other; not exposed", "upstream", d.ups[it.up].u.Name, "prompt", it.p.v.Name)
 			continue
 		}
-		out.Prompts = append(out.Prompts, it.p)
+		out = append(out, it.p)
 	}
-	return out, nil
+	return listResult("prompts", out, nil)
 }
 
 // owned sends a request about one item (a resource, a prompt, a
@@ -631,23 +641,25 @@ func templateMatches(tpl, uri string) bool {
 
 // mergeAll reads every page of one list from every upstream, in upstream
 // order, each within the listing bounds: several upstreams answer a list
-// method together.
-func mergeAll[T any](ctx context.Context, d *downstream, method string, page func(cs *mcp.ClientSession, cursor string) ([]T, string, error)) ([]T, error) {
-	all := []T{}
+// method together. Items are kept as each upstream sent them; key is the
+// list result's member that holds them.
+func mergeAll[T any](ctx context.Context, d *downstream, method, key string, page func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]T, string, error)) ([]wire[T], error) {
+	all := []wire[T]{}
 	err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error {
-		items, err := listAll(ctx, d.g.opts, method, func(cursor string) ([]T, string, error) { return page(cs, cursor) })
+		items, _, err := listWire(ctx, d.g.opts, method, key, func(ctx context.Context, cursor string) ([]T, string, error) { return page(ctx, cs, cursor) })
 		all = append(all, items...)
 		return err
 	})
 	return all, err
 }
 
-func withSession[R mcp.Result](ctx context.Context, c *upconn, f func(*mcp.ClientSession) (R, error)) (mcp.Result, error) {
-	cs, err := c.session(ctx)
+// mergedResult answers a list method several upstreams answered
+// together: their items, and no member of any one's result.
+func mergedResult[T any](key string, items []wire[T], err error) (mcp.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f(cs)
+	return listResult(key, items, nil)
 }
 
 // fromUpstream is the upstream clients' receiving middleware: requests the

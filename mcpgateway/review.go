@@ -61,12 +61,9 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 			failed = append(failed, UpstreamError{Upstream: c.u.Name, Error: err.Error()})
 			continue
 		}
-		for _, t := range tools {
-			if badToolName(t.Name) != "" {
-				continue
-			}
-			def, err := json.Marshal(t)
-			if err != nil {
+		for _, w := range tools {
+			t, def := w.v, w.raw
+			if t == nil || badToolName(t.Name) != "" {
 				continue
 			}
 			digest, err := baseline.Digest(def)
@@ -88,7 +85,7 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 
 // listOnce connects to the upstream, reads its tools within the listing
 // bounds, and closes the connection; nothing is published.
-func (c *upconn) listOnce(ctx context.Context) ([]*mcp.Tool, error) {
+func (c *upconn) listOnce(ctx context.Context) ([]wire[*mcp.Tool], error) {
 	cctx, cancel := context.WithTimeout(ctx, c.d.g.opts.ConnectTimeout)
 	defer cancel()
 	cs, err := c.connect(cctx)
@@ -96,13 +93,8 @@ func (c *upconn) listOnce(ctx context.Context) ([]*mcp.Tool, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
 	defer func() { _ = cs.Close() }()
-	return listAll(cctx, c.d.g.opts, "tools/list", func(cursor string) ([]*mcp.Tool, string, error) {
-		r, err := cs.ListTools(cctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Tools, r.NextCursor, nil
-	})
+	tools, _, err := listWireTools(cctx, c.d.g.opts, cs)
+	return tools, err
 }
 
 // ErrNotReviewed: ApproveBaseline was given a tool the review does not

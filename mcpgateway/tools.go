@@ -25,30 +25,32 @@ import (
 type listing struct {
 	tools   []*mcp.Tool
 	digests map[string]string // tool name → baseline.Digest of its definition
-	defs    map[string]json.RawMessage
+	// defs are the definitions as the upstream sent them (gatehost's
+	// _meta namespace removed): what is pinned, and what is shown.
+	defs map[string]json.RawMessage
+	// result is the members of the upstream's list result other than
+	// tools and nextCursor (its first page's), passed on when it is the
+	// gateway's only upstream.
+	result map[string]json.RawMessage
 }
 
 // relist reads every page of an upstream connection's tools/list (bounded:
 // Options.MaxList*), keeps it as the connection's listing, takes into the
 // baseline the tools the config trusts at their first listing, records
 // every definition that differs from its baseline entry, and publishes
-// the baseline as the catalog.
+// the baseline as the catalog. A definition is the tool object exactly as
+// the upstream sent it, every member included (wirelist.go).
 func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) error {
 	// A change announced while the list is read leaves the upstream
 	// stale, and the next call lists once more.
 	gen := c.changes.Load()
-	tools, err := listAll(ctx, g.opts, "tools/list", func(cursor string) ([]*mcp.Tool, string, error) {
-		r, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			return nil, "", err
-		}
-		return r.Tools, r.NextCursor, nil
-	})
+	tools, rest, err := listWireTools(ctx, g.opts, cs)
 	if err != nil {
 		return err
 	}
-	l := &listing{digests: map[string]string{}, defs: map[string]json.RawMessage{}}
-	for _, t := range tools {
+	l := &listing{digests: map[string]string{}, defs: map[string]json.RawMessage{}, result: rest}
+	for _, w := range tools {
+		t := w.v
 		if t == nil {
 			continue
 		}
@@ -60,16 +62,13 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 			g.opts.Logger.Warn("mcp gateway: upstream lists a tool name twice; the first is kept", "upstream", c.u.Name, "tool", t.Name)
 			continue
 		}
-		def, err := json.Marshal(t)
+		d, err := baseline.Digest(w.raw)
 		if err != nil {
-			continue
-		}
-		d, err := baseline.Digest(def)
-		if err != nil {
+			g.opts.Logger.Warn("mcp gateway: upstream tool not exposed", "upstream", c.u.Name, "tool", t.Name, "reason", err)
 			continue
 		}
 		l.tools = append(l.tools, t)
-		l.digests[t.Name], l.defs[t.Name] = d, def
+		l.digests[t.Name], l.defs[t.Name] = d, w.raw
 	}
 	set, err := g.opts.Baseline.Load(ctx)
 	if err != nil {
@@ -329,7 +328,8 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 
 // listTools answers tools/list: for every upstream that answers, the
 // tools it lists that the trust baseline holds, each shown as the baseline
-// pins it (what the model sees is what was approved). An upstream that
+// pins it (what the model sees is what was approved): the definition as
+// the upstream sent it, byte for byte in meaning, under its exposed name. An upstream that
 // cannot be reached or listed leaves out its own tools only (logged).
 func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 	for _, c := range d.ups {
@@ -353,7 +353,7 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gatehost session %s: %w", d.sessionID(), err)
 	}
-	out := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	var shown []json.RawMessage
 	for _, c := range d.ups {
 		l := c.listing.Load()
 		if l == nil {
@@ -378,12 +378,25 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 					continue
 				}
 			}
-			shown := *routes[exposed].def
-			shown.Name = exposed
-			out.Tools = append(out.Tools, &shown)
+			def := routes[exposed].def
+			if exposed != t.Name {
+				if def, err = renamed(def, exposed); err != nil {
+					continue
+				}
+			}
+			shown = append(shown, def)
 		}
 	}
-	return out, nil
+	// The list result's own members (_meta, caching hints) are the
+	// upstream's when there is one upstream; with several, the answer is
+	// none of theirs, and has none.
+	var rest map[string]json.RawMessage
+	if len(d.ups) == 1 {
+		if l := d.ups[0].listing.Load(); l != nil {
+			rest = l.result
+		}
+	}
+	return rawListResult("tools", shown, rest)
 }
 
 // callTool decides on a tools/call and forwards it only when accepted.

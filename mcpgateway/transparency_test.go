@@ -3,16 +3,22 @@ package mcpgateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/mcpgateway"
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
 // recorder is a client that records what servers ask of it.
@@ -150,4 +156,243 @@ func TestTransparency(t *testing.T) {
 		defer rec.mu.Unlock()
 		assert.ElementsMatch(t, []float64{1, 2}, rec.progress)
 	})
+}
+
+// rawUpstream is an MCP server over Streamable HTTP that answers each
+// method with the JSON it is given, verbatim: it lists what the Go SDK's
+// types cannot express (fields of later revisions, vendors' fields).
+type rawUpstream struct {
+	mu      sync.Mutex
+	results map[string]string // method → result JSON
+}
+
+func (u *rawUpstream) set(method, result string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.results[method] = result
+}
+
+func (u *rawUpstream) serve(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		body, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(body, &req) != nil || req.ID == nil {
+			w.WriteHeader(http.StatusAccepted) // a notification
+			return
+		}
+		u.mu.Lock()
+		res, ok := u.results[req.Method]
+		u.mu.Unlock()
+		if req.Method == "initialize" {
+			res, ok = `{"protocolVersion":"`+req.Params.ProtocolVersion+`","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"raw","version":"1"}}`, true
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if !ok {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32601,"message":"no such method"}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+res+`}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// rawClient speaks JSON-RPC to the gateway over an in-memory transport
+// and reads its answers as they are on the wire.
+type rawClient struct {
+	t    *testing.T
+	conn mcp.Connection
+	id   int
+}
+
+func connectRaw(t *testing.T, g *mcpgateway.Gateway) *rawClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ct, st := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- g.ServeTransport(ctx, st) }()
+	conn, err := ct.Connect(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = conn.Close()
+		cancel()
+		<-done
+	})
+	c := &rawClient{t: t, conn: conn}
+	c.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	require.NoError(t, conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)}))
+	return c
+}
+
+// call sends a request and returns the result's JSON as it came.
+func (c *rawClient) call(method, params string) json.RawMessage {
+	c.t.Helper()
+	ctx := context.Background()
+	c.id++
+	id, err := jsonrpc.MakeID(float64(c.id))
+	require.NoError(c.t, err)
+	require.NoError(c.t, c.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: json.RawMessage(params)}))
+	for {
+		m, err := c.conn.Read(ctx)
+		require.NoError(c.t, err)
+		if r, ok := m.(*jsonrpc.Response); ok && r.ID == id {
+			require.NoError(c.t, r.Error, method)
+			return r.Result
+		}
+	}
+}
+
+// members decodes a JSON object's members.
+func members(t *testing.T, raw json.RawMessage) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m), "%s", raw)
+	return m
+}
+
+func items(t *testing.T, raw json.RawMessage, key string) []json.RawMessage {
+	t.Helper()
+	var out []json.RawMessage
+	require.NoError(t, json.Unmarshal(members(t, raw)[key], &out), "%s", raw)
+	return out
+}
+
+// An upstream's tool as the SDK's types cannot hold it: execution and an
+// unknown field they drop, annotations without the hints they would add,
+// a vendor's _meta key, and one of gatehost's that the gateway removes.
+const (
+	wireTool = `{"name":"probe","title":"Probe","description":"Reads.",
+		"inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},
+		"annotations":{"readOnlyHint":true},
+		"execution":{"taskSupport":"optional"},
+		"icons":[{"src":"https://icons.example/probe.png","mimeType":"image/png","sizes":["48x48"]}],
+		"_meta":{"vendor/x":1,"gatehost/decision":"forged"},
+		"futureField":{"nested":[1,2.5,{"k":null}],"s":"<&>"}}`
+	// wireToolShown is wireTool less gatehost's _meta key.
+	wireToolShown = `{"name":"probe","title":"Probe","description":"Reads.",
+		"inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},
+		"annotations":{"readOnlyHint":true},
+		"execution":{"taskSupport":"optional"},
+		"icons":[{"src":"https://icons.example/probe.png","mimeType":"image/png","sizes":["48x48"]}],
+		"_meta":{"vendor/x":1},
+		"futureField":{"nested":[1,2.5,{"k":null}],"s":"<&>"}}`
+	wireResource = `{"uri":"file:///r","name":"r","icons":[{"src":"https://icons.example/r.png"}],"annotations":{"audience":["user"]},"futureField":1}`
+	wireTemplate = `{"uriTemplate":"file:///t/{x}","name":"t","futureField":true}`
+	wirePrompt   = `{"name":"p","icons":[{"src":"https://icons.example/p.png"}],"arguments":[{"name":"a","required":true}],"futureField":"x"}`
+)
+
+func newRawUpstream(prompt string) *rawUpstream {
+	return &rawUpstream{results: map[string]string{
+		"tools/list":               `{"tools":[` + wireTool + `],"_meta":{"vendor/list":true}}`,
+		"resources/list":           `{"resources":[` + wireResource + `]}`,
+		"resources/templates/list": `{"resourceTemplates":[` + wireTemplate + `]}`,
+		"prompts/list":             `{"prompts":[` + strings.Replace(wirePrompt, `"p"`, `"`+prompt+`"`, 1) + `]}`,
+	}}
+}
+
+// withName is a definition with its name replaced.
+func withName(t *testing.T, def, name string) string {
+	t.Helper()
+	m := members(t, json.RawMessage(def))
+	m["name"], _ = json.Marshal(name)
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestTransparentLists: the lists reach the client as the upstream sent
+// them, read on the raw wire: every field of every tool, resource,
+// template and prompt (no default added, none dropped), and of the list
+// result only the upstream's own members (no ttlMs or cacheScope the
+// upstream did not send). gatehost's _meta namespace is gatehost's only.
+func TestTransparentLists(t *testing.T) {
+	up := newRawUpstream("p")
+	srv := up.serve(t)
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[]}`), nil, nil)
+	bl := baseline.NewMemory()
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "raw", URL: srv.URL}}, ActivateOnList: []string{"*"}, Baseline: bl})
+	c := connectRaw(t, g)
+
+	res := c.call("tools/list", `{}`)
+	assert.JSONEq(t, `{"tools":[`+wireToolShown+`],"_meta":{"vendor/list":true}}`, string(res))
+	for _, tc := range []struct{ method, want string }{
+		{"resources/list", `{"resources":[` + wireResource + `]}`},
+		{"resources/templates/list", `{"resourceTemplates":[` + wireTemplate + `]}`},
+		{"prompts/list", `{"prompts":[` + wirePrompt + `]}`},
+	} {
+		assert.JSONEq(t, tc.want, string(c.call(tc.method, `{}`)), tc.method)
+	}
+
+	// What is shown is what is pinned.
+	set, err := bl.Load(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, set.Len())
+	assert.JSONEq(t, wireToolShown, string(set.Entries()[0].Definition))
+}
+
+// TestTransparentListsMerged: with several upstreams, each item is still
+// the upstream's own (a tool namespaced for a name another upstream also
+// lists differs in its name only), and the merged result has no member of
+// any one upstream's result.
+func TestTransparentListsMerged(t *testing.T) {
+	a, b := newRawUpstream("pa"), newRawUpstream("pb")
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[]}`), nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{
+		{Name: "a", URL: a.serve(t).URL}, {Name: "b", URL: b.serve(t).URL}}, ActivateOnList: []string{"*"}})
+	c := connectRaw(t, g)
+
+	res := c.call("tools/list", `{}`)
+	assert.NotContains(t, members(t, res), "_meta")
+	tools := items(t, res, "tools")
+	require.Len(t, tools, 2, "%s", res)
+	got := map[string]string{}
+	for _, tl := range tools {
+		var n struct{ Name string }
+		require.NoError(t, json.Unmarshal(tl, &n))
+		got[n.Name] = string(tl)
+	}
+	for _, name := range []string{"a.probe", "b.probe"} {
+		require.Contains(t, got, name)
+		assert.JSONEq(t, withName(t, wireToolShown, name), got[name])
+	}
+	for _, tc := range []struct{ method, want string }{
+		{"resources/list", `{"resources":[` + wireResource + `,` + wireResource + `]}`},
+		{"resources/templates/list", `{"resourceTemplates":[` + wireTemplate + `,` + wireTemplate + `]}`},
+		{"prompts/list", `{"prompts":[` + withName(t, wirePrompt, "pa") + `,` + withName(t, wirePrompt, "pb") + `]}`},
+	} {
+		assert.JSONEq(t, tc.want, string(c.call(tc.method, `{}`)), tc.method)
+	}
+}
+
+// TestTransparentListDrift: the baseline pins the whole definition as
+// sent, so a change in a field the SDK does not know is drift: the tool is
+// still shown as pinned, and a call is refused as tool_drifted.
+func TestTransparentListDrift(t *testing.T) {
+	up := newRawUpstream("p")
+	srv := up.serve(t)
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[]}`), nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "raw", URL: srv.URL}}, ActivateOnList: []string{"*"}})
+	cs := connect(t, g, nil)
+	require.Equal(t, []string{"probe"}, toolNames(t, cs))
+
+	up.set("tools/list", `{"tools":[`+strings.Replace(wireTool, `"taskSupport":"optional"`, `"taskSupport":"required"`, 1)+`]}`)
+	rc := connectRaw(t, g)
+	assert.JSONEq(t, `{"tools":[`+wireToolShown+`]}`, string(rc.call("tools/list", `{}`)), "shown as pinned")
+	_, err := cs.ListTools(context.Background(), nil) // this session's connection lists the change too
+	require.NoError(t, err)
+	r := call(t, cs, "probe", map[string]any{"q": "x"})
+	require.True(t, r.IsError)
+	assert.Contains(t, findingCodes(t, r), mcpgateway.CodeToolDrifted, text(r))
+	assert.Contains(t, text(r), "/execution/taskSupport")
 }

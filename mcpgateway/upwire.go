@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,7 +25,10 @@ const metaNamespace = "gatehost/"
 //     once (onToolsChanged), before any later message (such as the answer
 //     to the call that triggered the change) is read: so no call is
 //     decided on the old definitions once the change is announced;
-//   - gatehost's _meta namespace is removed from every params and result.
+//   - gatehost's _meta namespace is removed from every params and result;
+//   - the result of a request sent with a rawCapture in its context is
+//     kept as it came on the wire (after that removal), for the gateway
+//     to pass on what the SDK's types would drop or add to (rawCall).
 type upstreamTransport struct {
 	mcp.Transport
 	onToolsChanged func()
@@ -40,6 +45,16 @@ func (t *upstreamTransport) Connect(ctx context.Context) (mcp.Connection, error)
 type upstreamConn struct {
 	mcp.Connection
 	onToolsChanged func()
+	pending        sync.Map // jsonrpc.ID of a request sent → *rawCapture
+}
+
+func (c *upstreamConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+		if rc, ok := ctx.Value(rawCaptureKey{}).(*rawCapture); ok {
+			rc.register(c, r.ID)
+		}
+	}
+	return c.Connection.Write(ctx, m)
 }
 
 func (c *upstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -55,8 +70,58 @@ func (c *upstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		m.Params = stripGatehostMeta(m.Params)
 	case *jsonrpc.Response:
 		m.Result = stripGatehostMeta(m.Result)
+		if rc, ok := c.pending.LoadAndDelete(m.ID); ok && m.Error == nil {
+			rc.(*rawCapture).set(m.Result)
+		}
 	}
 	return m, nil
+}
+
+type rawCaptureKey struct{}
+
+// rawCapture receives the wire form of the result of the request sent
+// with its context. The upstream connection fills it as it reads the
+// response, before the SDK decodes it, so it is set when the SDK call
+// returns.
+type rawCapture struct {
+	mu     sync.Mutex
+	result json.RawMessage
+	sent   []func() // unregister what was registered
+}
+
+func (rc *rawCapture) register(c *upstreamConn, id jsonrpc.ID) {
+	c.pending.Store(id, rc)
+	rc.mu.Lock()
+	rc.sent = append(rc.sent, func() { c.pending.CompareAndDelete(id, rc) })
+	rc.mu.Unlock()
+}
+
+func (rc *rawCapture) set(result json.RawMessage) {
+	rc.mu.Lock()
+	rc.result = bytes.Clone(result)
+	rc.mu.Unlock()
+}
+
+// rawCall runs f, which sends one request upstream through the SDK, and
+// returns the result as the upstream sent it (gatehost's _meta namespace
+// removed). The SDK's reading of the same result is what f keeps; the wire
+// form is what the gateway passes on and pins: the SDK's types drop
+// fields they do not know and add defaults the upstream never sent.
+func rawCall(ctx context.Context, f func(ctx context.Context) error) (json.RawMessage, error) {
+	rc := &rawCapture{}
+	err := f(context.WithValue(ctx, rawCaptureKey{}, rc))
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, unregister := range rc.sent {
+		unregister()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rc.result == nil {
+		return nil, errors.New("the upstream's answer was not seen on the wire")
+	}
+	return rc.result, nil
 }
 
 // stripGatehostMeta removes every key of gatehost's namespace from the
