@@ -94,6 +94,9 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 			}
 		}
 	}
+	if set, err = g.repinWireForm(ctx, c.u.Name, l, set); err != nil {
+		return fmt.Errorf("trust baseline: %w", err)
+	}
 	for _, t := range l.tools {
 		if e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: t.Name}); ok && e.Digest != l.digests[t.Name] {
 			g.noteDrift(c.u.Name, t.Name, e, l.digests[t.Name], l.defs[t.Name])
@@ -108,6 +111,59 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 		_ = g.checkPolicies() // a verdict is logged, recorded and on /readyz
 	}
 	return err
+}
+
+// repinWireForm moves to the listed definition every baseline entry that
+// differs from it only by the defaults the SDK's types added when the
+// gateway pinned its re-encoding rather than the upstream's wire form
+// (sdkDefaultsOnly): the same tool, meaning the same, so the approval
+// stands (same approver and time), now over what the model is shown.
+// Any other difference is drift, as always.
+func (g *Gateway) repinWireForm(ctx context.Context, upstream string, l *listing, set *baseline.Set) (*baseline.Set, error) {
+	var repin []baseline.Entry
+	for _, t := range l.tools {
+		e, ok := set.Get(baseline.Key{Upstream: upstream, Tool: t.Name})
+		if !ok || e.Digest == l.digests[t.Name] || !sdkDefaultsOnly(e.Definition, l.defs[t.Name]) {
+			continue
+		}
+		if ne, err := baseline.NewEntry(upstream, t.Name, l.defs[t.Name], e.ApprovedBy, e.ApprovedAt); err == nil {
+			repin = append(repin, ne)
+		}
+	}
+	if len(repin) == 0 {
+		return set, nil
+	}
+	set, err := g.opts.Baseline.Approve(ctx, repin)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range repin {
+		g.opts.Logger.Info("mcp gateway: baseline entry re-pinned in the form the upstream sends (it differed by the SDK's defaults only)",
+			"upstream", e.Upstream, "tool", e.Tool, "digest", e.Digest)
+		g.recordEdge(kindBaselineApproved, map[string]any{"upstream": e.Upstream, "tool": e.Tool, "digest": e.Digest,
+			"approved_by": e.ApprovedBy, "repinned": "wire_form"})
+	}
+	return set, nil
+}
+
+// sdkDefaults are the members the SDK's types add to a tool that lacks
+// them, each with the value that absence means (MCP ToolAnnotations).
+var sdkDefaults = map[string]string{
+	"/annotations/readOnlyHint":   "false",
+	"/annotations/idempotentHint": "false",
+}
+
+// sdkDefaultsOnly reports whether listed is pinned with nothing but
+// sdkDefaults added: every difference is one of them, present in pinned
+// with its default value and absent from listed.
+func sdkDefaultsOnly(pinned, listed json.RawMessage) bool {
+	changes := baseline.Diff(pinned, listed)
+	for _, ch := range changes {
+		if v, ok := sdkDefaults[ch.Path]; !ok || ch.Old != v || ch.New != "" {
+			return false
+		}
+	}
+	return len(changes) > 0
 }
 
 // trustedAtFirstListing reports whether the config names the tool in

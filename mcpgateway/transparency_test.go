@@ -396,3 +396,64 @@ func TestTransparentListDrift(t *testing.T) {
 	assert.Contains(t, findingCodes(t, r), mcpgateway.CodeToolDrifted, text(r))
 	assert.Contains(t, text(r), "/execution/taskSupport")
 }
+
+// sdkForm is a definition as the SDK's types re-encode it: what the
+// gateway used to pin.
+func sdkForm(t *testing.T, def string) json.RawMessage {
+	t.Helper()
+	var tl mcp.Tool
+	require.NoError(t, json.Unmarshal([]byte(def), &tl))
+	b, err := json.Marshal(&tl)
+	require.NoError(t, err)
+	return b
+}
+
+// TestTransparentListRepinsSDKForm: a baseline entry pinned in the SDK's
+// re-encoding of the listed definition, which differs from the wire form
+// only by the defaults the SDK adds, is the same approval and is re-pinned
+// in the wire form; one whose wire form carries more (a field the SDK
+// dropped) is drift, to be approved again.
+func TestTransparentListRepinsSDKForm(t *testing.T) {
+	const plain = `{"name":"plain","description":"Reads.","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`
+	up := newRawUpstream("p")
+	up.set("tools/list", `{"tools":[`+plain+`,`+wireTool+`]}`)
+	up.set("tools/call", `{"content":[{"type":"text","text":"called"}]}`)
+	srv := up.serve(t)
+	ctx := context.Background()
+	bl := baseline.NewMemory()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var entries []baseline.Entry
+	for _, def := range []string{plain, wireToolShown} {
+		legacy := sdkForm(t, def)
+		require.NotContains(t, string(legacy), "execution")
+		var n struct{ Name string }
+		require.NoError(t, json.Unmarshal(legacy, &n))
+		e, err := baseline.NewEntry("raw", n.Name, legacy, "ops@example", at)
+		require.NoError(t, err)
+		entries = append(entries, e)
+	}
+	_, err := bl.Approve(ctx, entries)
+	require.NoError(t, err)
+
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[]}`), nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "raw", URL: srv.URL}}, ActivateOnList: []string{"*"}, Baseline: bl})
+	cs := connect(t, g, nil)
+	require.ElementsMatch(t, []string{"plain", "probe"}, toolNames(t, cs))
+
+	set, err := bl.Load(ctx)
+	require.NoError(t, err)
+	e, ok := set.Get(baseline.Key{Upstream: "raw", Tool: "plain"})
+	require.True(t, ok)
+	assert.JSONEq(t, plain, string(e.Definition), "re-pinned as sent")
+	assert.Equal(t, "ops@example", e.ApprovedBy)
+	assert.True(t, at.Equal(e.ApprovedAt))
+	r := call(t, cs, "plain", map[string]any{})
+	assert.False(t, r.IsError, text(r))
+
+	e, ok = set.Get(baseline.Key{Upstream: "raw", Tool: "probe"})
+	require.True(t, ok)
+	assert.Equal(t, entries[1].Digest, e.Digest, "not re-pinned")
+	r = call(t, cs, "probe", map[string]any{"q": "x"})
+	require.True(t, r.IsError)
+	assert.Contains(t, findingCodes(t, r), mcpgateway.CodeToolDrifted, text(r))
+}
