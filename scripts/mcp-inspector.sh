@@ -3,13 +3,13 @@
 # Inspector CLI (@modelcontextprotocol/inspector --cli, pinned in testdata/mcp).
 # Over stdio, in front of @modelcontextprotocol/server-filesystem on a
 # temporary directory, with the demo config (./gatehost.yaml, pipeline
-# mcp-fs): tools/list, a read (accepted), a write under public/ (accepted), a
-# write outside public/ (denied: precondition_failed) and an edit without a
-# person's approval (denied: confirmation_required, since the inspector has no
-# elicitation). Each call's result, the disk and the event log's decision are
+# mcp-fs): tools/list (every definition the server's own), a read
+# (accepted), a write under public/ (accepted), a write outside public/
+# (denied: precondition_failed) and an edit without a person's approval
+# (denied: confirmation_required, since the inspector has no elicitation). Each call's result, the disk and the event log's decision are
 # checked. Non-tool methods pass through: resources and prompts of
-# server-everything through the gateway equal the same CLI asking it
-# directly. Then the same over Streamable HTTP (gatehost mcp --listen), and
+# server-everything through the gateway equal, exactly, the same CLI asking
+# it directly. Then the same over Streamable HTTP (gatehost mcp --listen), and
 # `gatehost log verify`. Needs `make build mcp-deps`; builds nothing. Exits 1
 # on any mismatch, after running every step.
 #
@@ -136,10 +136,12 @@ calls() {
   inspect "$t-list" "$@" --method tools/list
   rc=$?
   if want_result "$t-list" $rc; then
-    if [ "$(jq -r '[.tools[].name] | sort | join(" ")' "$out/$t-list.json")" = "$(jq -r '[.tools[].name] | sort | join(" ")' "$out/direct-list.json")" ]; then
-      ok "$(jq '.tools | length' "$out/$t-list.json") tools, the server's own list"
+    # Every tool as the server lists it, field for field (the gateway
+    # passes definitions on as sent, and the baseline pins them so).
+    if diff <(jq -S '.tools | sort_by(.name)' "$out/direct-list.json") <(jq -S '.tools | sort_by(.name)' "$out/$t-list.json") >"$out/$t-list.diff"; then
+      ok "$(jq '.tools | length' "$out/$t-list.json") tools, the server's own definitions"
     else
-      bad "tools differ from the server's: $(jq -c '[.tools[].name]' "$out/$t-list.json")"
+      bad "tools differ from the server's: $(head -5 "$out/$t-list.diff" | tr '\n' ' ')"
     fi
   fi
 
@@ -212,13 +214,9 @@ for m in resources/list resources/templates/list prompts/list; do
   want_result "direct-$f" $? || continue
   inspect "gw-$f" "$out/gw-passthrough" --method "$m"
   want_result "gw-$f" $? || continue
-  # The gateway re-encodes answers through the Go SDK's types: its list
-  # results carry the cache hints ttlMs and cacheScope (protocol revision
-  # 2026-07-28) even when the server sent none, and it omits a prompt
-  # argument's "required": false (the schema's default). Compared up to
-  # those; everything else must be the server's own answer.
-  norm='del(.ttlMs, .cacheScope) | walk(if type == "object" and .required == false then del(.required) else . end)'
-  if diff <(jq -S "$norm" "$out/direct-$f.json") <(jq -S "$norm" "$out/gw-$f.json") >"$out/$f.diff"; then
+  # The gateway passes the upstream's answer on as sent: nothing added
+  # (no cache hints the server did not send), nothing dropped.
+  if diff <(jq -S . "$out/direct-$f.json") <(jq -S . "$out/gw-$f.json") >"$out/$f.diff"; then
     ok "equal ($(jq -c '[.[] | arrays | length] | add' "$out/gw-$f.json") items)"
   else
     bad "differs from the server's own answer: $(head -5 "$out/$f.diff" | tr '\n' ' ')"
