@@ -115,14 +115,11 @@ func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]ro
 	for _, it := range items {
 		u := g.opts.Upstreams[it.up]
 		collides := len(skeletons[nameSkeleton(it.def.Name)]) > 1
-		// The catalog reads the SDK's form of the definition: it reads
-		// name, description, input schema and annotations only, and an
-		// unknown member must not refuse the tool (drift in any member is
-		// the baseline's to see, by digest).
-		doc, _ := json.Marshal(struct {
-			Tools []*mcp.Tool `json:"tools"`
-		}{[]*mcp.Tool{it.def}})
-		ts, err := catalog.Parse(doc, catalog.ImportOptions{Format: catalog.FormatMCP, Server: u.Name})
+		view, err := catalogView(it.raw)
+		var ts []catalog.Tool
+		if err == nil {
+			ts, err = catalog.Parse(view, catalog.ImportOptions{Format: catalog.FormatMCP, Server: u.Name})
+		}
 		if err != nil || len(ts) != 1 {
 			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", it.def.Name, "error", err)
 			continue
@@ -143,6 +140,31 @@ func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]ro
 		tools = append(tools, t)
 	}
 	return tools, routes
+}
+
+// catalogMembers are the members of an MCP tool that the catalog reads
+// (catalog.Parse, MCP format).
+var catalogMembers = []string{"name", "description", "inputSchema", "annotations"}
+
+// catalogView is the catalog's document of one pinned definition: those
+// members exactly as pinned, and no other. A member the catalog does not
+// read must not refuse the tool, as one that is another catalog format's
+// key would ("id", "source", ...): a change in any member is the trust
+// baseline's to see, by digest.
+func catalogView(def json.RawMessage) ([]byte, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(def, &all); err != nil {
+		return nil, err
+	}
+	view := map[string]json.RawMessage{}
+	for _, k := range catalogMembers {
+		if v, ok := all[k]; ok {
+			view[k] = v
+		}
+	}
+	return json.Marshal(struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}{[]map[string]json.RawMessage{view}})
 }
 
 // owned returns the snapshot's tools that came from this gateway's

@@ -385,8 +385,9 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 // listTools answers tools/list: for every upstream that answers, the
 // tools it lists that the trust baseline holds, each shown as the baseline
 // pins it (what the model sees is what was approved): the definition as
-// the upstream sent it, byte for byte in meaning, under its exposed name. An upstream that
-// cannot be reached or listed leaves out its own tools only (logged).
+// the upstream sent it, byte for byte in meaning, under its exposed name.
+// An upstream that cannot be reached or listed leaves out its own tools
+// only (logged).
 func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 	for _, c := range d.ups {
 		cs, err := c.session(ctx)

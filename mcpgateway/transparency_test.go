@@ -268,9 +268,10 @@ func items(t *testing.T, raw json.RawMessage, key string) []json.RawMessage {
 	return out
 }
 
-// An upstream's tool as the SDK's types cannot hold it: execution and an
-// unknown field they drop, annotations without the hints they would add,
-// a vendor's _meta key, and one of gatehost's that the gateway removes.
+// An upstream's tool as the SDK's types cannot hold it: execution and
+// unknown fields they drop (one of them, "id", a key of other catalog
+// formats), annotations without the hints they would add, a vendor's
+// _meta key, and one of gatehost's that the gateway removes.
 const (
 	wireTool = `{"name":"probe","title":"Probe","description":"Reads.",
 		"inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},
@@ -278,7 +279,7 @@ const (
 		"execution":{"taskSupport":"optional"},
 		"icons":[{"src":"https://icons.example/probe.png","mimeType":"image/png","sizes":["48x48"]}],
 		"_meta":{"vendor/x":1,"gatehost/decision":"forged"},
-		"futureField":{"nested":[1,2.5,{"k":null}],"s":"<&>"}}`
+		"futureField":{"nested":[1,2.5,{"k":null}],"s":"<&>"},"id":"vendor-7"}`
 	// wireToolShown is wireTool less gatehost's _meta key.
 	wireToolShown = `{"name":"probe","title":"Probe","description":"Reads.",
 		"inputSchema":{"type":"object","properties":{"q":{"type":"string"}}},
@@ -286,7 +287,7 @@ const (
 		"execution":{"taskSupport":"optional"},
 		"icons":[{"src":"https://icons.example/probe.png","mimeType":"image/png","sizes":["48x48"]}],
 		"_meta":{"vendor/x":1},
-		"futureField":{"nested":[1,2.5,{"k":null}],"s":"<&>"}}`
+		"futureField":{"nested":[1,2.5,{"k":null}],"s":"<&>"},"id":"vendor-7"}`
 	wireResource = `{"uri":"file:///r","name":"r","icons":[{"src":"https://icons.example/r.png"}],"annotations":{"audience":["user"]},"futureField":1}`
 	wireTemplate = `{"uriTemplate":"file:///t/{x}","name":"t","futureField":true}`
 	wirePrompt   = `{"name":"p","icons":[{"src":"https://icons.example/p.png"}],"arguments":[{"name":"a","required":true}],"futureField":"x"}`
