@@ -18,7 +18,7 @@ import (
 
 // everyCommand is each command line that takes flags, as a user types it.
 var everyCommand = [][]string{
-	{"check"}, {"serve"}, {"mcp"}, {"log", "verify"}, {"session", "show"}, {"session", "activate"},
+	{"check"}, {"serve"}, {"mcp"}, {"log", "verify"}, {"session", "show"}, {"session", "activate"}, {"approvals", "page"},
 	{"catalog", "show"}, {"catalog", "diff"}, {"catalog", "publish"}, {"merge-verify"}, {"domain", "validate"},
 	{"plugin", "inspect"}, {"plugin", "check"}, {"plugin", "pin"}, {"plugin", "new"}, {"bench"},
 }

@@ -50,6 +50,7 @@ Usage:
   gatehost log verify [flags]        verify the event log's hash chain (every chain of a PostgreSQL store)
   gatehost log export [flags]        write a chain of a PostgreSQL store as a log file that log verify --log checks
   gatehost session SUB [flags]       create, activate, revoke, rebuild or show an agent session's tools
+  gatehost approvals page [flags]    serve the approval page on its own, over the shared approvals store
   gatehost catalog SUB [flags]       show the catalog, diff it against another file, or publish it to the store
   gatehost merge-verify [flags]      verify a git branch's changes with a merge pipeline
   gatehost domain validate FILE…     validate domain catalogs (domain.yaml)
@@ -107,6 +108,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	case "session":
 		return cmdSession(ctx, args[1:], stdout, stderr)
+	case "approvals":
+		return cmdApprovals(ctx, args[1:], stdout, stderr)
 	case "catalog":
 		return cmdCatalog(ctx, args[1:], stdout, stderr)
 	case "merge-verify":

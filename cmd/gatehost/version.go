@@ -50,12 +50,13 @@ func buildVersion() string {
 }
 
 // commands are the top-level commands, for help and completion.
-var commands = []string{"check", "serve", "mcp", "log", "session", "catalog", "merge-verify", "domain", "policy", "plugin", "bench", "version", "help", "completion"}
+var commands = []string{"check", "serve", "mcp", "log", "session", "approvals", "catalog", "merge-verify", "domain", "policy", "plugin", "bench", "version", "help", "completion"}
 
 // subcommands are the second words of the commands that have them.
 var subcommands = map[string][]string{
 	"log":        {"verify", "export"},
 	"session":    {"create", "activate", "revoke", "rebuild", "show"},
+	"approvals":  {"page"},
 	"catalog":    {"show", "diff"},
 	"domain":     {"validate"},
 	"policy":     {"schema", "validate", "test"},
