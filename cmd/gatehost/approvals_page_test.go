@@ -54,7 +54,9 @@ approvals:
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"approvals", "page", "--config", cfg, "--listen", addr}, nil, os.Stdout, os.Stderr) }()
+	go func() {
+		done <- run(ctx, []string{"approvals", "page", "--config", cfg, "--listen", addr}, nil, os.Stdout, os.Stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		assert.Equal(t, 0, <-done)
