@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/internal/testing/pageclient"
+)
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPListenAgentCannotApprove: over Streamable HTTP with the default
+// approvals (the page, form mode off), an agent whose client accepts every
+// elicitation, and who tries the approval page with its own token,
+// approves nothing; an approver on the page does, and the waiting call
+// then runs, once.
+func TestMCPListenAgentCannotApprove(t *testing.T) {
+	const agentTok, approverTok = "agent-token-0123456789abcdef", "approver-token-0123456789abcdef"
+	server := memoryServer(t)
+	cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n  sessions: {activate_on_list: [\"*\"]}\n")
+	dir := filepath.Dir(cfg)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "agents"), []byte(agentTok+" name=agent1\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "approvers"), []byte(approverTok+" name=alice\n"), 0o600))
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("approvals:\n  ttl: 10m\n  page: {approver_token_file: approvers}\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, base, _ := listenMCP(t, []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), "GATEHOST_APPROVER_TOKENS=", "GATEHOST_TOKENS="},
+		"--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0", "--token-file", filepath.Join(dir, "agents"),
+		"--upstream-name", "memory", "--", server)
+
+	ctx := context.Background()
+	connect := func(t *testing.T, caps *mcp.ClientCapabilities, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{Capabilities: caps, ElicitationHandler: elicit}).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{agentTok}}}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		_, err = cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		return cs
+	}
+	remove := func(cs *mcp.ClientSession, name string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_entities", Arguments: map[string]any{"entityNames": []string{name}}})
+		require.NoError(t, err)
+		return res
+	}
+	acceptAll := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}
+
+	t.Run("a form-only client that accepts everything is never asked", func(t *testing.T) {
+		cs := connect(t, nil, acceptAll)
+		res := remove(cs, "alice")
+		require.True(t, res.IsError)
+		text := res.Content[len(res.Content)-1].(*mcp.TextContent).Text
+		assert.Contains(t, text, base+"/approvals/requests/rq-")
+	})
+
+	t.Run("URL mode: the agent's token cannot sign in; an approver's yes runs the call", func(t *testing.T) {
+		results := make(chan *mcp.CallToolResult, 1)
+		urls := make(chan string, 1)
+		cs := connect(t, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+			func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				urls <- r.Params.URL
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			})
+		go func() { results <- remove(cs, "bob") }()
+		u := <-urls
+		pageBase, id, ok := strings.Cut(u, "/requests/")
+		require.True(t, ok, u)
+		assert.Equal(t, base+"/approvals", pageBase)
+		_, err := pageclient.SignIn(nil, pageBase, agentTok)
+		require.Error(t, err, "the agent's own token does not sign in to the approval page")
+		alice, err := pageclient.SignIn(nil, pageBase, approverTok)
+		require.NoError(t, err)
+		status, body, err := alice.Decide(id, true, "ok")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status, body)
+		res := <-results
+		assert.False(t, res.IsError, "approved on the page: the waiting call runs")
+	})
+}
