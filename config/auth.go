@@ -38,6 +38,12 @@ type authConfig struct {
 	Tokens *struct {
 		Name string `mapstructure:"name"`
 	} `mapstructure:"tokens"`
+	Resource *struct {
+		URI                  string   `mapstructure:"uri"`
+		AuthorizationServers []string `mapstructure:"authorization_servers"`
+		ScopesSupported      []string `mapstructure:"scopes_supported"`
+		ScopesRequired       []string `mapstructure:"scopes_required"`
+	} `mapstructure:"resource"`
 }
 
 // Auth is the resolved auth: section (docs/IDENTITY-AND-TRACING.md
@@ -55,6 +61,11 @@ type Auth struct {
 	// TokensName names the static-token source: the issuer of its
 	// principals (auth.tokens.name; default identity.DefaultTokensName).
 	TokensName string
+	// Resource is auth.resource: the front end as an OAuth 2.0 protected
+	// resource (RFC 9728, the MCP authorization spec); nil when not
+	// configured. Its URI is among auth.oidc's audiences, and its
+	// required scopes are auth.oidc's.
+	Resource *identity.Resource
 }
 
 // OIDCAuth is auth.oidc.
@@ -94,11 +105,30 @@ func resolveAuth(ac authConfig, rel func(string) string) (Auth, error) {
 		}
 		a.TokensName = ac.Tokens.Name
 	}
+	if ac.Resource != nil && ac.OIDC == nil {
+		return Auth{}, fmt.Errorf("auth.resource: needs auth.oidc: the tokens clients bring are verified as its")
+	}
 	if o := ac.OIDC; o != nil {
-		cfg, err := identity.OIDCConfig{Issuer: strings.TrimSpace(o.Issuer), Audiences: o.Audiences, Algorithms: o.Algorithms,
+		audiences := o.Audiences
+		var res *identity.Resource
+		if ac.Resource != nil {
+			var err error
+			if res, err = resolveResource(ac.Resource.URI, ac.Resource.AuthorizationServers, ac.Resource.ScopesSupported,
+				ac.Resource.ScopesRequired, strings.TrimSpace(o.Issuer)); err != nil {
+				return Auth{}, err
+			}
+			if !slices.Contains(audiences, res.URI) {
+				audiences = append(slices.Clone(audiences), res.URI)
+			}
+			a.Resource = res
+		}
+		cfg, err := identity.OIDCConfig{Issuer: strings.TrimSpace(o.Issuer), Audiences: audiences, Algorithms: o.Algorithms,
 			Skew: o.Skew, Claims: o.Claims, RefreshMinInterval: o.JWKSRefreshMinInterval, FetchTimeout: o.FetchTimeout}.Validate()
 		if err != nil {
 			return Auth{}, fmt.Errorf("auth.oidc.%s", strings.TrimPrefix(err.Error(), identity.ErrConfig.Error()+": "))
+		}
+		if res != nil {
+			cfg.Scopes = res.Scopes
 		}
 		cfg.Now = nil // the source's own clock
 		a.OIDC = &OIDCAuth{Config: cfg, AnySession: o.AnySession}
@@ -138,6 +168,43 @@ func resolveAuth(ac authConfig, rel func(string) string) (Auth, error) {
 		}
 	}
 	return a, nil
+}
+
+// resolveResource checks auth.resource: the URI an absolute https URL
+// (http on loopback) without query or fragment, the authorization servers
+// issuer URLs (default: auth.oidc.issuer), the scopes RFC 6749 scope
+// tokens, the required ones among the supported ones (default: the
+// required ones).
+func resolveResource(uri string, servers, supported, required []string, issuer string) (*identity.Resource, error) {
+	uri = strings.TrimSpace(uri)
+	if err := identity.CheckResourceURI(uri); err != nil {
+		return nil, fmt.Errorf("auth.resource.uri: %w", err)
+	}
+	if len(servers) == 0 {
+		servers = []string{issuer}
+	}
+	for i, s := range servers {
+		if err := identity.CheckResourceURI(s); err != nil {
+			return nil, fmt.Errorf("auth.resource.authorization_servers[%d]: %w", i, err)
+		}
+	}
+	for key, list := range map[string][]string{"scopes_supported": supported, "scopes_required": required} {
+		for i, s := range list {
+			if err := identity.CheckScope(s); err != nil {
+				return nil, fmt.Errorf("auth.resource.%s[%d]: %w", key, i, err)
+			}
+		}
+	}
+	if len(supported) == 0 {
+		supported = required
+	}
+	for i, s := range required {
+		if !slices.Contains(supported, s) {
+			return nil, fmt.Errorf("auth.resource.scopes_required[%d]: %q is not among scopes_supported", i, s)
+		}
+	}
+	return &identity.Resource{URI: uri, AuthorizationServers: slices.Clone(servers),
+		ScopesSupported: slices.Clone(supported), Scopes: slices.Clone(required)}, nil
 }
 
 func tokenSourceNameRE(s string) bool {

@@ -64,6 +64,9 @@ var (
 const (
 	// CodeInvalidToken: a credential was presented and refused.
 	CodeInvalidToken = "invalid_token"
+	// CodeInsufficientScope: a valid token lacks a scope the request
+	// needs; answered with 403, the challenge naming the scope (step-up).
+	CodeInsufficientScope = "insufficient_scope"
 )
 
 // Error is a refused request. It wraps ErrUnauthenticated, and Err.
@@ -80,6 +83,9 @@ type Error struct {
 	Reason string
 	// Err is the cause, if any (ErrNoCredential when none was presented).
 	Err error
+	// Scope, with CodeInsufficientScope, is the scopes the request
+	// needs, space-separated.
+	Scope string
 	// Issuer and KeyID are the refused JWT's iss claim and kid header as
 	// read without verification, when they parse: for the log only (they
 	// are whatever the caller sent), never the challenge.
@@ -113,13 +119,42 @@ func invalid(method, reason string, cause error) *Error {
 // Challenge is the WWW-Authenticate value of a 401 answering err: a Bearer
 // challenge (RFC 6750 §3) in realm, with error="invalid_token" and an
 // error_description when a credential was refused.
-func Challenge(realm string, err error) string {
+func Challenge(realm string, err error) string { return ResourceChallenge(realm, nil, err) }
+
+// ResourceChallenge is Challenge for a protected resource (res; nil is
+// none): it names the resource's metadata URL in resource_metadata (RFC
+// 9728 §5.1) and the scopes it needs in scope (RFC 6750 §3). For
+// insufficient_scope (a 403, Status) scope is the scopes the refusal
+// names.
+func ResourceChallenge(realm string, res *Resource, err error) string {
 	v := fmt.Sprintf("Bearer realm=%q", realm)
 	var e *Error
-	if errors.As(err, &e) && e.Code != "" {
+	errors.As(err, &e)
+	scope := ""
+	if res != nil {
+		v += fmt.Sprintf(", resource_metadata=%q", res.MetadataURL())
+		scope = strings.Join(res.Scopes, " ")
+	}
+	if e != nil && e.Code == CodeInsufficientScope && e.Scope != "" {
+		scope = e.Scope
+	}
+	if e != nil && e.Code != "" {
 		v += fmt.Sprintf(", error=%q, error_description=%q", e.Code, quotable(e.Reason))
 	}
+	if scope != "" {
+		v += fmt.Sprintf(", scope=%q", quotable(scope))
+	}
 	return v
+}
+
+// Status is the HTTP status answering err: 403 for insufficient_scope
+// (RFC 6750 §3.1), 401 for every other refusal.
+func Status(err error) int {
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeInsufficientScope {
+		return http.StatusForbidden
+	}
+	return http.StatusUnauthorized
 }
 
 // quotable keeps what RFC 6750 §3 allows in error_description: printable
@@ -145,6 +180,13 @@ func Require(a Authenticator, realm string, next http.Handler) http.Handler {
 // RequireLogged is Require logging each refusal to logger (nil:
 // slog.Default()) with LogRefusal.
 func RequireLogged(a Authenticator, realm string, logger *slog.Logger, next http.Handler) http.Handler {
+	return RequireResource(a, realm, nil, logger, next)
+}
+
+// RequireResource is RequireLogged for a protected resource (res; nil is
+// none): its challenges are ResourceChallenge's, and a token without the
+// scope the resource needs is answered 403 (Status).
+func RequireResource(a Authenticator, realm string, res *Resource, logger *slog.Logger, next http.Handler) http.Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -152,8 +194,9 @@ func RequireLogged(a Authenticator, realm string, logger *slog.Logger, next http
 		p, err := a.Authenticate(r)
 		if err != nil {
 			LogRefusal(r.Context(), logger, err, "remote", r.RemoteAddr, "path", r.URL.Path)
-			w.Header().Set("WWW-Authenticate", Challenge(realm, err))
-			http.Error(w, "unauthorized: "+quotable(reasonOf(err)), http.StatusUnauthorized)
+			w.Header().Set("WWW-Authenticate", ResourceChallenge(realm, res, err))
+			status := Status(err)
+			http.Error(w, strings.ToLower(http.StatusText(status))+": "+quotable(reasonOf(err)), status)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))

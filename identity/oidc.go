@@ -61,6 +61,11 @@ type OIDCConfig struct {
 	// Audiences (audiences): a token's aud must hold at least one.
 	// Required.
 	Audiences []string
+	// Scopes (auth.resource.scopes_required) are the scopes a token
+	// must grant, every one, in its scope claim (space-separated, RFC
+	// 9068 §2.2.3) or its scp claim (a list or a string); a token
+	// without them is refused with CodeInsufficientScope. Empty: none.
+	Scopes []string
 	// Algorithms (algorithms) are the accepted signature algorithms;
 	// empty is DefaultAlgorithms. Only asymmetric ones are allowed.
 	Algorithms []string
@@ -111,6 +116,11 @@ func (c OIDCConfig) Validate() (OIDCConfig, error) {
 	for _, a := range c.Audiences {
 		if strings.TrimSpace(a) == "" {
 			return bad("audiences", "an empty audience")
+		}
+	}
+	for _, s := range c.Scopes {
+		if err := CheckScope(s); err != nil {
+			return bad("scopes", "%s", err)
 		}
 	}
 	if len(c.Algorithms) == 0 {
@@ -267,6 +277,10 @@ func (o *OIDC) verify(r *http.Request, tok string) (*abi.Principal, error) {
 			return nil, invalid(abi.MethodOIDC, "the token is not valid yet (nbf)", nil)
 		}
 	}
+	if len(o.cfg.Scopes) > 0 && !hasScopes(tokenScopes(raw), o.cfg.Scopes) {
+		return nil, &Error{Method: abi.MethodOIDC, Code: CodeInsufficientScope, Scope: strings.Join(o.cfg.Scopes, " "),
+			Reason: "the token does not grant the scope " + strings.Join(o.cfg.Scopes, " ")}
+	}
 	p := &abi.Principal{Issuer: idt.Issuer, Subject: idt.Subject, Method: abi.MethodOIDC}
 	for _, name := range o.cfg.Claims {
 		v, ok := raw[name]
@@ -285,6 +299,25 @@ func (o *OIDC) verify(r *http.Request, tok string) (*abi.Principal, error) {
 		p.Claims[name] = val
 	}
 	return bounded(abi.MethodOIDC, p)
+}
+
+// tokenScopes are the scopes a verified token's claims grant: scope, a
+// space-separated string (RFC 9068 §2.2.3, RFC 8693 §4.2), else scp, a
+// list of strings or one space-separated string (as some issuers write
+// it). A claim of another shape grants nothing.
+func tokenScopes(raw map[string]json.RawMessage) []string {
+	var s string
+	if json.Unmarshal(raw["scope"], &s) == nil && s != "" {
+		return strings.Fields(s)
+	}
+	var list []string
+	if json.Unmarshal(raw["scp"], &list) == nil {
+		return list
+	}
+	if json.Unmarshal(raw["scp"], &s) == nil {
+		return strings.Fields(s)
+	}
+	return nil
 }
 
 // unverifiedIDs reads a refused JWT's iss claim and kid header without

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/internal/frontend"
 )
 
@@ -29,6 +30,12 @@ type ServeOptions struct {
 	// token, OIDC, a client certificate); nil lets every caller through,
 	// and the listener must then be loopback.
 	Require func(http.Handler) http.Handler
+	// Resource is the gateway as an OAuth 2.0 protected resource
+	// (auth.resource): its metadata (RFC 9728) is served without a
+	// credential at /.well-known/oauth-protected-resource and its
+	// path-suffixed form. Require's challenges name it. Nil: no such
+	// routes.
+	Resource *identity.Resource
 	// Metrics serves /metrics (Prometheus text exposition); nil: no
 	// such route.
 	Metrics http.Handler
@@ -48,8 +55,9 @@ type ServeOptions struct {
 // Serve serves the gateway's HTTP front end on ln until ctx is done, then
 // shuts down gracefully: it stops accepting and lets in-flight requests
 // finish within ServeOptions.ShutdownTimeout. Routes: /mcp (Handler, behind
-// Require), GET /metrics (behind Require, when set), and GET /healthz and
-// GET /readyz, which take no credential. Serve does not close the
+// Require), GET /metrics (behind Require, when set), and GET /healthz,
+// GET /readyz and the protected resource metadata (when Resource is set),
+// which take no credential. Serve does not close the
 // gateway: Close it after.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
 	require := o.Require
@@ -58,6 +66,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, o ServeOptions) er
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", require(g.Handler()))
+	frontend.MountResource(mux, o.Resource)
 	if o.Metrics != nil {
 		mux.Handle("GET /metrics", require(o.Metrics))
 	}

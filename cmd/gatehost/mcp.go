@@ -133,8 +133,9 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// A failed reload is logged; the old config keeps serving.
 	defer frontend.OnHUP(ctx, func(ctx context.Context) error { return reloader.Reload(ctx, "SIGHUP") })()
 	err = g.Serve(ctx, ln, mcpgateway.ServeOptions{TLSCert: *tlsCert, TLSKey: *tlsKey, ClientCerts: ids.TLSConfig,
-		Require: func(h http.Handler) http.Handler { return ids.Require(tokens.Load, logger, h) },
-		Metrics: metrics.Handler(), Watch: reloader.Run, Page: page.Mount, PagePrefix: compose.ApprovalPagePrefix})
+		Require:  func(h http.Handler) http.Handler { return ids.Require(tokens.Load, logger, h) },
+		Resource: ids.Resource(),
+		Metrics:  metrics.Handler(), Watch: reloader.Run, Page: page.Mount, PagePrefix: compose.ApprovalPagePrefix})
 	reloader.Stop()
 	if err != nil {
 		fmt.Fprintln(stderr, "gatehost mcp:", err)

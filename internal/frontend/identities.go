@@ -97,13 +97,34 @@ func (ids *Identities) Chain(tokens func() *identity.Tokens) identity.Authentica
 // Require answers 401 with a Bearer challenge (RFC 6750 §3) to a request
 // no source authenticates, and passes the others to next with the
 // principal in their context (identity.FromContext). Each refusal is
-// logged to logger (identity.LogRefusal). With no source and no token
-// configured it returns next: the listener is then loopback (Listen).
+// logged to logger (identity.LogRefusal). With auth.resource the
+// challenge names the resource's metadata and scope, and a token without
+// the scope is answered 403 (identity.RequireResource). With no source
+// and no token configured it returns next: the listener is then loopback
+// (Listen).
 func (ids *Identities) Require(tokens func() *identity.Tokens, logger *slog.Logger, next http.Handler) http.Handler {
 	if !ids.Authed(tokens()) {
 		return next
 	}
-	return identity.RequireLogged(ids.Chain(tokens), Realm, logger, next)
+	return identity.RequireResource(ids.Chain(tokens), Realm, ids.Resource(), logger, next)
+}
+
+// Resource is auth.resource, or nil.
+func (ids *Identities) Resource() *identity.Resource { return ids.Config().Resource }
+
+// MountResource serves res's metadata (RFC 9728) on mux, without a
+// credential: at the well-known path and at its path-suffixed form (RFC
+// 9728 §3.1), e.g. /.well-known/oauth-protected-resource/mcp. A nil res
+// mounts nothing.
+func MountResource(mux *http.ServeMux, res *identity.Resource) {
+	if res == nil {
+		return
+	}
+	h := res.MetadataHandler()
+	mux.Handle("GET "+identity.WellKnownResource, h)
+	if p := res.MetadataPath(); p != identity.WellKnownResource {
+		mux.Handle("GET "+p, h)
+	}
 }
 
 // CheckTokenSwap refuses a reload's tokens that would turn bearer-token
