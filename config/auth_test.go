@@ -41,6 +41,35 @@ func TestAuthSection(t *testing.T) {
 		assert.True(t, a.MTLS.Require)
 		assert.Equal(t, "ops", a.TokensName)
 	})
+	t.Run("resource", func(t *testing.T) {
+		l, err := load(t, `auth:
+  oidc: {issuer: "https://idp.example"}
+  resource:
+    uri: https://gate.example.com/mcp
+    scopes_required: [mcp:tools]
+`)
+		require.NoError(t, err)
+		a := l.Auth
+		assert.Equal(t, &identity.Resource{URI: "https://gate.example.com/mcp", AuthorizationServers: []string{"https://idp.example"},
+			ScopesSupported: []string{"mcp:tools"}, Scopes: []string{"mcp:tools"}}, a.Resource)
+		assert.Equal(t, []string{"https://gate.example.com/mcp"}, a.OIDC.Config.Audiences)
+		assert.Equal(t, []string{"mcp:tools"}, a.OIDC.Config.Scopes)
+	})
+	t.Run("resource beside audiences", func(t *testing.T) {
+		l, err := load(t, `auth:
+  oidc: {issuer: "https://idp.example", audiences: [gatehost]}
+  resource:
+    uri: https://gate.example.com/mcp
+    authorization_servers: ["https://idp.example", "https://idp2.example/tenant"]
+    scopes_supported: [mcp:tools, mcp:admin]
+`)
+		require.NoError(t, err)
+		a := l.Auth
+		assert.Equal(t, &identity.Resource{URI: "https://gate.example.com/mcp", AuthorizationServers: []string{"https://idp.example", "https://idp2.example/tenant"},
+			ScopesSupported: []string{"mcp:tools", "mcp:admin"}}, a.Resource)
+		assert.Equal(t, []string{"gatehost", "https://gate.example.com/mcp"}, a.OIDC.Config.Audiences)
+		assert.Empty(t, a.OIDC.Config.Scopes)
+	})
 	t.Run("none", func(t *testing.T) {
 		l, err := load(t, "")
 		require.NoError(t, err)
@@ -63,6 +92,13 @@ func TestAuthSection(t *testing.T) {
 		{"order not configured", "auth:\n  order: [oidc, tokens]\n", "auth.order[0]: oidc is not configured"},
 		{"order twice", "auth:\n  order: [tokens, tokens]\n", "auth.order[1]: tokens given twice"},
 		{"order incomplete", "auth:\n  order: [mtls]\n  mtls: {client_ca: ca.pem}\n", "auth.order: tokens is configured but not listed"},
+		{"resource without oidc", "auth:\n  resource: {uri: https://gate.example.com/mcp}\n", "auth.resource: needs auth.oidc"},
+		{"resource no uri", "auth:\n  oidc: {issuer: https://i}\n  resource: {scopes_required: [a]}\n", "auth.resource.uri: required"},
+		{"resource http", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: http://gate.example.com/mcp}\n", "auth.resource.uri"},
+		{"resource fragment", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: \"https://gate.example.com/mcp#x\"}\n", "auth.resource.uri"},
+		{"resource server", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: https://g/mcp, authorization_servers: [\"idp\"]}\n", "auth.resource.authorization_servers[0]"},
+		{"resource scope", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: https://g/mcp, scopes_required: [\"a b\"]}\n", "auth.resource.scopes_required[0]"},
+		{"resource scope unsupported", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: https://g/mcp, scopes_supported: [a], scopes_required: [b]}\n", "auth.resource.scopes_required[0]: \"b\" is not among scopes_supported"},
 		{"tokens name", "auth:\n  tokens: {name: \"a b\"}\n", "auth.tokens.name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
