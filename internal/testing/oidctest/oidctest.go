@@ -1,8 +1,12 @@
 // Package oidctest is an OpenID Connect provider for tests: discovery
-// document, JWKS, an authorization endpoint whose login page asks only for
-// a username (a scripted user or browser types it), and a token endpoint
-// that checks the client and the PKCE code verifier (RFC 7636) and signs
-// ID and access tokens RS256. Users, their claims, clients and the
+// document (also as OAuth 2.0 authorization server metadata, RFC 8414),
+// JWKS, dynamic client registration (RFC 7591), an authorization endpoint
+// whose login page asks only for a username (a browser types it; a
+// scripted user passes it as the username parameter of the GET), and a
+// token endpoint that checks the client and the PKCE code verifier (RFC
+// 7636) and signs ID and access tokens RS256. An access token's aud is the
+// resource the client asked for (RFC 8707 resource indicators), its scope
+// claim the scope granted. Users, their claims, clients and the default
 // audiences of access tokens are configurable, so that it serves any test
 // of an authorization-code flow: the approval page's sign-in, an MCP
 // client's authorization.
@@ -74,14 +78,15 @@ type Provider struct {
 	key    *rsa.PrivateKey
 	signer jose.Signer
 
-	mu     sync.Mutex
-	codes  map[string]grant
-	logins []string
+	mu         sync.Mutex
+	codes      map[string]grant
+	logins     []string
+	registered []Client
 }
 
 type grant struct {
-	client, redirect, challenge, method, nonce, scope, user string
-	expires                                                 time.Time
+	client, redirect, challenge, method, nonce, scope, user, resource string
+	expires                                                           time.Time
 }
 
 // New starts a provider; it stops at the end of the test.
@@ -105,6 +110,8 @@ func New(t testing.TB, o Options) *Provider {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", p.discovery)
+	mux.HandleFunc("POST /register", p.register)
 	mux.HandleFunc("GET /jwks", p.jwks)
 	mux.HandleFunc("GET /authorize", p.authorizeForm)
 	mux.HandleFunc("POST /authorize", p.authorize)
@@ -117,6 +124,13 @@ func New(t testing.TB, o Options) *Provider {
 
 // Client returns an HTTP client of the provider's server.
 func (p *Provider) Client() *http.Client { return p.srv.Client() }
+
+// Registered returns the clients registered through /register so far.
+func (p *Provider) Registered() []Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.registered)
+}
 
 // Logins returns the usernames signed in so far, in order.
 func (p *Provider) Logins() []string {
@@ -146,6 +160,7 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 		"issuer":                                p.URL,
 		"authorization_endpoint":                p.URL + "/authorize",
 		"token_endpoint":                        p.URL + "/token",
+		"registration_endpoint":                 p.URL + "/register",
 		"jwks_uri":                              p.URL + "/jwks",
 		"response_types_supported":              []string{"code"},
 		"grant_types_supported":                 []string{"authorization_code"},
@@ -175,15 +190,21 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 </form></main></body></html>
 `))
 
-// authorizeForm checks the request and shows the login form.
+// authorizeForm checks the request and shows the login form; with a
+// username parameter (a scripted user) it signs them in at once, as the
+// form's POST would.
 func (p *Provider) authorizeForm(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if msg := p.checkAuthorize(q); msg != "" {
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
+	if q.Has("username") {
+		p.signIn(w, r, q)
+		return
+	}
 	params := map[string]string{}
-	for _, k := range []string{"client_id", "redirect_uri", "response_type", "state", "nonce", "scope", "code_challenge", "code_challenge_method"} {
+	for _, k := range []string{"client_id", "redirect_uri", "response_type", "state", "nonce", "scope", "code_challenge", "code_challenge_method", "resource"} {
 		params[k] = q.Get(k)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -205,8 +226,19 @@ func (p *Provider) checkAuthorize(q url.Values) string {
 		return "code_challenge_method: want S256"
 	case c.Secret == "" && q.Get("code_challenge") == "":
 		return "a public client must use PKCE"
+	case len(q["resource"]) > 1:
+		return "invalid_target: one resource at a time"
+	case q.Get("resource") != "" && !resourceURI(q.Get("resource")):
+		return "invalid_target: resource is not an absolute URI without fragment"
 	}
 	return ""
+}
+
+// resourceURI reports whether s is a resource indicator RFC 8707 §2
+// allows: an absolute URI without fragment.
+func resourceURI(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.IsAbs() && u.Host != "" && u.Fragment == "" && !strings.Contains(s, "#")
 }
 
 // authorize signs the user in and redirects back with a code.
@@ -220,6 +252,12 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
+	p.signIn(w, r, q)
+}
+
+// signIn signs in the user q's username names, and redirects back with a
+// code; an unknown user gets the form again.
+func (p *Provider) signIn(w http.ResponseWriter, r *http.Request, q url.Values) {
 	name := strings.TrimSpace(q.Get("username"))
 	if _, ok := p.o.Users[name]; !ok {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -237,7 +275,7 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.codes[code] = grant{client: q.Get("client_id"), redirect: q.Get("redirect_uri"), challenge: q.Get("code_challenge"),
 		method: q.Get("code_challenge_method"), nonce: q.Get("nonce"), scope: q.Get("scope"), user: name,
-		expires: p.o.Now().Add(time.Minute)}
+		resource: q.Get("resource"), expires: p.o.Now().Add(time.Minute)}
 	p.logins = append(p.logins, name)
 	p.mu.Unlock()
 	back, _ := url.Parse(q.Get("redirect_uri"))
@@ -289,10 +327,21 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	case g.challenge == "" && f.Get("code_verifier") != "":
 		tokenError(w, http.StatusBadRequest, "invalid_grant")
 		return
+	case f.Get("resource") != "" && f.Get("resource") != g.resource:
+		tokenError(w, http.StatusBadRequest, "invalid_target")
+		return
 	}
 	idClaims := p.claims(id, g.user, []string{id}, g.nonce)
+	aud := p.accessAudience(id)
+	if g.resource != "" {
+		aud = []string{g.resource} // RFC 8707 §2.2: the token is for that resource only
+	}
+	access := p.claims(id, g.user, aud, "")
+	if g.scope != "" {
+		access["scope"] = g.scope
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"access_token": p.Sign(p.claims(id, g.user, p.accessAudience(id), "")),
+		"access_token": p.Sign(access),
 		"token_type":   "Bearer",
 		"expires_in":   int(p.o.TTL.Seconds()),
 		"id_token":     p.Sign(idClaims),
@@ -336,12 +385,53 @@ func (p *Provider) claims(client, username string, aud []string, nonce string) m
 }
 
 func (p *Provider) client(id string) (Client, bool) {
-	for _, c := range p.o.Clients {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range slices.Concat(p.o.Clients, p.registered) {
 		if c.ID == id && id != "" {
 			return c, true
 		}
 	}
 	return Client{}, false
+}
+
+// register is dynamic client registration (RFC 7591): redirect URIs are
+// required; token_endpoint_auth_method none makes a public client, any
+// other a confidential one with a secret. The answer is the metadata sent,
+// with the client's credentials.
+func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
+	var md map[string]any
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&md); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata", "error_description": "not a JSON object"})
+		return
+	}
+	raw, _ := md["redirect_uris"].([]any)
+	var uris []string
+	for _, u := range raw {
+		s, _ := u.(string)
+		if pu, err := url.Parse(s); err != nil || !pu.IsAbs() {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_redirect_uri"})
+			return
+		}
+		uris = append(uris, s)
+	}
+	if len(uris) == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_redirect_uri", "error_description": "redirect_uris is required"})
+		return
+	}
+	c := Client{ID: "dyn-" + random(), RedirectURIs: uris}
+	if md["token_endpoint_auth_method"] == nil {
+		md["token_endpoint_auth_method"] = "client_secret_basic"
+	}
+	if md["token_endpoint_auth_method"] != "none" {
+		c.Secret = random()
+		md["client_secret"], md["client_secret_expires_at"] = c.Secret, 0
+	}
+	md["client_id"], md["client_id_issued_at"] = c.ID, p.o.Now().Unix()
+	p.mu.Lock()
+	p.registered = append(p.registered, c)
+	p.mu.Unlock()
+	writeJSON(w, http.StatusCreated, md)
 }
 
 func tokenError(w http.ResponseWriter, status int, code string) {

@@ -34,7 +34,13 @@ func login(t *testing.T, p *oidctest.Provider, client, user, verifier string) st
 		form.Set("code_challenge", challenge(verifier))
 		form.Set("code_challenge_method", "S256")
 	}
-	res, err := noFollow.Get(p.URL + "/authorize?" + form.Encode())
+	page := url.Values{}
+	for k, v := range form {
+		if k != "username" {
+			page[k] = v
+		}
+	}
+	res, err := noFollow.Get(p.URL + "/authorize?" + page.Encode())
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode)
@@ -145,4 +151,78 @@ func TestProvider(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, res.StatusCode)
 	})
 	assert.Equal(t, "ann", p.Logins()[0])
+}
+
+// TestProviderRegistrationAndResource: a client registered through
+// /register (RFC 7591) signs a scripted user in with one GET, and the
+// access token it gets is for the resource it asked for (RFC 8707), with
+// the scope granted; a token request naming another resource is refused.
+// The discovery document is also the authorization server metadata.
+func TestProviderRegistrationAndResource(t *testing.T) {
+	p := oidctest.New(t, oidctest.Options{Users: map[string]oidctest.User{"ann": {}}})
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		res, err := http.Get(p.URL + path)
+		require.NoError(t, err)
+		var md map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&md))
+		res.Body.Close()
+		assert.Equal(t, p.URL+"/register", md["registration_endpoint"], path)
+	}
+	register := func(t *testing.T, body string) (int, map[string]any) {
+		res, err := http.Post(p.URL+"/register", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var md map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&md))
+		return res.StatusCode, md
+	}
+	status, _ := register(t, `{"client_name":"x"}`)
+	assert.Equal(t, http.StatusBadRequest, status, "no redirect_uris")
+	status, md := register(t, `{"client_name":"agent","redirect_uris":["`+redirect+`"],"token_endpoint_auth_method":"none"}`)
+	require.Equal(t, http.StatusCreated, status)
+	client, _ := md["client_id"].(string)
+	require.NotEmpty(t, client)
+	assert.Nil(t, md["client_secret"], "a public client")
+	assert.Equal(t, "agent", md["client_name"])
+	assert.Len(t, p.Registered(), 1)
+
+	verifier := strings.Repeat("v", 43)
+	const resource = "https://gate.example/mcp"
+	authorize := func(t *testing.T, q url.Values) *http.Response {
+		res, err := noFollow.Get(p.URL + "/authorize?" + q.Encode())
+		require.NoError(t, err)
+		res.Body.Close()
+		return res
+	}
+	q := url.Values{"client_id": {client}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {"mcp:tools"},
+		"code_challenge": {challenge(verifier)}, "code_challenge_method": {"S256"}, "resource": {resource}, "username": {"ann"}}
+	bad := url.Values{}
+	for k, v := range q {
+		bad[k] = v
+	}
+	bad.Set("resource", resource+"#frag")
+	assert.Equal(t, http.StatusBadRequest, authorize(t, bad).StatusCode, "a resource with a fragment")
+	code := func(t *testing.T) string {
+		res := authorize(t, q)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		back, err := url.Parse(res.Header.Get("Location"))
+		require.NoError(t, err)
+		return back.Query().Get("code")
+	}
+	status, body := exchange(t, p, url.Values{"client_id": {client}, "code": {code(t)}, "redirect_uri": {redirect},
+		"code_verifier": {verifier}, "resource": {resource}}, [2]string{})
+	require.Equal(t, http.StatusOK, status, body)
+	prov, err := oidc.NewProvider(t.Context(), p.URL)
+	require.NoError(t, err)
+	at, err := prov.Verifier(&oidc.Config{ClientID: resource}).Verify(t.Context(), body["access_token"].(string))
+	require.NoError(t, err)
+	assert.Equal(t, []string{resource}, at.Audience)
+	var claims struct{ Scope string }
+	require.NoError(t, at.Claims(&claims))
+	assert.Equal(t, "mcp:tools", claims.Scope)
+
+	status, body = exchange(t, p, url.Values{"client_id": {client}, "code": {code(t)}, "redirect_uri": {redirect},
+		"code_verifier": {verifier}, "resource": {"https://other.example/mcp"}}, [2]string{})
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, "invalid_target", body["error"])
 }
