@@ -16,8 +16,12 @@
 //
 // Chain composes them in the operator's order. Every refusal is an *Error
 // wrapping ErrUnauthenticated, which an HTTP front end answers with 401 and
-// the RFC 6750 challenge Challenge gives, before any decision is made. No
-// error, log line or challenge ever holds the credential itself.
+// the RFC 6750 challenge Challenge gives, before any decision is made. A
+// front end that is an OAuth 2.0 protected resource (Resource: RFC 9728
+// metadata, the MCP authorization spec) names its metadata in the
+// challenge (ResourceChallenge), and answers a token without the scope it
+// needs with 403 insufficient_scope (RequireResource). No error, log line
+// or challenge ever holds the credential itself.
 package identity
 
 import (
