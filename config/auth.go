@@ -181,13 +181,19 @@ func resolveResource(uri string, servers, supported, required []string, issuer s
 		return nil, fmt.Errorf("auth.resource.uri: %w", err)
 	}
 	if len(servers) == 0 {
-		servers = []string{issuer}
+		// auth.oidc.issuer, which auth.oidc checks itself.
+		return resourceScopes(&identity.Resource{URI: uri, AuthorizationServers: []string{issuer}}, supported, required)
 	}
 	for i, s := range servers {
 		if err := identity.CheckResourceURI(s); err != nil {
 			return nil, fmt.Errorf("auth.resource.authorization_servers[%d]: %w", i, err)
 		}
 	}
+	return resourceScopes(&identity.Resource{URI: uri, AuthorizationServers: slices.Clone(servers)}, supported, required)
+}
+
+// resourceScopes checks auth.resource's scopes and sets them on res.
+func resourceScopes(res *identity.Resource, supported, required []string) (*identity.Resource, error) {
 	for key, list := range map[string][]string{"scopes_supported": supported, "scopes_required": required} {
 		for i, s := range list {
 			if err := identity.CheckScope(s); err != nil {
@@ -203,8 +209,8 @@ func resolveResource(uri string, servers, supported, required []string, issuer s
 			return nil, fmt.Errorf("auth.resource.scopes_required[%d]: %q is not among scopes_supported", i, s)
 		}
 	}
-	return &identity.Resource{URI: uri, AuthorizationServers: slices.Clone(servers),
-		ScopesSupported: slices.Clone(supported), Scopes: slices.Clone(required)}, nil
+	res.ScopesSupported, res.Scopes = slices.Clone(supported), slices.Clone(required)
+	return res, nil
 }
 
 func tokenSourceNameRE(s string) bool {

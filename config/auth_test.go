@@ -93,6 +93,7 @@ func TestAuthSection(t *testing.T) {
 		{"order twice", "auth:\n  order: [tokens, tokens]\n", "auth.order[1]: tokens given twice"},
 		{"order incomplete", "auth:\n  order: [mtls]\n  mtls: {client_ca: ca.pem}\n", "auth.order: tokens is configured but not listed"},
 		{"resource without oidc", "auth:\n  resource: {uri: https://gate.example.com/mcp}\n", "auth.resource: needs auth.oidc"},
+		{"resource, no issuer", "auth:\n  oidc: {skew: 1s}\n  resource: {uri: https://gate.example.com/mcp}\n", "auth.oidc.issuer: required"},
 		{"resource no uri", "auth:\n  oidc: {issuer: https://i}\n  resource: {scopes_required: [a]}\n", "auth.resource.uri: required"},
 		{"resource http", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: http://gate.example.com/mcp}\n", "auth.resource.uri"},
 		{"resource fragment", "auth:\n  oidc: {issuer: https://i}\n  resource: {uri: \"https://gate.example.com/mcp#x\"}\n", "auth.resource.uri"},
