@@ -221,3 +221,63 @@ func TestServeIdentityConfigRefused(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestServeProtectedResource: with auth.resource, gatehost serve publishes
+// its metadata (RFC 9728) without a credential, names it in its 401
+// challenges, refuses a token for another audience with 401 and one
+// without the scope with 403 insufficient_scope, no decision made for
+// either; the resource's token with the scope checks.
+func TestServeProtectedResource(t *testing.T) {
+	iss := identitytest.NewIssuer(t)
+	dir := t.TempDir()
+	const uri = "https://gate.example.com/v1"
+	cfg := writeServeConfig(t, dir, serveParams{limits: fmt.Sprintf(
+		"auth:\n  oidc: {issuer: %s}\n  resource: {uri: %q, scopes_required: [gate:check]}\n", iss.URL, uri)})
+	ts := startServe(t, cfg, nil)
+	logPath := filepath.Join(dir, "events.jsonl")
+	key := iss.Keys()[0]
+	now := time.Now()
+	token := func(aud string, scope any) string {
+		c := iss.Standard("alice", aud, now)
+		if scope != nil {
+			c["scope"] = scope
+		}
+		return identitytest.Sign(t, key, c)
+	}
+
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/v1"} {
+		a := ts.do(t, "GET", path, nil)
+		require.Equal(t, http.StatusOK, a.status, path)
+		assert.JSONEq(t, `{"resource":"`+uri+`","authorization_servers":["`+iss.URL+`"],"scopes_supported":["gate:check"],
+			"bearer_methods_supported":["header"]}`, string(a.body))
+	}
+	meta := `resource_metadata="https://gate.example.com/.well-known/oauth-protected-resource/v1"`
+	check := "/v1/pipelines/admission/check"
+	for _, tc := range []struct {
+		name      string
+		hdr       []string
+		status    int
+		code      string
+		challenge string
+	}{
+		{"no credential", nil, http.StatusUnauthorized, errUnauthorized, `Bearer realm="gatehost", ` + meta + `, scope="gate:check"`},
+		{"another audience", []string{"Authorization", "Bearer " + token("gatehost", "gate:check")}, http.StatusUnauthorized, errUnauthorized,
+			`Bearer realm="gatehost", ` + meta + `, error="invalid_token", error_description="the token is not for this audience", scope="gate:check"`},
+		{"no scope", []string{"Authorization", "Bearer " + token(uri, "openid")}, http.StatusForbidden, errForbidden,
+			`Bearer realm="gatehost", ` + meta + `, error="insufficient_scope", error_description="the token does not grant the scope gate:check", scope="gate:check"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reqID := "refused-" + strings.ReplaceAll(tc.name, " ", "-")
+			a := ts.do(t, "POST", check, readThenWrite, append(tc.hdr, headerRequestID, reqID)...)
+			require.Equal(t, tc.status, a.status, string(a.body))
+			assert.Equal(t, tc.code, a.apiErr(t).Error.Code)
+			assert.Equal(t, tc.challenge, a.header.Get("WWW-Authenticate"))
+			_, ok := decisionOf(t, logPath, reqID)
+			assert.False(t, ok, "no decision is made or recorded")
+		})
+	}
+	a := ts.do(t, "POST", check, readThenWrite, "Authorization", "Bearer "+token(uri, "openid gate:check"), headerRequestID, "good")
+	require.Equal(t, http.StatusOK, a.status, string(a.body))
+	_, ok := decisionOf(t, logPath, "good")
+	assert.True(t, ok)
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gatehost/gatehost/host/session"
 	"github.com/gatehost/gatehost/host/subject"
 	"github.com/gatehost/gatehost/identity"
+	"github.com/gatehost/gatehost/internal/frontend"
 	"github.com/gatehost/gatehost/internal/oneline"
 	"github.com/gatehost/gatehost/internal/runecut"
 )
@@ -75,6 +76,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealth)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.Handle(metricsRoutePattern, s.metrics.Handler())
+	frontend.MountResource(mux, s.ids.Resource())
 	api := s.withRequestID(s.withAccessLog(s.withAuth(s.withTraceContext(mux))))
 	if s.page == nil {
 		return api
@@ -194,12 +196,13 @@ func routeOf(r *http.Request) string {
 // (403 approvals_disabled when none is configured): a person's
 // confirmation, and a change to what a session may call, must come
 // through a channel the agent's credential cannot use. Every other
-// route but the health probes takes agent tokens only, when any are
-// configured; the matched credential goes into the request's context for
-// its session binding.
+// route but the health probes and the protected resource metadata
+// (auth.resource) takes agent tokens only, when any are configured; the
+// matched credential goes into the request's context for its session
+// binding.
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || s.isResourceMetadata(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -242,6 +245,13 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), c)))
 	})
+}
+
+// isResourceMetadata reports whether path is one of auth.resource's
+// metadata routes (frontend.MountResource), which take no credential.
+func (s *Server) isResourceMetadata(path string) bool {
+	res := s.ids.Resource()
+	return res != nil && (path == identity.WellKnownResource || path == res.MetadataPath())
 }
 
 // acquire returns the current runtime with a reference held, or nil before
