@@ -84,7 +84,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, o ServeOptions) er
 	if o.Watch != nil {
 		go o.Watch(ctx)
 	}
-	logger.Info("gatehost mcp: serving Streamable HTTP", "url", frontend.Scheme(o.TLSCert)+"://"+ln.Addr().String()+"/mcp", "pipeline", g.opts.Pipeline)
+	attrs := []any{"url", frontend.Scheme(o.TLSCert) + "://" + ln.Addr().String() + "/mcp", "pipeline", g.opts.Pipeline}
+	if o.Resource != nil {
+		attrs = append(attrs, "resource", o.Resource.URI, "resource_metadata", o.Resource.MetadataURL())
+	}
+	logger.Info("gatehost mcp: serving Streamable HTTP", attrs...)
 	return frontend.Serve(ctx, srv, ln, o.TLSCert, o.TLSKey, o.ClientCerts,
 		frontend.Shutdown{Timeout: cmp.Or(o.ShutdownTimeout, DefaultShutdownTimeout), Logger: logger, Name: "gatehost mcp"})
 }
