@@ -6,7 +6,9 @@
 //     for each elicitation/create (it answers "accept": the person was
 //     shown the link; the link is where the person decides),
 //   {"event":"elicitation_complete","elicitationId":...},
-//   {"event":"result","result":{...}}  the tools/call result, then exits 0.
+//   {"event":"result","result":{...}}  the tools/call result, then exits 0;
+//     with HOLD_UNTIL_STDIN_CLOSES=1 it first waits for its stdin to close,
+//     keeping the server (and a page it serves) up until the caller is done.
 // Usage: node url-elicitation-client.mjs TOOL ARGS_JSON -- COMMAND [ARGS...]
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -39,5 +41,9 @@ await client.listTools();
 // gateway's approval TTL's business, not this client's.
 const result = await client.callTool({ name: tool, arguments: JSON.parse(argsJSON) }, undefined, { timeout: 600000 });
 out({ event: "result", result });
+if (process.env.HOLD_UNTIL_STDIN_CLOSES === "1") {
+  process.stdin.resume();
+  await new Promise((resolve) => process.stdin.on("end", resolve).on("close", resolve));
+}
 await client.close();
 process.exit(0);

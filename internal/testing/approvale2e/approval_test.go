@@ -106,6 +106,11 @@ mcp:
 		cmd := exec.Command(node, filepath.Join(root, "testdata/mcp/url-elicitation-client.mjs"), "write_file", string(args), "--",
 			bin, "mcp", "--config", cfg, "--log-level", "warn", "--upstream-name", "fs", "--", fsServer, served)
 		cmd.Stderr = os.Stderr
+		// The client holds gatehost (and its page) up until the person's
+		// browser is done with it: stdin is closed after the result.
+		cmd.Env = append(os.Environ(), "HOLD_UNTIL_STDIN_CLOSES=1")
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
@@ -125,6 +130,8 @@ mcp:
 				decide(t, browser, e.URL, e.ElicitationID, approve, who)
 			case "result":
 				result = e
+				// decide, above, has returned: the person is done.
+				require.NoError(t, in.Close())
 			}
 		}
 		require.NoError(t, cmd.Wait())
