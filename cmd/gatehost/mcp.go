@@ -117,7 +117,11 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		ln.Close()
 		return fail(stderr, err)
 	}
-	page, err := compose.OpenApprovalPage(ctx, cfg, g.Desk(), func() *identity.Tokens { return approvers }, ln, *tlsCert, logger)
+	// Reloaded with the agents' tokens: the page signs in with the
+	// current ones.
+	var approverToks atomic.Pointer[identity.Tokens]
+	approverToks.Store(approvers)
+	page, err := compose.OpenApprovalPage(ctx, cfg, g.Desk(), approverToks.Load, ln, *tlsCert, logger)
 	if err != nil {
 		ln.Close()
 		return fail(stderr, err)
@@ -127,7 +131,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	tokens.Store(toks)
 	metrics.Register(g.Collector())
 	reloader := &frontend.Reloader{Path: cfg.File, Interval: *watch, Name: "gatehost mcp", Logger: logger, Metrics: metrics,
-		Apply: reloadGateway(g, fs, cfg, *tokenFile, &tokens)}
+		Apply: reloadGateway(g, fs, cfg, *tokenFile, &tokens, &approverToks)}
 	reloader.Mark()
 	reloader.Started()
 	// A failed reload is logged; the old config keeps serving.
@@ -151,7 +155,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // auth:, store:, approvals:, tracing: and decision_log: sections, the event
 // log and session paths — must be unchanged (a restart changes them), and
 // the catalog stays the running one (the trust baseline's tools).
-func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded, tokenFile string, tokens *atomic.Pointer[identity.Tokens]) func(context.Context, uint64) ([]any, error) {
+func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded, tokenFile string, tokens, approvers *atomic.Pointer[identity.Tokens]) func(context.Context, uint64) ([]any, error) {
 	pipeline := g.Options().Pipeline
 	var mu sync.Mutex
 	running := start
@@ -168,6 +172,12 @@ func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded,
 			return nil, err
 		}
 		if err := sameForLife(start, l); err != nil {
+			_ = l.Close()
+			return nil, err
+		}
+		// The approver tokens are read again too (never agent tokens).
+		apprs, err := compose.ApproverTokens(l, "", toks)
+		if err != nil {
 			_ = l.Close()
 			return nil, err
 		}
@@ -196,6 +206,7 @@ func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded,
 		running = l
 		mu.Unlock()
 		tokens.Store(toks)
+		approvers.Store(apprs)
 		return []any{"pipeline", pipeline}, nil
 	}
 }

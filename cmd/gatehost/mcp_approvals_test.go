@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -40,7 +42,7 @@ func TestMCPListenAgentCannotApprove(t *testing.T) {
 	_, err = f.WriteString("approvals:\n  ttl: 10m\n  page: {approver_token_file: approvers}\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	_, base, _ := listenMCP(t, []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), "GATEHOST_APPROVER_TOKENS=", "GATEHOST_TOKENS="},
+	cmd, base, _ := listenMCP(t, []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), "GATEHOST_APPROVER_TOKENS=", "GATEHOST_TOKENS="},
 		"--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0", "--token-file", filepath.Join(dir, "agents"),
 		"--upstream-name", "memory", "--", server)
 
@@ -94,5 +96,17 @@ func TestMCPListenAgentCannotApprove(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, body)
 		res := <-results
 		assert.False(t, res.IsError, "approved on the page: the waiting call runs")
+	})
+
+	t.Run("a reload replaces the approver tokens", func(t *testing.T) {
+		const rotated = "approver-token-rotated-0123456789"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "approvers"), []byte(rotated+" name=alice\n"), 0o600))
+		require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+		require.Eventually(t, func() bool {
+			_, err := pageclient.SignIn(nil, base+"/approvals", rotated)
+			return err == nil
+		}, time.Minute, 50*time.Millisecond, "the rotated token signs in once the reload is done")
+		_, err := pageclient.SignIn(nil, base+"/approvals", approverTok)
+		require.Error(t, err, "the replaced token no longer signs in")
 	})
 }
