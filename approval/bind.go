@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/subject"
@@ -22,32 +23,42 @@ var (
 	ErrNotInCatalog = errors.New("approval: tool not in the catalog")
 )
 
-// Bind returns the binding of the tool call input (in format f) to
-// pipeline in session, as h will record the call: the SHA-256 of the
-// native subject the host makes of it (host.Host.NativeSubject), and the
-// tool's id and schema digest in h's current catalog snapshot, which is
-// returned too. Errors: ErrUnparsable, ErrNotInCatalog, or h's error
-// reading the input.
-func Bind(h *host.Host, pipeline, session string, input []byte, f subject.Format) (Binding, catalog.Tool, error) {
+// Call is a tool call as an approval binds it (Bind).
+type Call struct {
+	Binding
+	// Tool is the tool in the host's current catalog snapshot.
+	Tool catalog.Tool
+	// Arguments are the native subject's parameters, whole ({} when it has
+	// none): what a person is shown.
+	Arguments json.RawMessage
+}
+
+// Bind returns the tool call input (in format f) to pipeline in session
+// as h will record it: the binding is the SHA-256 of the native subject
+// the host makes of it (host.Host.NativeSubject), and the tool's id and
+// schema digest in h's current catalog snapshot. Errors: ErrUnparsable,
+// ErrNotInCatalog, or h's error reading the input.
+func Bind(h *host.Host, pipeline, session string, input []byte, f subject.Format) (Call, error) {
 	native, err := h.NativeSubject(pipeline, input, f)
 	if err != nil {
-		return Binding{}, catalog.Tool{}, err
+		return Call{}, err
 	}
-	var call struct {
-		Tool       string `json:"tool"`
-		ParseError string `json:"parse_error"`
-	}
+	var call abi.ToolCall
 	if err := json.Unmarshal(native, &call); err != nil {
-		return Binding{}, catalog.Tool{}, fmt.Errorf("approval: native subject: %w", err)
+		return Call{}, fmt.Errorf("approval: native subject: %w", err)
 	}
 	if call.ParseError != "" {
-		return Binding{}, catalog.Tool{}, ErrUnparsable
+		return Call{}, ErrUnparsable
 	}
 	t, ok := h.Catalog().Snapshot().Get(call.Tool)
 	if !ok {
-		return Binding{}, catalog.Tool{}, fmt.Errorf("%w: %.64q", ErrNotInCatalog, call.Tool)
+		return Call{}, fmt.Errorf("%w: %.64q", ErrNotInCatalog, call.Tool)
+	}
+	args := call.Parameters
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
 	}
 	sum := sha256.Sum256(native)
-	return Binding{Pipeline: pipeline, Session: session, Tool: t.ID, SchemaDigest: t.SchemaDigest,
-		SubjectSHA256: hex.EncodeToString(sum[:])}, t, nil
+	return Call{Binding: Binding{Pipeline: pipeline, Session: session, Tool: t.ID, SchemaDigest: t.SchemaDigest,
+		SubjectSHA256: hex.EncodeToString(sum[:])}, Tool: t, Arguments: args}, nil
 }

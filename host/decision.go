@@ -124,3 +124,15 @@ func (d *Decision) OnlyConfirmationMissing() bool {
 	}
 	return n > 0
 }
+
+// Blocking returns d's blocking findings (those not advisory): why it was
+// not accepted, as a person deciding it is shown.
+func (d *Decision) Blocking() []abi.Finding {
+	var out []abi.Finding
+	for _, f := range d.Findings {
+		if !f.Advisory {
+			out = append(out, f.Finding)
+		}
+	}
+	return out
+}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
@@ -65,20 +64,17 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		return dec, nil, nil
 	}
 	// The binding is the host's subject_sha256 of this very call.
-	b, t, err := approval.Bind(g.Host(), g.opts.Pipeline, c.session, c.params, subject.FormatMCP)
+	call, err := approval.Bind(g.Host(), g.opts.Pipeline, c.session, c.params, subject.FormatMCP)
 	if err != nil {
 		return dec, nil, nil
 	}
+	b, t := call.Binding, call.Tool
 	if g.opts.Elicitation == ElicitForm {
 		dec, err := d.confirmByForm(ctx, c, dec, up, t, b)
 		return dec, nil, err
 	}
-	args := c.args
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
 	r, _, err := g.desk.Open(ctx, approval.Request{Binding: b, Upstream: up.u.Name, Effect: string(t.Effect),
-		Caller: d.principal, Findings: blocking(dec), Arguments: args, Front: "mcp"})
+		Caller: d.principal, Findings: dec.Blocking(), Arguments: call.Arguments, Front: "mcp"})
 	if err != nil {
 		// No request, no approval: the call stays refused.
 		g.opts.Logger.Warn("mcp gateway: approval request not opened", "run_id", dec.RunID, "tool", t.ID, "error", err)
@@ -138,18 +134,6 @@ func (g *Gateway) withApproval(res *mcp.CallToolResult, r *approval.Request) {
 		res.Meta = mcp.Meta{}
 	}
 	res.Meta[MetaApproval] = view
-}
-
-// blocking returns the decision's blocking findings: why approval is
-// required, as the page shows it.
-func blocking(dec *host.Decision) []abi.Finding {
-	var out []abi.Finding
-	for _, f := range dec.Findings {
-		if !f.Advisory {
-			out = append(out, f.Finding)
-		}
-	}
-	return out
 }
 
 // elicitURL sends the person to request r's page with a URL-mode

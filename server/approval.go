@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -129,19 +128,12 @@ type checkAnswer struct {
 // second decision is the answer. Otherwise the answer is d, with the
 // request.
 func (s *Server) askApproval(ctx context.Context, rt *loadedConfig, sr *subjectRequest, opts host.RunOptions, d *host.Decision) (*host.Decision, *approvalView, error) {
-	b, t, err := approval.Bind(rt.h, sr.name, sr.session, sr.body, sr.format)
+	call, err := approval.Bind(rt.h, sr.name, sr.session, sr.body, sr.format)
 	if err != nil {
 		return d, &approvalView{State: "unavailable"}, nil
 	}
-	var findings []abi.Finding
-	for _, f := range d.Findings {
-		if !f.Advisory {
-			findings = append(findings, f.Finding)
-		}
-	}
-	args := toolArguments(rt, sr)
-	r, _, err := s.desk.Open(ctx, approval.Request{Binding: b, Effect: string(t.Effect), Caller: opts.Principal,
-		Findings: findings, Arguments: args, Front: "serve"})
+	r, _, err := s.desk.Open(ctx, approval.Request{Binding: call.Binding, Effect: string(call.Tool.Effect), Caller: opts.Principal,
+		Findings: d.Blocking(), Arguments: call.Arguments, Front: "serve"})
 	if err != nil {
 		s.logger.Warn("gatehost serve: approval request not opened", "pipeline", sr.name, "request_id", opts.RequestID, "err", err)
 		return d, &approvalView{State: "unavailable"}, nil
@@ -154,22 +146,6 @@ func (s *Server) askApproval(ctx context.Context, rt *loadedConfig, sr *subjectR
 		}
 	}
 	return d, &approvalView{RequestID: r.ID, State: r.State, URL: s.desk.URL(r.ID), ExpiresAt: r.ExpiresAt, Note: r.Note}, nil
-}
-
-// toolArguments are the call's arguments as the page shows them: the
-// native subject's arguments member, whole.
-func toolArguments(rt *loadedConfig, sr *subjectRequest) json.RawMessage {
-	native, err := rt.h.NativeSubject(sr.name, sr.body, sr.format)
-	if err != nil {
-		return json.RawMessage("{}")
-	}
-	var call struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(native, &call) != nil || len(call.Arguments) == 0 {
-		return json.RawMessage("{}")
-	}
-	return call.Arguments
 }
 
 // handleMintApproval is POST /v1/approvals?pipeline=NAME[&session=ID][&format=F]
@@ -200,7 +176,7 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	rt, sess := sr.rt, sr.session
 	// The approval binds the native subject exactly as the host will
 	// record the checked call: the host makes it, whatever the format.
-	b, _, err := approval.Bind(rt.h, name, sess, sr.body, sr.format)
+	call, err := approval.Bind(rt.h, name, sess, sr.body, sr.format)
 	switch {
 	case errors.Is(err, approval.ErrUnparsable):
 		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
@@ -221,7 +197,7 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	if c := credentialOf(r.Context()); c != nil {
 		approver = c.Name
 	}
-	a, err := s.approvals.Mint(r.Context(), b, approver, "", approval.Origin{RequestID: r.Header.Get(headerRequestID)})
+	a, err := s.approvals.Mint(r.Context(), call.Binding, approver, "", approval.Origin{RequestID: r.Header.Get(headerRequestID)})
 	switch {
 	case errors.Is(err, approval.ErrFull):
 		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))

@@ -5,20 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/internal/testing/pageclient"
-	"github.com/gatehost/gatehost/internal/testing/pgtest"
-	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
 // TestFleetApprovalPage: two replicas on one PostgreSQL. A call that needs
@@ -26,52 +20,7 @@ import (
 // an approver approves it on A's page; the identical call then runs on
 // replica B, once: a replay on B or on A asks anew.
 func TestFleetApprovalPage(t *testing.T) {
-	cluster := pgtest.Start(t)
-	dsn := cluster.NewDatabase(t)
-	bin, err := testwasm.Binary("cmd/gatehost")
-	require.NoError(t, err)
-	execWasm, err := testwasm.Go("plugins/exec/wasm")
-	require.NoError(t, err)
-	root, err := testwasm.Root()
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "agents"), []byte(agentToken+" name=agent sessions=*\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "approvers"), []byte(approverToken+" name=operator\n"), 0o600))
-	cfg := fmt.Sprintf(`
-catalog:
-  sources:
-    - {format: mcp, path: %s, server: github}
-store:
-  kind: postgres
-  chain: node
-  op_timeout: 5s
-cache_dir: %s
-plugins:
-  exec: {path: %s}
-pipelines:
-  exec:
-    subject: tool_call
-    stages:
-      - plugin: exec
-        timeout: 60s
-        capabilities: [catalog, session]
-        config: {confirm_tools: [%q]}
-`, filepath.Join(root, "testdata/catalogs/github-mcp-server"), testwasm.CacheDir(), execWasm, tool)
-	config := filepath.Join(dir, "gatehost.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(cfg), 0o644))
-	f := &fleet{t: t, bin: bin, config: config, dsn: dsn, dir: dir, reps: make([]*replica, 2),
-		client: &http.Client{Timeout: 30 * time.Second}}
-	for i := range 2 {
-		f.start(i)
-	}
-	t.Cleanup(func() {
-		for _, r := range f.reps {
-			if r != nil {
-				_ = r.cmd.Process.Signal(syscall.SIGKILL)
-				<-r.done
-			}
-		}
-	})
+	f, _ := startFleet(t, 2, "5s", fmt.Sprintf("{confirm_tools: [%q]}", tool))
 	status, err := f.session(0, "activate", "s1")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)

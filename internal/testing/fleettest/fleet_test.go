@@ -282,7 +282,12 @@ func waitProgress(t *testing.T, l *ledger, n int64) {
 // from the log, every chain verifies, no call was accepted after its
 // revocation returned, and during the outage every decision was
 // inconclusive.
-func TestFleet(t *testing.T) {
+// startFleet starts n replicas of one config on a new database of a
+// fresh cluster: the GitHub catalog, an exec pipeline whose stage config
+// is execConfig, store operations bounded by opTimeout. The replicas are
+// killed at the end of the test.
+func startFleet(t *testing.T, n int, opTimeout, execConfig string) (*fleet, *pgtest.Cluster) {
+	t.Helper()
 	cluster := pgtest.Start(t)
 	dsn := cluster.NewDatabase(t)
 	bin, err := testwasm.Binary("cmd/gatehost")
@@ -302,7 +307,7 @@ catalog:
 store:
   kind: postgres
   chain: node
-  op_timeout: 2s
+  op_timeout: %s
 cache_dir: %s
 plugins:
   exec: {path: %s}
@@ -313,24 +318,29 @@ pipelines:
       - plugin: exec
         timeout: 60s
         capabilities: [catalog, session]
-        config: {confirm_effects: []}
-`, filepath.Join(root, "testdata/catalogs/github-mcp-server"), testwasm.CacheDir(), execWasm)
+        config: %s
+`, filepath.Join(root, "testdata/catalogs/github-mcp-server"), opTimeout, testwasm.CacheDir(), execWasm, execConfig)
 	config := filepath.Join(dir, "gatehost.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(cfg), 0o644))
 
-	f := &fleet{t: t, bin: bin, config: config, dsn: dsn, dir: dir, reps: make([]*replica, replicas),
+	f := &fleet{t: t, bin: bin, config: config, dsn: dsn, dir: dir, reps: make([]*replica, n),
 		client: &http.Client{Timeout: 30 * time.Second}}
-	for i := range replicas {
+	for i := range n {
 		f.start(i)
 	}
 	t.Cleanup(func() {
-		for i := range replicas {
-			if r := f.reps[i]; r != nil {
+		for _, r := range f.reps {
+			if r != nil {
 				_ = r.cmd.Process.Signal(syscall.SIGKILL)
 				<-r.done
 			}
 		}
 	})
+	return f, cluster
+}
+
+func TestFleet(t *testing.T) {
+	f, cluster := startFleet(t, replicas, "2s", "{confirm_effects: []}")
 
 	l := &ledger{acked: map[string]string{}}
 	stop := make(chan struct{})
@@ -365,7 +375,7 @@ pipelines:
 
 	// The log: every chain verifies, and holds every acknowledged decision.
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, postgres.Options{DSN: dsn, NodeID: "verifier"})
+	db, err := postgres.Open(ctx, postgres.Options{DSN: f.dsn, NodeID: "verifier"})
 	require.NoError(t, err)
 	defer db.Close()
 	reports, err := db.VerifyChains(ctx, postgres.VerifyChainsOptions{})
