@@ -108,3 +108,31 @@ func TestOpenRefusesBadParts(t *testing.T) {
 	require.NoError(t, err, "the log Open opened was closed again")
 	require.NoError(t, log.Close())
 }
+
+// TestFileStoreHeadInterval: event_log.head_interval reaches the file log.
+// With the head in every commit it names a record as soon as the append
+// returns; with an interval it trails until the store closes.
+func TestFileStoreHeadInterval(t *testing.T) {
+	for _, tc := range []struct {
+		interval string
+		// the head's seq right after the append
+		want uint64
+	}{{"0s", 1}, {"1m", 0}} {
+		t.Run(tc.interval, func(t *testing.T) {
+			l := load(t, "event_log: {path: events.jsonl, head_interval: "+tc.interval+"}\n")
+			rt, err := compose.Open(context.Background(), l, compose.Options{})
+			require.NoError(t, err)
+			_, err = rt.Host().EventLog.Append(eventlog.Record{Kind: eventlog.KindDecision, RunID: "0123456789abcdef0123456789abcdef", Pipeline: "p",
+				Data: json.RawMessage(`{"verdict":"accepted"}`)})
+			require.NoError(t, err)
+			rep, err := eventlog.Verify(l.LogPath)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), rep.LastSeq)
+			assert.Equal(t, tc.want, rep.HeadSeq)
+			require.NoError(t, rt.Close())
+			rep, err = eventlog.Verify(l.LogPath)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(1), rep.HeadSeq, "closing brings the head up")
+		})
+	}
+}

@@ -63,7 +63,7 @@ func OpenStore(ctx context.Context, l *config.Loaded, o StoreOptions) (store.Sto
 	logger := cmp.Or(o.Logger, slog.Default())
 	if !l.Store.Postgres() {
 		fo := file.Options{Sessions: l.Host.Sessions, BaselinePath: baselinePath(l), CounterRetain: maxDuration(l.Host.CounterWindows),
-			EventLog: eventlog.Options{Logger: logger, OnCommit: o.OnCommit}}
+			EventLog: eventlog.Options{Logger: logger, OnCommit: o.OnCommit, HeadInterval: l.LogHeadInterval}}
 		if o.Access == Serve {
 			fo.EventLogPath = l.LogPath
 		}

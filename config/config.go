@@ -30,6 +30,29 @@ import (
 // to the working directory.
 const DefaultFile = "gatehost.yaml"
 
+// DefaultLogHeadInterval is event_log.head_interval's default: the head
+// checkpoint trails the log by at most a second, and a gated call waits
+// for one fsync, its records', rather than three.
+const DefaultLogHeadInterval = time.Second
+
+// maxLogHeadInterval bounds event_log.head_interval: the head is the log's
+// protection against truncation, and a longer lag leaves more of it out.
+const maxLogHeadInterval = time.Minute
+
+// resolveHeadInterval is event_log.head_interval: the default when unset,
+// 0 (every commit) when set so, and otherwise within 1ms..1m.
+func resolveHeadInterval(d time.Duration, set bool) (time.Duration, error) {
+	switch {
+	case !set:
+		return DefaultLogHeadInterval, nil
+	case d == 0:
+		return 0, nil
+	case d < time.Millisecond || d > maxLogHeadInterval:
+		return 0, fmt.Errorf("event_log.head_interval: %s: want 0 (the head in every commit) or 1ms to %s", d, maxLogHeadInterval)
+	}
+	return d, nil
+}
+
 // fileConfig is the config file's shape (docs/CONFIGURATION.md). Every key
 // is known: an unknown key is an error naming it.
 type fileConfig struct {
@@ -37,7 +60,8 @@ type fileConfig struct {
 		Sources []sourceConfig `mapstructure:"sources"`
 	} `mapstructure:"catalog"`
 	EventLog struct {
-		Path string `mapstructure:"path"`
+		Path         string        `mapstructure:"path"`
+		HeadInterval time.Duration `mapstructure:"head_interval"`
 	} `mapstructure:"event_log"`
 	Sessions struct {
 		Path string `mapstructure:"path"`
@@ -228,6 +252,11 @@ type Loaded struct {
 	Host host.Config
 	// LogPath is the event log file (event_log.path, resolved).
 	LogPath string
+	// LogHeadInterval is how long the file log's head checkpoint may
+	// trail acknowledged records (event_log.head_interval, default
+	// DefaultLogHeadInterval; 0 replaces it in every commit); see
+	// eventlog.Options.HeadInterval.
+	LogHeadInterval time.Duration
 	// SessionPath is the session file (sessions.path, resolved); ""
 	// keeps sessions in memory.
 	SessionPath string
@@ -349,7 +378,11 @@ func LoadWith(path string, o Options) (*Loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st, Auth: auth}
+	headInterval, err := resolveHeadInterval(fc.EventLog.HeadInterval, v.IsSet("event_log.head_interval"))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	l := &Loaded{File: path, LogPath: rel(fc.EventLog.Path), LogHeadInterval: headInterval, SessionPath: rel(fc.Sessions.Path), MCP: fc.MCP, Store: st, Auth: auth}
 	if l.MCP.Baseline.Path != "" {
 		l.MCP.Baseline.Path = rel(l.MCP.Baseline.Path)
 	}

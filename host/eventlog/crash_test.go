@@ -19,7 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const crashChildEnv = "GATEHOST_EVENTLOG_CRASH_CHILD"
+const (
+	crashChildEnv = "GATEHOST_EVENTLOG_CRASH_CHILD"
+	// crashIntervalEnv is the child's Options.HeadInterval.
+	crashIntervalEnv = "GATEHOST_EVENTLOG_CRASH_HEAD_INTERVAL"
+)
 
 // TestCrashChild is the child process of TestCrashSIGKILL; it does nothing
 // in an ordinary run. It opens the log and appends from 4 goroutines as fast
@@ -29,7 +33,12 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("child of TestCrashSIGKILL only")
 	}
-	l, err := Open(path, Options{Logger: discard()})
+	interval, err := time.ParseDuration(os.Getenv(crashIntervalEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "head interval:", err)
+		os.Exit(3)
+	}
+	l, err := Open(path, Options{Logger: discard(), HeadInterval: interval})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(3)
@@ -66,15 +75,30 @@ func TestCrashChild(t *testing.T) {
 // kill: every record whose Append had returned is in the log with its data;
 // the chain and head verify; and a torn tail is repaired on open, with a
 // repair record. A kill lands mid-write only rarely, so every fifth round
-// also tears the tail by hand (as a crash of the machine would).
+// also tears the tail by hand (as a crash of the machine would). It runs
+// with the head replaced in every commit and with a trailing head
+// (Options.HeadInterval), which a kill leaves behind the log.
 func TestCrashSIGKILL(t *testing.T) {
 	if testing.Short() {
-		t.Skip("spawns 100 processes")
+		t.Skip("spawns 150 processes")
 	}
 	rounds := 100
 	if s := os.Getenv("GATEHOST_CRASH_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}
+	for _, mode := range []struct {
+		name     string
+		interval time.Duration
+		rounds   int
+	}{
+		{"head every commit", 0, rounds},
+		{"head interval", 2 * time.Millisecond, max(1, rounds/2)},
+	} {
+		t.Run(mode.name, func(t *testing.T) { crashRounds(t, mode.interval, mode.rounds) })
+	}
+}
+
+func crashRounds(t *testing.T, interval time.Duration, rounds int) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	path := t.TempDir() + "/events.jsonl"
@@ -83,7 +107,7 @@ func TestCrashSIGKILL(t *testing.T) {
 	var checkedEnd int64 // bytes of the log already checked
 	for round := range rounds {
 		cmd := exec.Command(exe, "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashIntervalEnv+"="+interval.String())
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		var stderr bytes.Buffer

@@ -48,10 +48,12 @@
 // # Head checkpoint
 //
 // A hash chain alone cannot reveal that its last records were cut off. So
-// after each append (or group of concurrent appends committed together) the
-// log writes <path>.head, holding {"seq":N,"hash":"…"} for the last record,
-// by writing a temporary file, fsyncing it, renaming it over the old one and
-// fsyncing the directory. The
+// the log writes <path>.head, holding {"seq":N,"hash":"…"} for the last
+// record, by writing a temporary file, fsyncing it, renaming it over the old
+// one and fsyncing the directory: after each commit (an append, or a group of
+// concurrent appends committed together) by default, or, with
+// Options.HeadInterval, in the background at most that long after the first
+// commit it does not cover, and when the Log closes. The
 // log is always fsynced before the head, so after a crash the log may be
 // ahead of its head (that is fine and Open catches the head up) but never
 // behind it. A log shorter than its head, or whose record N has a different
@@ -109,8 +111,9 @@
 //
 // # Durability contract
 //
-// Append acknowledges (returns nil) only after its records are written,
-// fsynced, and the head checkpoint is durably replaced. An acknowledged record
+// Append acknowledges (returns nil) only after its records are written and
+// fsynced, and, unless Options.HeadInterval is set, the head checkpoint is
+// durably replaced. An acknowledged record
 // survives a process crash and, on a disk that honours fsync, a power loss.
 // With group commit, concurrent appends queued while a commit is in flight are
 // written together by one write and one fsync; each caller still returns only
@@ -118,6 +121,13 @@
 // contiguous. A crash can therefore lose or tear only unacknowledged records.
 // Options.NoSync keeps the ordering but drops the fsyncs: records then survive
 // a process crash (they are in the page cache) but not a power loss.
+//
+// With Options.HeadInterval a crash can leave the head behind acknowledged
+// records by up to that interval's commits. Those records are as durable as
+// any; Open brings the head up to them. What the lag gives up is the head's
+// view of them: cutting them off the end before the head moves is not caught
+// by the head. Anyone who can do that can also rewrite the log and its head
+// consistently, which only an anchor catches (see What this detects).
 //
 // # Other stores
 //

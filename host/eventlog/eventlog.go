@@ -32,6 +32,16 @@ type Options struct {
 	// lock held: for metrics.
 	// It must not call the Log.
 	OnCommit func(Commit)
+	// HeadInterval is how long the head checkpoint (see the package doc)
+	// may trail the records an Append acknowledged. Zero replaces the head
+	// in every commit, before Append returns: three fsyncs per commit (the
+	// log, the head's temporary file, the directory). A positive interval
+	// leaves one: a commit fsyncs its records and returns, and the head is
+	// replaced in the background no later than HeadInterval after the
+	// first commit it does not cover, and by Close. The records themselves
+	// are as durable either way; what trails is only the head's protection
+	// against truncation (see "Head checkpoint" in the package doc).
+	HeadInterval time.Duration
 }
 
 // Commit describes one group commit, for Options.OnCommit.
@@ -42,6 +52,10 @@ type Commit struct {
 	// Fsync is the time the log file's fsync took; 0 with NoSync or when
 	// the write failed first.
 	Fsync time.Duration
+	// Head reports whether the commit replaced the head checkpoint: every
+	// commit with Options.HeadInterval zero, only the background
+	// checkpoints otherwise (those have Records 0).
+	Head bool
 	// Err is the failure that broke the log, or the lock wait that failed
 	// the commit, if any.
 	Err error
@@ -107,6 +121,11 @@ type Log struct {
 	committing        bool
 	err               error // sticky: set by the first failed commit
 	closed            bool
+	// headSeq is the seq the head file holds as this Log last wrote or
+	// read it; headTimer, set while a background checkpoint is due (with
+	// Options.HeadInterval only).
+	headSeq   uint64
+	headTimer *time.Timer
 
 	// Owned by the committing goroutine (or by Open, before the Log is
 	// shared): the chain's tail as this Log last saw it under the lock,
@@ -275,9 +294,10 @@ func (l *Log) openLocked(h1 Head) error {
 		return fmt.Errorf("eventlog: open %s: %w", l.path, err)
 	}
 	if c.repair != nil {
-		_, err := l.write(nil, c) // writes the head too
+		_, err := l.write(nil, c, true)
 		return err
 	}
+	l.headSeq = head.Seq
 	if !haveHead || head.Seq != l.tail.seq {
 		if haveHead {
 			l.logger.Info("eventlog: head checkpoint behind log, catching up",
@@ -356,9 +376,10 @@ func (l *Log) catchUp(visit func(*Record)) (caughtUp, error) {
 
 // write runs under the file's lock, after catchUp: it writes c's repair
 // record, if any, then b's records (sealed again if the chain's tail is
-// not the one b was sealed after), fsyncs, and replaces the head. It
-// advances l.tail only once everything is durable.
-func (l *Log) write(b *batch, c caughtUp) (Commit, error) {
+// not the one b was sealed after), fsyncs, and, with head, replaces the
+// head if it is behind. It advances l.tail only once everything is
+// durable. With nothing to write it writes and fsyncs nothing.
+func (l *Log) write(b *batch, c caughtUp, head bool) (Commit, error) {
 	var buf []byte
 	var records int
 	if b != nil {
@@ -384,18 +405,23 @@ func (l *Log) write(b *batch, c caughtUp) (Commit, error) {
 		seq, hash = last[len(last)-1].Seq, last[len(last)-1].Hash
 	}
 	cm := Commit{Records: records, Bytes: len(buf)}
-	if _, err := l.f.Write(buf); err != nil {
-		return cm, fmt.Errorf("eventlog: write %s: %w", l.path, err)
+	if len(buf) > 0 {
+		if _, err := l.f.Write(buf); err != nil {
+			return cm, fmt.Errorf("eventlog: write %s: %w", l.path, err)
+		}
+		start := time.Now()
+		if err := l.sync(l.f); err != nil {
+			return cm, fmt.Errorf("eventlog: fsync %s: %w", l.path, err)
+		}
+		if !l.opts.NoSync {
+			cm.Fsync = time.Since(start)
+		}
 	}
-	start := time.Now()
-	if err := l.sync(l.f); err != nil {
-		return cm, fmt.Errorf("eventlog: fsync %s: %w", l.path, err)
-	}
-	if !l.opts.NoSync {
-		cm.Fsync = time.Since(start)
-	}
-	if err := l.writeHead(seq, hash); err != nil {
-		return cm, fmt.Errorf("eventlog: head update %s: %w", l.path, err)
+	if head && seq != l.headSeq {
+		if err := l.writeHead(seq, hash); err != nil {
+			return cm, fmt.Errorf("eventlog: head update %s: %w", l.path, err)
+		}
+		cm.Head = true
 	}
 	l.tail = tail{seq: seq, hash: hash, size: l.tail.size + int64(len(buf))}
 	return cm, nil
@@ -537,16 +563,41 @@ func (l *Log) commit() {
 		l.cond.Broadcast()
 		return
 	}
+	_ = l.run(b) // b.err carries the outcome to its callers
+}
+
+// checkpointDue is the background checkpoint of Options.HeadInterval: it
+// brings the head up to the log unless the Log was closed (Close writes
+// the head itself) or broken.
+func (l *Log) checkpointDue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.headTimer = nil
+	for l.committing {
+		l.cond.Wait()
+	}
+	if l.closed || l.err != nil {
+		return
+	}
+	_ = l.run(nil) // logged if it broke the Log; rescheduled if it timed out
+}
+
+// run commits b, or with b nil checkpoints the head alone (after catching
+// up with other writers, and repairing a torn tail they left). It is
+// called with l.mu held and no commit under way, and releases l.mu during
+// I/O. It returns the commit's error.
+func (l *Log) run(b *batch) error {
 	l.committing = true
 	l.mu.Unlock()
 
+	head := b == nil || l.opts.HeadInterval <= 0
 	var c Commit
 	sticky := false
 	err := l.lock()
 	if err == nil {
 		var cu caughtUp
 		if cu, err = l.catchUp(nil); err == nil {
-			c, err = l.write(b, cu)
+			c, err = l.write(b, cu, head)
 		}
 		if uerr := l.unlock(); err == nil && uerr != nil {
 			err = fmt.Errorf("eventlog: unlock %s: %w", l.path, uerr)
@@ -562,7 +613,9 @@ func (l *Log) commit() {
 
 	l.mu.Lock()
 	l.committing = false
-	b.done, b.err = true, err
+	if b != nil {
+		b.done, b.err = true, err
+	}
 	switch {
 	case sticky:
 		l.err = err
@@ -571,6 +624,12 @@ func (l *Log) commit() {
 	case err == nil:
 		l.durableSeq, l.durableHash = l.tail.seq, l.tail.hash
 	}
+	// With a HeadInterval, a commit the head does not cover (or a
+	// checkpoint that could not take the lock in time) schedules the next
+	// checkpoint, unless one is due already or the Log is closing.
+	if l.opts.HeadInterval > 0 && !sticky && !l.closed && l.headTimer == nil && l.headSeq != l.tail.seq {
+		l.headTimer = time.AfterFunc(l.opts.HeadInterval, l.checkpointDue)
+	}
 	if l.cur == nil {
 		// Queue the next append after the chain's actual tail, so that it
 		// need not be sealed again unless another writer appends first.
@@ -578,10 +637,11 @@ func (l *Log) commit() {
 	}
 	// Keep a modest buffer, and no more than two: one for the batch being
 	// committed, one for the queue filling meanwhile; let a huge one go.
-	if cap(b.buf) <= 1<<20 && len(l.spare) < 2 {
+	if b != nil && cap(b.buf) <= 1<<20 && len(l.spare) < 2 {
 		l.spare = append(l.spare, b.buf[:0])
 	}
 	l.cond.Broadcast()
+	return err
 }
 
 // lock takes the file's lock, waiting up to Options.LockTimeout. It is
@@ -701,7 +761,11 @@ func (l *Log) syncDir() error {
 // a crash leaves either the old head or the new one, both valid because the
 // log was fsynced first.
 func (l *Log) writeHead(seq uint64, hash string) error {
-	return writeHeadFile(l.headPath, Head{Seq: seq, Hash: hash}, safefile.Replace{Dir: l.dir, NoSync: l.opts.NoSync})
+	if err := writeHeadFile(l.headPath, Head{Seq: seq, Hash: hash}, safefile.Replace{Dir: l.dir, NoSync: l.opts.NoSync}); err != nil {
+		return err
+	}
+	l.headSeq = seq
+	return nil
 }
 
 // WriteHead writes h as the head file of the log at logPath (HeadPath),
@@ -722,8 +786,11 @@ func writeHeadFile(path string, h Head, r safefile.Replace) error {
 	return r.WriteFile(path, AppendHead(make([]byte, 0, 96), h), 0o640)
 }
 
-// Close waits for queued appends to finish, then closes the log. Further
-// appends return ErrClosed. Closing twice is harmless.
+// Close waits for queued appends to finish, brings the head up to the log
+// if it trails (Options.HeadInterval), then closes the log. Further appends
+// return ErrClosed. Closing twice is harmless. An error from the last
+// checkpoint is returned; the records stay durable, and the next Open
+// brings the head up to them.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -734,10 +801,20 @@ func (l *Log) Close() error {
 	for l.committing || (l.cur != nil && l.err == nil) {
 		l.cond.Wait()
 	}
+	if l.headTimer != nil {
+		l.headTimer.Stop() // if it fired already, it finds the Log closed
+		l.headTimer = nil
+	}
+	var err error
+	if l.err == nil && l.headSeq != l.tail.seq {
+		err = l.run(nil)
+	}
 	// A lock wait left pending by a timed-out commit holds a reference to
 	// the descriptor: closing it waits for that flock to return, that is
 	// for the other writer's commit to end, and then releases the lock.
-	err := l.f.Close()
+	if ferr := l.f.Close(); err == nil {
+		err = ferr
+	}
 	if derr := l.dir.Close(); err == nil {
 		err = derr
 	}

@@ -1097,15 +1097,18 @@ func BenchmarkAppend(b *testing.B) {
 	for _, bc := range []struct {
 		name             string
 		noSync, parallel bool
+		headInterval     time.Duration
 	}{
-		{"nosync", true, false},
-		{"sync", false, false},
-		{"nosync-parallel", true, true},
-		{"sync-parallel", false, true},
+		{"nosync", true, false, 0},
+		{"sync", false, false, 0},
+		{"sync-head-interval", false, false, time.Second},
+		{"nosync-parallel", true, true, 0},
+		{"sync-parallel", false, true, 0},
+		{"sync-head-interval-parallel", false, true, time.Second},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "events.jsonl")
-			l, err := Open(path, Options{NoSync: bc.noSync, Logger: discard()})
+			l, err := Open(path, Options{NoSync: bc.noSync, Logger: discard(), HeadInterval: bc.headInterval})
 			require.NoError(b, err)
 			defer l.Close()
 			r := sample(1)
