@@ -97,6 +97,9 @@ func DecodeToolCall(b []byte, c *abi.ToolCall) error {
 	return d.top(func() error { return decodeToolCall(&d, c) })
 }
 
+// configMemo remembers the last request's config (setRawMemo).
+var configMemo rawMemo
+
 var (
 	decodeRequest  func(*decoder, *abi.Request) error
 	decodeProposal func(*decoder, *abi.Proposal) error
@@ -130,7 +133,7 @@ func init() {
 		{"stage", func(d *decoder, r *abi.Request) error { return setString(d, &r.Stage) }},
 		{"subject_kind", func(d *decoder, r *abi.Request) error { return setString(d, &r.SubjectKind) }},
 		{"subject", func(d *decoder, r *abi.Request) error { return setRaw(d, &r.Subject) }},
-		{"config", func(d *decoder, r *abi.Request) error { return setRaw(d, &r.Config) }},
+		{"config", func(d *decoder, r *abi.Request) error { return setRawMemo(d, &r.Config, &configMemo) }},
 		{"context", func(d *decoder, r *abi.Request) error { return context(d, &r.Context) }},
 	})
 	decodeToolCall = structOf([]field[abi.ToolCall]{
