@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gatehost/gatehost/abi"
@@ -133,7 +134,37 @@ var errNoResult = errors.New("sdk: host answer has neither result nor error")
 // the host to leave it out when its digest is still the one remembered
 // (known_schema_digest, abi/SPEC.md §7.7), so a warm instance does not
 // decode every schema on every run.
+//
+// In a module, the SDK also remembers the answers themselves, keyed by the
+// run's catalog generation (context.catalog_generation) and the name: a
+// generation names one immutable catalog snapshot for as long as the host
+// runs (abi/SPEC.md §7.7), and an instance serves one host, so a warm
+// instance asks the host only for names it has not looked up in this
+// generation. Errors are never remembered.
 func CatalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
+	gh, pinned := h.(generationHost)
+	if pinned {
+		if t, found, ok := tools.get(gh.catalogGeneration(), name); ok {
+			return t, found, nil
+		}
+	}
+	tool, found, err = catalogGet(h, name)
+	if pinned && err == nil {
+		tools.put(gh.catalogGeneration(), name, tool, found)
+	}
+	return tool, found, err
+}
+
+// generationHost is a Host whose every catalog call answers from the one
+// snapshot catalogGeneration names: the module's Host during a run, whose
+// instance belongs to one host. A native Host is not one: tests run many
+// hosts, with catalogs of the same generation, in one process.
+type generationHost interface {
+	Host
+	catalogGeneration() uint64
+}
+
+func catalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
 	req := abi.CatalogGetRequest{Name: name}
 	known, haveKnown := schemas.get(name)
 	if haveKnown {
@@ -187,6 +218,57 @@ func ValidateSchema(h Host, req abi.SchemaValidateRequest) (abi.SchemaValidateAn
 		return abi.SchemaValidateAnswer{}, fmt.Errorf("sdk: %s: answer is valid=%t with %d findings", abi.OpSchemaValidate, a.Valid, len(a.Findings))
 	}
 	return a, nil
+}
+
+// toolCacheMax bounds the remembered answers of one generation.
+const toolCacheMax = 1024
+
+// tools remembers catalog.get answers of one catalog generation by the name
+// looked up; a run of another generation empties it. The mutex is for
+// native use; in a guest there is one thread.
+var tools toolCache
+
+type toolCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]cachedTool
+}
+
+type cachedTool struct {
+	tool  abi.Tool
+	found bool
+}
+
+// get returns a copy of the remembered answer, so that a gate changing its
+// tool's aliases or hints changes nothing the next run sees.
+func (c *toolCache) get(gen uint64, name string) (abi.Tool, bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[name]
+	if !ok || c.gen != gen {
+		return abi.Tool{}, false, false
+	}
+	return copyTool(e.tool), e.found, true
+}
+
+func (c *toolCache) put(gen uint64, name string, t abi.Tool, found bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.gen != gen || len(c.m) >= toolCacheMax {
+		c.m, c.gen = map[string]cachedTool{}, gen
+	}
+	c.m[name] = cachedTool{tool: copyTool(t), found: found}
+}
+
+// copyTool copies what a gate could change in place; the input schema is
+// shared, as the schema cache below shares it.
+func copyTool(t abi.Tool) abi.Tool {
+	t.Aliases = slices.Clone(t.Aliases)
+	if t.Hints != nil {
+		h := *t.Hints
+		t.Hints = &h
+	}
+	return t
 }
 
 // schemaCacheMax bounds the remembered schemas: a catalog that churns

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/guestjson"
@@ -133,11 +134,23 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 			resp = Inconclusive(ReasonGatePanic, fmt.Errorf("panic: %v\n%s", p, debug.Stack()))
 		}
 	}()
+	// Only a run granted the catalog may be answered from the catalog
+	// the instance remembers: one instance serves the stages of every
+	// grant.
+	if p, ok := h.(runPinner); ok && slices.Contains(req.Context.Capabilities, abi.CapabilityCatalog) {
+		h = p.pinRun(req.Context.CatalogGeneration)
+	}
 	resp, err := g.Evaluate(ctx, Request{Request: req, Host: h})
 	if err != nil {
 		return Inconclusive(ReasonGateError, err)
 	}
 	return resp
+}
+
+// runPinner is a Host that can become the Host of one run: a
+// generationHost answering from the run's catalog generation.
+type runPinner interface {
+	pinRun(catalogGeneration uint64) Host
 }
 
 // Inconclusive returns an inconclusive response with a snake_case reason and,
