@@ -105,9 +105,8 @@ func setRaw[R ~[]byte](d *decoder, r *R) error {
 
 // rawMemo is a value kept raw that was checked whole once, and the depth it
 // was checked at: the request's config, which a module instance receives
-// byte for byte the same on every run of its stage. Checking it again costs
-// a guest about a tenth of a millisecond for a config of 8 KB; comparing the
-// bytes costs a few microseconds.
+// byte for byte the same on every run of its stage. Checking 8 KB of it
+// again costs a guest about 30 µs in wazero; comparing the bytes about 4.
 type rawMemo struct {
 	mu    sync.Mutex // for native use; a guest has one thread
 	b     []byte
