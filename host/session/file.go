@@ -34,9 +34,19 @@ const fileFormat = 1
 // exist is an empty store; one that cannot be read or decoded, or holds an
 // entry inconsistent with its key, is an ErrStore error, never an empty
 // store.
+//
+// Load and IDs read the file on every call, so that another process's
+// Update is seen at once (a revocation, above all), but decode it only when
+// its bytes differ from the last ones this FileStore decoded or wrote:
+// comparing bytes costs a fraction of decoding and validating every
+// session, and holds for any change, however made.
 type FileStore struct {
 	path string
 	mu   sync.Mutex // serialises this process's Updates
+
+	cacheMu sync.Mutex
+	raw     []byte          // the file's bytes that sets was decoded from
+	sets    map[string]*Set // shared, never modified: replaced whole
 }
 
 // NewFileStore returns a FileStore at path. It touches nothing on disk.
@@ -50,6 +60,8 @@ type document struct {
 	Sessions map[string]*Set `json:"sessions"`
 }
 
+// read returns the file's sessions. The map and its sets are shared with
+// other callers: read them, never modify them.
 func (f *FileStore) read() (map[string]*Set, error) {
 	fail := func(err error) (map[string]*Set, error) {
 		return nil, &Error{Op: "load", Code: codes[ErrStore], Err: fmt.Errorf("%w: %s: %w", ErrStore, f.path, err)}
@@ -62,28 +74,51 @@ func (f *FileStore) read() (map[string]*Set, error) {
 	if err != nil {
 		return fail(err)
 	}
+	f.cacheMu.Lock()
+	if f.sets != nil && bytes.Equal(data, f.raw) {
+		sets := f.sets
+		f.cacheMu.Unlock()
+		return sets, nil
+	}
+	f.cacheMu.Unlock()
+	sets, err := decodeDocument(data)
+	if err != nil {
+		return fail(err)
+	}
+	f.remember(data, sets)
+	return sets, nil
+}
+
+// remember keeps sets as the decoding of data.
+func (f *FileStore) remember(data []byte, sets map[string]*Set) {
+	f.cacheMu.Lock()
+	f.raw, f.sets = data, sets
+	f.cacheMu.Unlock()
+}
+
+// decodeDocument decodes and checks a session file's bytes.
+func decodeDocument(data []byte) (map[string]*Set, error) {
 	var doc document
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if doc.Format != fileFormat {
-		return fail(fmt.Errorf("format %d, want %d", doc.Format, fileFormat))
+		return nil, fmt.Errorf("format %d, want %d", doc.Format, fileFormat)
 	}
 	if doc.Sessions == nil {
 		doc.Sessions = map[string]*Set{}
 	}
 	for id, s := range doc.Sessions {
 		if s == nil || s.ID != id || !ValidID(id) {
-			return fail(fmt.Errorf("entry %q is not a session set with that id", cut(id)))
+			return nil, fmt.Errorf("entry %q is not a session set with that id", cut(id))
 		}
 		for tool, a := range s.Activated {
 			if a.Grant.Session != id || a.Grant.Tool != tool {
-				return fail(fmt.Errorf("session %q: the grant under %q covers session %q, tool %q", cut(id), cut(tool), cut(a.Grant.Session), cut(a.Grant.Tool)))
+				return nil, fmt.Errorf("session %q: the grant under %q covers session %q, tool %q", cut(id), cut(tool), cut(a.Grant.Session), cut(a.Grant.Tool))
 			}
 		}
-		doc.Sessions[id] = s.Clone()
 	}
 	return doc.Sessions, nil
 }
@@ -97,7 +132,12 @@ func (f *FileStore) write(sets map[string]*Set) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return safefile.WriteFileAtomic(f.path, append(data, '\n'), 0o600)
+	data = append(data, '\n')
+	if err := safefile.WriteFileAtomic(f.path, data, 0o600); err != nil {
+		return err
+	}
+	f.remember(data, sets)
+	return nil
 }
 
 // lock takes the cross-process lock; the returned function releases it.
@@ -146,14 +186,15 @@ func (f *FileStore) Update(_ context.Context, id string, fn func(*Set) (*Set, er
 		return nil, storeErr(err)
 	}
 	defer unlock()
-	sets, err := f.read()
+	shared, err := f.read()
 	if err != nil {
 		return nil, err
 	}
-	next, err := fn(sets[id].Clone())
+	next, err := fn(shared[id].Clone())
 	if err != nil {
 		return nil, err
 	}
+	sets := maps.Clone(shared) // the sets stay shared: only entries are replaced
 	if next == nil {
 		delete(sets, id)
 	} else {
