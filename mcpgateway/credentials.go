@@ -485,7 +485,7 @@ type credTransport struct {
 }
 
 func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	cr := t.c.d.g.credsOf(t.c.idx)
+	cr := t.c.g.credsOf(t.c.idx)
 	r2 := r.Clone(r.Context())
 	for k, v := range cr.headers {
 		r2.Header[k] = slices.Clone(v)
@@ -506,11 +506,14 @@ func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // exchanged is the session's token for the upstream (nil error and ""
 // without token exchange).
 func (c *upconn) exchanged(ctx context.Context) (string, error) {
-	ex := c.d.g.credsOf(c.idx).ex
+	ex := c.g.credsOf(c.idx).ex
 	if ex == nil {
 		return "", nil
 	}
-	subject := c.d.subject.Load()
+	var subject *string
+	if c.d != nil {
+		subject = c.d.subject.Load()
+	}
 	if subject == nil {
 		return "", fmt.Errorf("%w: upstream %s takes a token exchanged for the caller's, and this session's caller presented no bearer token (stdio, or an anonymous caller)", ErrCredentials, c.u.Name)
 	}

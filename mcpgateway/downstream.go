@@ -74,11 +74,14 @@ func (g *Gateway) newServer(d *downstream) *mcp.Server {
 	if d != nil {
 		// Subscriptions go upstream; the SDK keeps track of them so that
 		// Server.ResourceUpdated reaches this session.
+		// A shared upstream's subscriptions would be every session's
+		// (one unsubscribes them all, and the updates cannot be told
+		// apart): only a session's own connections subscribe.
 		opts.SubscribeHandler = func(ctx context.Context, r *mcp.SubscribeRequest) error {
-			return d.eachUpstream(ctx, func(cs *mcp.ClientSession) error { return cs.Subscribe(ctx, r.Params) })
+			return d.eachOwnUpstream(ctx, "resources/subscribe", func(cs *mcp.ClientSession) error { return cs.Subscribe(ctx, r.Params) })
 		}
 		opts.UnsubscribeHandler = func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
-			return d.eachUpstream(ctx, func(cs *mcp.ClientSession) error { return cs.Unsubscribe(ctx, r.Params) })
+			return d.eachOwnUpstream(ctx, "resources/unsubscribe", func(cs *mcp.ClientSession) error { return cs.Unsubscribe(ctx, r.Params) })
 		}
 	}
 	s := mcp.NewServer(g.impl, opts)
@@ -88,10 +91,21 @@ func (g *Gateway) newServer(d *downstream) *mcp.Server {
 	return s
 }
 
-func (g *Gateway) newSession() *downstream {
+func (g *Gateway) newSession() *downstream { return g.newDownstream(true) }
+
+// newDownstream builds a session. With shared, a shared upstream is one
+// of its connections (Gateway.pools), given in turn; otherwise, and for
+// every upstream that serves one session, the session gets a connection
+// of its own.
+func (g *Gateway) newDownstream(shared bool) *downstream {
 	d := &downstream{g: g, ph: map[string]bool{}, gone: make(chan struct{})}
+	turn := g.turn.Add(1)
 	for i, u := range g.opts.Upstreams {
-		d.ups = append(d.ups, &upconn{d: d, idx: i, u: u, connecting: make(chan struct{}, 1)})
+		if pool := g.pools[i]; shared && len(pool) > 0 {
+			d.ups = append(d.ups, pool[turn%uint64(len(pool))])
+			continue
+		}
+		d.ups = append(d.ups, &upconn{g: g, d: d, idx: i, u: u, connecting: make(chan struct{}, 1)})
 	}
 	d.server = g.newServer(d)
 	// The session is registered by initialize: a request that never
@@ -112,7 +126,9 @@ func (d *downstream) close() {
 func (d *downstream) doClose() {
 	d.closed.Store(true)
 	for _, c := range d.ups {
-		c.close()
+		if !c.shared() { // a shared connection serves on; Close ends it
+			c.close()
+		}
 	}
 	if id := d.sessionID(); id != "" {
 		if _, err := d.g.Host().Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
@@ -209,16 +225,21 @@ func (d *downstream) fromClientUncoded(next mcp.MethodHandler) mcp.MethodHandler
 		case "logging/setLevel":
 			// The SDK keeps the level to filter what it forwards; the
 			// upstreams get it too.
+			// (A shared upstream's log messages are relayed to no
+			// session, and one session's level is not every session's.)
 			p := req.GetParams().(*mcp.SetLoggingLevelParams)
-			if err := d.eachUpstream(ctx, func(cs *mcp.ClientSession) error { return cs.SetLoggingLevel(ctx, p) }); err != nil {
+			if err := d.eachOwnUpstream(ctx, "", func(cs *mcp.ClientSession) error { return cs.SetLoggingLevel(ctx, p) }); err != nil {
 				return nil, err
 			}
 			return next(ctx, method, req)
 		case "notifications/roots/list_changed":
 			for _, c := range d.ups {
 				// The upstream asks roots/list again; the gateway's
-				// client forwards it to this client.
-				c.rootsChanged()
+				// client forwards it to this client. A shared upstream
+				// is offered no roots (fromUpstream).
+				if !c.shared() {
+					c.rootsChanged()
+				}
 			}
 			return nil, nil
 		case "notifications/progress":
@@ -297,7 +318,7 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 		if r == nil {
 			continue
 		}
-		mergeCapabilities(caps, r.Capabilities)
+		mergeCapabilities(caps, r.Capabilities, c.shared())
 		if r.Instructions != "" {
 			instructions = append(instructions, r.Instructions)
 		}
@@ -317,15 +338,16 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 }
 
 // mergeCapabilities adds what an upstream offers, except tools, which the
-// gateway always offers with list_changed.
-func mergeCapabilities(dst, src *mcp.ServerCapabilities) {
+// gateway always offers with list_changed, and for a shared upstream
+// logging and resource subscriptions, which are not relayed from it.
+func mergeCapabilities(dst, src *mcp.ServerCapabilities, shared bool) {
 	if src == nil {
 		return
 	}
 	if src.Completions != nil {
 		dst.Completions = src.Completions
 	}
-	if src.Logging != nil {
+	if src.Logging != nil && !shared {
 		dst.Logging = src.Logging
 	}
 	if src.Prompts != nil {
@@ -339,7 +361,7 @@ func mergeCapabilities(dst, src *mcp.ServerCapabilities) {
 			dst.Resources = &mcp.ResourceCapabilities{}
 		}
 		dst.Resources.ListChanged = dst.Resources.ListChanged || src.Resources.ListChanged
-		dst.Resources.Subscribe = dst.Resources.Subscribe || src.Resources.Subscribe
+		dst.Resources.Subscribe = dst.Resources.Subscribe || (src.Resources.Subscribe && !shared)
 	}
 }
 
@@ -354,6 +376,33 @@ func (d *downstream) eachUpstream(ctx context.Context, f func(*mcp.ClientSession
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// eachOwnUpstream runs f on every upstream session that serves this
+// session alone (not a shared upstream's); the first error wins. With
+// none, method (when not "") is refused: a shared upstream does not take
+// it.
+func (d *downstream) eachOwnUpstream(ctx context.Context, method string, f func(*mcp.ClientSession) error) error {
+	var errs []error
+	own := 0
+	for _, c := range d.ups {
+		if c.shared() {
+			continue
+		}
+		own++
+		cs, err := c.session(ctx)
+		if err == nil {
+			err = f(cs)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if own == 0 && method != "" {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("gatehost mcp gateway: %s is not taken by a shared upstream (it would be every session's); an upstream configured session_scoped takes it", method)}
 	}
 	return errors.Join(errs...)
 }
@@ -668,6 +717,9 @@ func mergedResult[T any](key string, items []wire[T], err error) (mcp.Result, er
 // from, so that it cannot pass for gatehost's own approval prompt; one that
 // imitates that prompt is refused and the upstream disconnected.
 func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
+	if c.shared() {
+		return withCodes(c.fromSharedUpstream(next))
+	}
 	d := c.d
 	return withCodes(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss := d.serverSession()
@@ -709,6 +761,47 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	})
+}
+
+// fromSharedUpstream is a shared connection's receiving middleware. Over
+// stdio nothing ties a request the upstream makes of the client to one of
+// the sessions the process serves (a call of one, a call of another, or
+// none), and guessing would show one session's question to another's
+// person or hand it another's answer: roots/list is answered with no
+// roots, and sampling and elicitation are refused; each is recorded. One
+// that imitates gatehost's approval prompt is treated as on a session's
+// connection: refused unanswered, and the upstream disconnected.
+func (c *upconn) fromSharedUpstream(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		rec := map[string]any{"upstream": c.u.Name, "method": method, "shared": true}
+		switch method {
+		case "roots/list":
+			rec["outcome"] = "answered: no roots (shared upstream)"
+			c.g.recordEdge(kindUpstreamRequest, rec)
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+		case "sampling/createMessage", "elicitation/create":
+			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
+				rec["outcome"] = "refused: imitates gatehost's approval prompt"
+				c.g.recordEdge(kindUpstreamRequest, rec)
+				c.g.opts.Logger.Warn("mcp gateway: upstream elicitation imitating gatehost's approval refused; upstream disconnected", "upstream", c.u.Name)
+				c.close()
+				t := time.NewTimer(5 * time.Second)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
+			}
+			rec["outcome"] = "refused: shared upstream (not attributable to one session)"
+			c.g.recordEdge(kindUpstreamRequest, rec)
+			c.g.opts.Logger.Warn("mcp gateway: request of a shared upstream to the client refused; configure the upstream session_scoped to relay it",
+				"upstream", c.u.Name, "method", method)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused to a shared upstream: it cannot be attributed to one session", method)}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // upstreamLabel starts every elicitation an upstream sends, so that the
@@ -803,4 +896,37 @@ func (d *downstream) upstreamToolsChanged(idx int) {
 		return
 	}
 	d.notifyListChanged(toolsChanged)
+}
+
+// sharedToolsChanged re-lists a shared connection's tools after its
+// notifications/tools/list_changed (once, for every session it serves),
+// publishes the new catalog snapshot, and tells each of those sessions.
+// Until the re-list completes the connection is stale (changes/listedAt,
+// marked as the notification was read): no session's call is decided on
+// the old listing.
+func (g *Gateway) sharedToolsChanged(c *upconn) {
+	cs := c.current()
+	if cs == nil || c.ended() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.opts.CallTimeout)
+	defer cancel()
+	if err := g.relist(ctx, c, cs); err != nil {
+		g.opts.Logger.Warn("mcp gateway: re-list after list_changed failed; the upstream is reconnected before its next call",
+			"upstream", c.u.Name, "error", err)
+		c.close()
+		return
+	}
+	g.eachSessionOf(c, func(d *downstream) { d.notifyListChanged(toolsChanged) })
+}
+
+// eachSessionOf runs f for every live session that uses the connection c.
+func (g *Gateway) eachSessionOf(c *upconn, f func(*downstream)) {
+	g.sessions.Range(func(k, _ any) bool {
+		d := k.(*downstream)
+		if c.idx < len(d.ups) && d.ups[c.idx] == c && !d.closed.Load() {
+			f(d)
+		}
+		return true
+	})
 }

@@ -340,7 +340,9 @@ func TestSecondInitializeRefused(t *testing.T) {
 // gatehost's approval never reaches the person.
 func TestUpstreamElicitationLabelled(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+	up := stdioUpstream(t, "notes")
+	up.SessionScoped = true // a shared upstream's are refused (TestSharedUpstreamRequests)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"}})
 	var asked []string
 	cs := connect(t, g, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		asked = append(asked, req.Params.Message)

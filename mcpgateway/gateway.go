@@ -7,9 +7,13 @@
 // (github.com/modelcontextprotocol/go-sdk): downstream over stdio
 // (ServeTransport with mcp.StdioTransport) or Streamable HTTP (Handler);
 // upstream to stdio commands it starts (mcp.CommandTransport) or Streamable
-// HTTP URLs. Each downstream session gets its own upstream sessions and its
-// own gatehost session, so per-session protocol state (capabilities, log
-// level, subscriptions, server-to-client requests) stays with its client.
+// HTTP URLs. Each downstream session gets its own gatehost session. A stdio
+// upstream is shared by the sessions (Upstream.Processes of it; each
+// session is given one), unless Upstream.SessionScoped; a URL upstream is
+// one upstream session per downstream session. Per-session protocol state
+// (capabilities, log level, subscriptions, server-to-client requests)
+// stays with its client on a session's own connection, and is refused on
+// a shared one, where it could not be attributed to one session.
 // What is trusted is not per session: the trust baseline (Options.Baseline)
 // holds the tool definitions approved across sessions, processes and
 // replicas, and the host's catalog is that baseline.
@@ -137,6 +141,13 @@ type Gateway struct {
 	desk     *approval.Desk
 	impl     *mcp.Implementation
 	sessions sync.Map // *downstream, for Close
+	// pools are the connections of each shared upstream (Options.
+	// Upstreams' order; none for an upstream that serves one session per
+	// connection), given to sessions in turn (turn); progress routes
+	// their progress notifications.
+	pools    [][]*upconn
+	turn     atomic.Uint64
+	progress progressRouter
 	// creds are each upstream's credentials (Options.Upstreams' order),
 	// replaced whole by SetCredentials; exchangeNow is their clock.
 	creds       atomic.Pointer[[]*upcreds]
@@ -179,7 +190,7 @@ func (g *Gateway) background(f func()) {
 // catalog snapshot each run pins, and cfg.Confirmer must be nil. Approvals
 // are recorded in the host's event log: cfg.EventLog, or the log New opens
 // at cfg.EventLogPath (and Close closes). New connects to nothing yet:
-// upstreams are started per downstream session. Errors: *OptionsError
+// upstreams are started by the first session that needs them. Errors: *OptionsError
 // (ErrOptions) naming the field, ErrPipeline, or host.New's error.
 func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	o, err := opts.normalize()
@@ -191,6 +202,15 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"},
 		inflight: &sync.WaitGroup{}}
+	g.pools = make([][]*upconn, len(o.Upstreams))
+	for i, u := range o.Upstreams {
+		if len(u.Command) == 0 || u.SessionScoped {
+			continue
+		}
+		for range max(u.Processes, 1) {
+			g.pools[i] = append(g.pools[i], &upconn{g: g, idx: i, u: u, connecting: make(chan struct{}, 1)})
+		}
+	}
 	g.approvals, err = approval.New(approval.Options{Store: o.ApprovalStore, TTL: o.ApprovalTTL, Logger: o.Logger,
 		Record: func(r eventlog.Record) error {
 			if g.appendRecord == nil {
@@ -382,6 +402,11 @@ func (g *Gateway) Close() error {
 		d.close()
 		return true
 	})
+	for _, pool := range g.pools {
+		for _, c := range pool {
+			c.close()
+		}
+	}
 	g.closeMu.Lock()
 	g.isClosed = true
 	g.closeMu.Unlock()

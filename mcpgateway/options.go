@@ -13,6 +13,9 @@ import (
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
+// MaxProcesses bounds Upstream.Processes.
+const MaxProcesses = 64
+
 // Defaults of Options' zero fields.
 const (
 	// DefaultCallTimeout bounds one forwarded tools/call upstream.
@@ -87,10 +90,23 @@ type Upstream struct {
 	// get the catalog namespace mcp.NAME and, when their names collide
 	// with another upstream's, the wire name NAME.TOOL.
 	Name string
-	// Command is a stdio server: argv, no shell. The gateway starts one
-	// process per downstream session and restarts it, with backoff, when
-	// it exits.
+	// Command is a stdio server: argv, no shell. The gateway starts
+	// Processes of them, shared by every downstream session (unless
+	// SessionScoped), and restarts one, with backoff, when it exits.
 	Command []string
+	// Processes bounds a shared stdio upstream's processes (0 means 1,
+	// at most MaxProcesses): each downstream session is given one of them
+	// when it starts, in turn, and uses it for its whole life. Not with
+	// SessionScoped, not for URL.
+	Processes int
+	// SessionScoped gives a stdio upstream one process per downstream
+	// session, as servers that keep per-session state need. Only a
+	// session-scoped upstream's requests to the client (roots, sampling,
+	// elicitation), its resource subscriptions and its log messages are
+	// relayed: a shared process's cannot be attributed to one session
+	// (docs/MCP-GATEWAY.md, "Shared and session-scoped upstreams"). A URL
+	// upstream is always per session (its credentials may be the caller's).
+	SessionScoped bool
 	// Env are extra KEY=VALUE variables for Command, added to the
 	// gateway's own environment.
 	Env []string
@@ -245,6 +261,16 @@ func (o Options) normalize() (Options, error) {
 		}
 		if err := checkCredentials(f, &o.Upstreams[i]); err != nil {
 			return Options{}, err
+		}
+		switch {
+		case u.Processes < 0 || u.Processes > MaxProcesses:
+			return bad(f+".processes", "%d is not 1 to %d", u.Processes, MaxProcesses)
+		case u.Processes > 0 && u.URL != "":
+			return bad(f+".processes", "only a command upstream takes processes (a url upstream has one session per downstream session)")
+		case u.Processes > 0 && u.SessionScoped:
+			return bad(f+".processes", "a session_scoped upstream has one process per session; remove one")
+		case u.SessionScoped && u.URL != "":
+			return bad(f+".session_scoped", "only a command upstream takes session_scoped (a url upstream is always per session)")
 		}
 		switch u.Trust {
 		case "":

@@ -51,7 +51,9 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 	if err != nil {
 		return nil, nil, fmt.Errorf("mcpgateway: trust baseline: %w", err)
 	}
-	d := g.newSession()
+	// Connections of its own, not the shared ones: listOnce connects
+	// afresh.
+	d := g.newDownstream(false)
 	defer d.close()
 	var out []ToolReview
 	var failed []UpstreamError
@@ -86,14 +88,14 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 // listOnce connects to the upstream, reads its tools within the listing
 // bounds, and closes the connection; nothing is published.
 func (c *upconn) listOnce(ctx context.Context) ([]wire[*mcp.Tool], error) {
-	cctx, cancel := context.WithTimeout(ctx, c.d.g.opts.ConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, c.g.opts.ConnectTimeout)
 	defer cancel()
 	cs, err := c.connect(cctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
 	defer func() { _ = cs.Close() }()
-	tools, _, err := listWireTools(cctx, c.d.g.opts, cs)
+	tools, _, err := listWireTools(cctx, c.g.opts, cs)
 	return tools, err
 }
 

@@ -1,6 +1,7 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,6 +103,12 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 			g.noteDrift(c.u.Name, t.Name, e, l.digests[t.Name], l.defs[t.Name])
 		}
 	}
+	if old := c.listing.Load(); old != nil && sameListing(old, l) {
+		// The same definitions keep the same listing: a call decided on
+		// it by one session is not refused for another session's
+		// re-list of an unchanged upstream (callTool compares them).
+		l = old
+	}
 	c.listing.Store(l)
 	c.listedAt.Store(gen)
 	g.mu.Lock()
@@ -111,6 +118,25 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 		_ = g.checkPolicies() // a verdict is logged, recorded and on /readyz
 	}
 	return err
+}
+
+// sameListing reports whether a and b list the same tools, in the same
+// order, with the same definitions and the same result members.
+func sameListing(a, b *listing) bool {
+	if len(a.tools) != len(b.tools) || len(a.result) != len(b.result) {
+		return false
+	}
+	for i, t := range a.tools {
+		if b.tools[i].Name != t.Name || a.digests[t.Name] != b.digests[t.Name] || !bytes.Equal(a.defs[t.Name], b.defs[t.Name]) {
+			return false
+		}
+	}
+	for k, v := range a.result {
+		if w, ok := b.result[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // repinWireForm moves to the listed definition every baseline entry that
@@ -588,7 +614,13 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.g.opts.CallTimeout)
 	defer cancel()
-	params := &mcp.CallToolParams{Meta: p.Meta, Name: name, Arguments: p.Arguments}
+	meta := p.Meta
+	if up.shared() {
+		var forget func()
+		meta, forget = d.g.progress.swap(d, meta)
+		defer forget()
+	}
+	params := &mcp.CallToolParams{Meta: meta, Name: name, Arguments: p.Arguments}
 	if len(p.Arguments) == 0 {
 		params.Arguments = nil
 	}

@@ -70,10 +70,11 @@ func asJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestTransparency: @modelcontextprotocol/server-everything answers the
-// same through the gateway as directly, for every method that is not
-// tools/call; and what it asks of the client (sampling, elicitation,
-// progress) reaches the client through the gateway.
+// TestTransparency: @modelcontextprotocol/server-everything, configured
+// session_scoped, answers the same through the gateway as directly, for
+// every method that is not tools/call; and what it asks of the client
+// (sampling, elicitation, progress) reaches the client through the
+// gateway. TestTransparencyShared is the same server shared.
 func TestTransparency(t *testing.T) {
 	bin := nodeServer(t, "mcp-server-everything")
 	ctx := context.Background()
@@ -83,7 +84,7 @@ func TestTransparency(t *testing.T) {
 	t.Cleanup(func() { _ = direct.Close() })
 
 	f := newFixtureWith(t, []byte(`{"confirm_effects":[]}`), nil, nil)
-	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "everything", Command: []string{bin}}}, ActivateOnList: []string{"*"}})
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "everything", Command: []string{bin}, SessionScoped: true}}, ActivateOnList: []string{"*"}})
 	rec := &recorder{}
 	gw := connect(t, g, rec.options())
 
@@ -155,6 +156,89 @@ func TestTransparency(t *testing.T) {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		assert.ElementsMatch(t, []float64{1, 2}, rec.progress)
+	})
+}
+
+// TestTransparencyShared: server-everything shared by the sessions (the
+// default) answers the list and read methods the same through the gateway
+// as directly; it is offered no resource subscriptions; its progress
+// reaches the session whose call it reports on, under that client's own
+// token, and no other session; its sampling and elicitation reach no
+// client.
+func TestTransparencyShared(t *testing.T) {
+	bin := nodeServer(t, "mcp-server-everything")
+	ctx := context.Background()
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, (&recorder{}).options()).
+		Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin)}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = direct.Close() })
+
+	f := newFixtureWith(t, []byte(`{"confirm_effects":[]}`), nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "everything", Command: []string{bin}}}, ActivateOnList: []string{"*"}})
+	rec, other := &recorder{}, &recorder{}
+	gw := connect(t, g, rec.options())
+	gw2 := connect(t, g, other.options())
+
+	assert.False(t, gw.InitializeResult().Capabilities.Resources.Subscribe, "not offered: a shared upstream's subscriptions would be every session's")
+	for _, tc := range []struct {
+		name string
+		do   func(cs *mcp.ClientSession) (any, error)
+	}{
+		{"resources/list", func(cs *mcp.ClientSession) (any, error) { return cs.ListResources(ctx, nil) }},
+		{"resources/read", func(cs *mcp.ClientSession) (any, error) {
+			return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/static/document/architecture.md"})
+		}},
+		{"prompts/list", func(cs *mcp.ClientSession) (any, error) { return cs.ListPrompts(ctx, nil) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, werr := tc.do(direct)
+			got, gerr := tc.do(gw)
+			require.NoError(t, werr)
+			require.NoError(t, gerr)
+			assert.JSONEq(t, asJSON(t, want), asJSON(t, got))
+		})
+	}
+	err = gw.Subscribe(ctx, &mcp.SubscribeParams{URI: "demo://resource/static/document/architecture.md"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shared upstream")
+
+	_, err = gw.ListTools(ctx, nil)
+	require.NoError(t, err)
+	_, err = gw2.ListTools(ctx, nil)
+	require.NoError(t, err)
+	t.Run("progress", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for _, cs := range []*mcp.ClientSession{gw, gw2} {
+			wg.Go(func() {
+				// The same token in both sessions, at once.
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": "p1"},
+					Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.2, "steps": 2}})
+				if assert.NoError(t, err) {
+					assert.False(t, res.IsError, text(res))
+				}
+			})
+		}
+		wg.Wait()
+		for _, r := range []*recorder{rec, other} {
+			for range 2 {
+				select {
+				case <-r.progressed:
+				case <-time.After(time.Minute):
+					t.Fatal("a progress notification never reached the client")
+				}
+			}
+			r.mu.Lock()
+			assert.ElementsMatch(t, []float64{1, 2}, r.progress, "each session gets its own call's progress, once")
+			r.mu.Unlock()
+		}
+	})
+	t.Run("sampling and elicitation from the server", func(t *testing.T) {
+		call(t, gw, "trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 5})
+		call(t, gw, "trigger-elicitation-request", map[string]any{})
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		assert.Empty(t, rec.sampled)
+		assert.Empty(t, rec.elicited)
 	})
 }
 

@@ -19,11 +19,15 @@ import (
 // protocol.
 var ErrUpstream = errors.New("upstream")
 
-// upconn is one downstream session's connection to one upstream. It is
-// (re)connected on demand: after a crash, the next use waits out the
-// backoff, connects again and re-lists the tools before anything is sent.
+// upconn is one connection to one upstream: one downstream session's
+// (d set: a URL or session-scoped upstream), or one of a shared stdio
+// upstream's processes, used by every session the gateway gave it to (d
+// nil; Gateway.pools). It is (re)connected on demand: after a crash, the
+// next use by any session waits out the backoff, connects again and
+// re-lists the tools before anything is sent.
 type upconn struct {
-	d   *downstream
+	g   *Gateway
+	d   *downstream // nil when shared
 	idx int
 	u   Upstream
 
@@ -79,11 +83,11 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	// Starting, initialize and the first listing share one bound: an
 	// upstream that hangs at any of them fails, and a caller waiting on
 	// it waits no longer than ConnectTimeout.
-	cctx, cancel := context.WithTimeout(ctx, c.d.g.opts.ConnectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, c.g.opts.ConnectTimeout)
 	defer cancel()
 	cs, err := c.connect(cctx)
 	if err == nil {
-		err = c.d.g.relist(cctx, c, cs)
+		err = c.g.relist(cctx, c, cs)
 		if err != nil {
 			_ = cs.Close()
 		}
@@ -93,10 +97,10 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		c.failures++
 		c.notUntil = time.Now().Add(c.backoff())
-		c.d.g.health.failed(c.u.Name, err)
+		c.g.health.failed(c.u.Name, err)
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
-	c.d.g.health.ok(c.u.Name)
+	c.g.health.ok(c.u.Name)
 	c.cs = cs
 	go c.watch(cs)
 	return cs, nil
@@ -104,11 +108,11 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // backoff is the wait before the next connection attempt.
 func (c *upconn) backoff() time.Duration {
-	b := c.d.g.opts.RestartBackoff
-	for i := 1; i < c.failures && b < c.d.g.opts.MaxRestartBackoff; i++ {
+	b := c.g.opts.RestartBackoff
+	for i := 1; i < c.failures && b < c.g.opts.MaxRestartBackoff; i++ {
 		b *= 2
 	}
-	return min(b, c.d.g.opts.MaxRestartBackoff)
+	return min(b, c.g.opts.MaxRestartBackoff)
 }
 
 // watch notices the upstream going away (a crashed process, a closed HTTP
@@ -119,13 +123,36 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 	defer c.mu.Unlock()
 	if c.cs == cs {
 		c.cs = nil
-		if !c.d.closed.Load() {
+		if !c.ended() {
 			c.failures++
 			c.notUntil = time.Now().Add(c.backoff())
-			c.d.g.opts.Logger.Warn("mcp gateway: upstream connection closed", "upstream", c.u.Name, "session", c.d.sessionID())
-			c.d.g.health.failed(c.u.Name, errors.New("connection closed"))
+			c.g.opts.Logger.Warn("mcp gateway: upstream connection closed", "upstream", c.u.Name, "session", c.sessionID())
+			c.g.health.failed(c.u.Name, errors.New("connection closed"))
 		}
 	}
+}
+
+// shared reports whether the connection serves every session given it
+// rather than one.
+func (c *upconn) shared() bool { return c.d == nil }
+
+// ended reports whether what the connection serves is gone: its session,
+// or for a shared connection the gateway.
+func (c *upconn) ended() bool {
+	if c.d == nil {
+		c.g.closeMu.Lock()
+		defer c.g.closeMu.Unlock()
+		return c.g.isClosed
+	}
+	return c.d.closed.Load()
+}
+
+// sessionID is the id of the connection's session, "" when shared.
+func (c *upconn) sessionID() string {
+	if c.d == nil {
+		return ""
+	}
+	return c.d.sessionID()
 }
 
 // healthy resets the backoff after a call that the upstream answered.
@@ -145,7 +172,7 @@ func (c *upconn) close() {
 	c.cs = nil
 	c.mu.Unlock()
 	if cs != nil {
-		c.d.g.background(func() { _ = cs.Close() })
+		c.g.background(func() { _ = cs.Close() })
 	}
 }
 
@@ -166,10 +193,42 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 			HTTPClient: &http.Client{Transport: credTransport{c: c, base: http.DefaultTransport}}}
 	}
 	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
-	client := mcp.NewClient(c.d.g.impl, &mcp.ClientOptions{
-		Logger:       sdkLogger(c.d.g.opts.Logger),
+	var client *mcp.Client
+	if c.shared() {
+		client = c.sharedClient()
+	} else {
+		client = c.sessionClient()
+	}
+	// Requests from the upstream to the client (roots, sampling,
+	// elicitation) are forwarded to the downstream client (refused on a
+	// shared connection).
+	client.AddReceivingMiddleware(c.fromUpstream)
+	// The upstream speaks the revision the downstream session speaks (the
+	// gateway's newest when there is no client yet, or the connection is
+	// shared): a newer one would forbid what the gateway relays during a
+	// call, such as an upstream's elicitation (MCP 2026-07-28 moves those
+	// into the call's answer); a shared connection relays none.
+	version := protocolVersions[0]
+	if !c.shared() {
+		version = c.d.protocolVersion()
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.client = client
+	c.mu.Unlock()
+	return cs, nil
+}
+
+// sessionClient is the client of a connection that serves one session:
+// it offers the downstream client's capabilities, and the upstream's
+// notifications go to that session.
+func (c *upconn) sessionClient() *mcp.Client {
+	return mcp.NewClient(c.g.impl, &mcp.ClientOptions{
+		Logger:       sdkLogger(c.g.opts.Logger),
 		Capabilities: c.d.clientCapabilities(),
-		// Upstream notifications go to the downstream session.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go c.d.upstreamToolsChanged(c.idx)
 		},
@@ -193,21 +252,35 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 			}
 		},
 	})
-	// Requests from the upstream to the client (roots, sampling,
-	// elicitation) are forwarded to the downstream client.
-	client.AddReceivingMiddleware(c.fromUpstream)
-	// The upstream speaks the revision the downstream session speaks (the
-	// gateway's newest when there is no client yet): a newer one would
-	// forbid what the gateway relays during a call, such as an upstream's
-	// elicitation (MCP 2026-07-28 moves those into the call's answer).
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: c.d.protocolVersion()})
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.client = client
-	c.mu.Unlock()
-	return cs, nil
+}
+
+// sharedClient is the client of a shared connection. It offers no client
+// capability: what the upstream would ask of a client (roots, sampling,
+// elicitation) cannot be attributed to one of the sessions it serves, so
+// it is not offered, and refused when asked (fromUpstream). Its list
+// changes go to every session it serves; a progress notification to the
+// session whose call carries its token (progress.go); its log messages,
+// which may tell of any session's call, to the gateway's log only.
+func (c *upconn) sharedClient() *mcp.Client {
+	return mcp.NewClient(c.g.impl, &mcp.ClientOptions{
+		Logger:       sdkLogger(c.g.opts.Logger),
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			go c.g.sharedToolsChanged(c)
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			c.g.eachSessionOf(c, func(d *downstream) { d.notifyListChanged(promptsChanged) })
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			c.g.eachSessionOf(c, func(d *downstream) { d.notifyListChanged(resourcesChanged) })
+		},
+		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
+			c.g.opts.Logger.Debug("mcp gateway: log message of a shared upstream; not relayed to any session", "upstream", c.u.Name, "level", r.Params.Level)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
+			c.g.progress.deliver(context.WithoutCancel(ctx), r.Params)
+		},
+	})
 }
 
 // rootsChanged makes the SDK client send notifications/roots/list_changed
