@@ -54,6 +54,12 @@ type MCPUpstream struct {
 	Env   []string `mapstructure:"env"`
 	URL   string   `mapstructure:"url"`
 	Trust string   `mapstructure:"trust"`
+	// Processes bounds a command upstream's processes, shared by every
+	// session (default 1, at most 64); SessionScoped instead starts one
+	// per session, for servers that keep per-session state. A url
+	// upstream takes neither: it is one session per downstream session.
+	Processes     int  `mapstructure:"processes"`
+	SessionScoped bool `mapstructure:"session_scoped"`
 	// Headers are set on every request to a url upstream, each from a
 	// secret. The loader folds the names to lower case; HTTP header names
 	// are case-insensitive.
@@ -87,6 +93,10 @@ type MCPTokenExchange struct {
 	Timeout      time.Duration `mapstructure:"timeout"`
 }
 
+// MaxMCPProcesses bounds mcp.upstreams.NAME.processes (the gateway's
+// mcpgateway.MaxProcesses).
+const MaxMCPProcesses = 64
+
 // SubjectPrincipal is token_exchange.subject_token's one value.
 const SubjectPrincipal = "principal"
 
@@ -98,6 +108,16 @@ func resolveMCPCredentials(m *MCP, rel func(string) string) error {
 	for _, name := range slices.Sorted(maps.Keys(m.Upstreams)) {
 		u := m.Upstreams[name]
 		key := "mcp.upstreams." + name
+		switch {
+		case u.Processes < 0 || u.Processes > MaxMCPProcesses:
+			return fmt.Errorf("%s.processes: %d is not 1 to %d", key, u.Processes, MaxMCPProcesses)
+		case u.Processes > 0 && len(u.Command) == 0:
+			return fmt.Errorf("%s.processes: only a command upstream takes processes (a url upstream has one session per downstream session)", key)
+		case u.Processes > 0 && u.SessionScoped:
+			return fmt.Errorf("%s.processes: a session_scoped upstream has one process per session; remove one", key)
+		case u.SessionScoped && len(u.Command) == 0:
+			return fmt.Errorf("%s.session_scoped: only a command upstream takes session_scoped (a url upstream is always per session)", key)
+		}
 		if len(u.Command) > 0 {
 			if len(u.Headers) > 0 {
 				return fmt.Errorf("%s.headers: only a url upstream takes headers (a command upstream takes env)", key)

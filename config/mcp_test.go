@@ -43,6 +43,12 @@ func TestMCPCredentials(t *testing.T) {
 		Scopes: []string{"notes.read", "notes.write"}, SubjectToken: SubjectPrincipal, Timeout: 5 * time.Second},
 		l.MCP.Upstreams["notes"].TokenExchange)
 
+	s, err := Load(write(t, "gatehost.yaml", base+"    fs:\n      command: [srv]\n      processes: 3\n    st:\n      command: [srv]\n      session_scoped: true\n"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	assert.Equal(t, 3, s.MCP.Upstreams["fs"].Processes)
+	assert.True(t, s.MCP.Upstreams["st"].SessionScoped)
+
 	exchange := "      token_exchange: {token_endpoint: https://idp.example/token, client_id: gw, client_secret_env: IDP_SECRET}\n"
 	for _, tc := range []struct {
 		name, body, want string
@@ -71,6 +77,16 @@ func TestMCPCredentials(t *testing.T) {
 			`mcp.upstreams.gh.token_exchange.subject_token: "static": want principal`},
 		{"unknown key", "    gh:\n      url: https://x/mcp\n      token_exchange: {token_endpoint: https://i/t, client_id: gw, client_secret_env: S, audiance: a}\n",
 			"mcp.upstreams.gh.token_exchange.audiance"},
+		{"processes on a url", "    gh:\n      url: https://x/mcp\n      processes: 2\n",
+			"mcp.upstreams.gh.processes: only a command upstream takes processes"},
+		{"too many processes", "    fs:\n      command: [srv]\n      processes: 65\n",
+			"mcp.upstreams.fs.processes: 65 is not 1 to 64"},
+		{"negative processes", "    fs:\n      command: [srv]\n      processes: -1\n",
+			"mcp.upstreams.fs.processes: -1 is not 1 to 64"},
+		{"processes and session_scoped", "    fs:\n      command: [srv]\n      processes: 2\n      session_scoped: true\n",
+			"mcp.upstreams.fs.processes: a session_scoped upstream has one process per session"},
+		{"session_scoped on a url", "    gh:\n      url: https://x/mcp\n      session_scoped: true\n",
+			"mcp.upstreams.gh.session_scoped: only a command upstream takes session_scoped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(write(t, "gatehost.yaml", base+tc.body))

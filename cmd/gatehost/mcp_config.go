@@ -43,7 +43,8 @@ func gatewayOptions(c config.MCP) (mcpgateway.Options, error) {
 				return o, fmt.Errorf("mcp.upstreams.%s.env[%d]: want KEY=VALUE", n, i)
 			}
 		}
-		up := mcpgateway.Upstream{Name: n, Command: u.Command, Env: u.Env, URL: u.URL, Trust: u.Trust}
+		up := mcpgateway.Upstream{Name: n, Command: u.Command, Env: u.Env, URL: u.URL, Trust: u.Trust,
+			Processes: u.Processes, SessionScoped: u.SessionScoped}
 		if err := upstreamCredentials(n, u, &up); err != nil {
 			return o, err
 		}
