@@ -166,3 +166,62 @@ func (l *stderrLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestMCPListenSharedUpstream: 40 sessions at once over gatehost mcp
+// --listen, each listing the tools and calling one, are served by the 2
+// processes of server-memory its config allows (each start writes its
+// pid, counted here), not one process per session.
+func TestMCPListenSharedUpstream(t *testing.T) {
+	server := memoryServer(t)
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	cfg := writeMCPConfig(t, fmt.Sprintf(`  pipeline: gated
+  upstreams:
+    memory:
+      command: [sh, -c, 'echo $$ >> %s && exec %s']
+      env: ["MEMORY_FILE_PATH=%s"]
+      processes: 2
+  sessions: {activate_on_list: ["*"]}
+  max_sessions: 64
+  max_sessions_per_principal: 64
+`, pids, server, filepath.Join(dir, "memory.jsonl")))
+	_, base, logs := listenMCP(t, nil, "--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0")
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs <- func() error {
+				ctx := context.Background()
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", DisableStandaloneSSE: true}, nil)
+				if err != nil {
+					return err
+				}
+				defer cs.Close()
+				if _, err := cs.ListTools(ctx, nil); err != nil {
+					return err
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_graph", Arguments: map[string]any{}})
+				if err != nil {
+					return err
+				}
+				if res.IsError {
+					return fmt.Errorf("session %d: read_graph refused", i)
+				}
+				return nil
+			}()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, logs.String())
+	}
+	b, err := os.ReadFile(pids)
+	require.NoError(t, err)
+	started := strings.Fields(string(b))
+	t.Logf("%d sessions, %d upstream processes started: %v", n, len(started), started)
+	assert.NotEmpty(t, started)
+	assert.LessOrEqual(t, len(started), 2)
+}
