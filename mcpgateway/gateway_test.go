@@ -33,6 +33,10 @@ func TestOptionsRefused(t *testing.T) {
 		{"neither", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a"}}}, "upstreams[0]"},
 		{"empty program", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", Command: []string{""}}}}, "upstreams[0].command[0]"},
 		{"trust", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", URL: "u", Trust: "yes"}}}, "upstreams[0].trust"},
+		{"processes of a url", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", URL: "u", Processes: 2}}}, "upstreams[0].processes"},
+		{"too many processes", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", Command: []string{"x"}, Processes: mcpgateway.MaxProcesses + 1}}}, "upstreams[0].processes"},
+		{"processes and session scoped", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", Command: []string{"x"}, Processes: 2, SessionScoped: true}}}, "upstreams[0].processes"},
+		{"session scoped url", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", URL: "u", SessionScoped: true}}}, "upstreams[0].session_scoped"},
 		{"negative timeout", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{up}, CallTimeout: -1}, "call_timeout"},
 		{"negative size", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{up}, MaxResultBytes: -1}, "max_result_bytes"},
 	} {
