@@ -25,7 +25,9 @@ import (
 type downstream struct {
 	g      *Gateway
 	server *mcp.Server
-	ups    []*upconn
+	// ups are read through conns.
+	ups      []*upconn
+	pickOnce sync.Once
 
 	mu     sync.Mutex
 	id     string // gatehost session id; "" until initialize
@@ -99,10 +101,9 @@ func (g *Gateway) newSession() *downstream { return g.newDownstream(true) }
 // of its own.
 func (g *Gateway) newDownstream(shared bool) *downstream {
 	d := &downstream{g: g, ph: map[string]bool{}, gone: make(chan struct{})}
-	turn := g.turn.Add(1)
 	for i, u := range g.opts.Upstreams {
-		if pool := g.pools[i]; shared && len(pool) > 0 {
-			d.ups = append(d.ups, pool[turn%uint64(len(pool))])
+		if shared && len(g.pools[i]) > 0 {
+			d.ups = append(d.ups, nil) // chosen at the first use (conns)
 			continue
 		}
 		d.ups = append(d.ups, &upconn{g: g, d: d, idx: i, u: u, connecting: make(chan struct{}, 1)})
@@ -111,6 +112,24 @@ func (g *Gateway) newDownstream(shared bool) *downstream {
 	// The session is registered by initialize: a request that never
 	// initializes leaves nothing behind.
 	return d
+}
+
+// conns are the session's connections, one per upstream (Options.
+// Upstreams' order). A shared upstream's is one of its pool, given in
+// turn at the session's first use: the SDK builds a server for requests
+// that start no session (a protocol-version probe), and those take no
+// turn.
+func (d *downstream) conns() []*upconn {
+	d.pickOnce.Do(func() {
+		turn := d.g.turn.Add(1) - 1
+		for i, c := range d.ups {
+			if c == nil {
+				pool := d.g.pools[i]
+				d.ups[i] = pool[turn%uint64(len(pool))]
+			}
+		}
+	})
+	return d.ups
 }
 
 // drop marks the client connection as going away (see gone).
@@ -125,7 +144,7 @@ func (d *downstream) close() {
 
 func (d *downstream) doClose() {
 	d.closed.Store(true)
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		if !c.shared() { // a shared connection serves on; Close ends it
 			c.close()
 		}
@@ -233,7 +252,7 @@ func (d *downstream) fromClientUncoded(next mcp.MethodHandler) mcp.MethodHandler
 			}
 			return next(ctx, method, req)
 		case "notifications/roots/list_changed":
-			for _, c := range d.ups {
+			for _, c := range d.conns() {
 				// The upstream asks roots/list again; the gateway's
 				// client forwards it to this client. A shared upstream
 				// is offered no roots (fromUpstream).
@@ -307,7 +326,7 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 	ir := res.(*mcp.InitializeResult)
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
 	var instructions []string
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
 		if err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: upstream unavailable at initialize; its tools are left out until it answers",
@@ -322,7 +341,7 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 		if r.Instructions != "" {
 			instructions = append(instructions, r.Instructions)
 		}
-		if len(d.ups) == 1 && r.ServerInfo != nil {
+		if len(d.conns()) == 1 && r.ServerInfo != nil {
 			ir.ServerInfo = r.ServerInfo
 		}
 	}
@@ -368,7 +387,7 @@ func mergeCapabilities(dst, src *mcp.ServerCapabilities, shared bool) {
 // eachUpstream runs f on every upstream session; the first error wins.
 func (d *downstream) eachUpstream(ctx context.Context, f func(*mcp.ClientSession) error) error {
 	var errs []error
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
 		if err == nil {
 			err = f(cs)
@@ -387,7 +406,7 @@ func (d *downstream) eachUpstream(ctx context.Context, f func(*mcp.ClientSession
 func (d *downstream) eachOwnUpstream(ctx context.Context, method string, f func(*mcp.ClientSession) error) error {
 	var errs []error
 	own := 0
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		if c.shared() {
 			continue
 		}
@@ -420,8 +439,8 @@ func (c *upconn) current() *mcp.ClientSession {
 func (d *downstream) forward(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 	switch p := req.GetParams().(type) {
 	case *mcp.ListResourcesParams:
-		if len(d.ups) == 1 {
-			return passOn(ctx, d.ups[0], func(ctx context.Context, cs *mcp.ClientSession) error {
+		if len(d.conns()) == 1 {
+			return passOn(ctx, d.conns()[0], func(ctx context.Context, cs *mcp.ClientSession) error {
 				_, err := cs.ListResources(ctx, p)
 				return err
 			})
@@ -435,8 +454,8 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		})
 		return mergedResult("resources", all, err)
 	case *mcp.ListResourceTemplatesParams:
-		if len(d.ups) == 1 {
-			return passOn(ctx, d.ups[0], func(ctx context.Context, cs *mcp.ClientSession) error {
+		if len(d.conns()) == 1 {
+			return passOn(ctx, d.conns()[0], func(ctx context.Context, cs *mcp.ClientSession) error {
 				_, err := cs.ListResourceTemplates(ctx, p)
 				return err
 			})
@@ -450,8 +469,8 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		})
 		return mergedResult("resourceTemplates", all, err)
 	case *mcp.ListPromptsParams:
-		if len(d.ups) == 1 {
-			return passOn(ctx, d.ups[0], func(ctx context.Context, cs *mcp.ClientSession) error {
+		if len(d.conns()) == 1 {
+			return passOn(ctx, d.conns()[0], func(ctx context.Context, cs *mcp.ClientSession) error {
 				_, err := cs.ListPrompts(ctx, p)
 				return err
 			})
@@ -573,7 +592,7 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 	}
 	var items []item
 	ups := map[string]map[int]bool{}
-	for i, c := range d.ups {
+	for i, c := range d.conns() {
 		cs, err := c.session(ctx)
 		if err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: upstream unavailable; its prompts are left out", "upstream", c.u.Name, "error", err)
@@ -604,7 +623,7 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 	var out []wire[*mcp.Prompt]
 	for _, it := range items {
 		if len(ups[nameSkeleton(it.p.v.Name)]) > 1 {
-			d.g.opts.Logger.Warn("mcp gateway: prompt names of several upstreams could be taken for each other; not exposed", "upstream", d.ups[it.up].u.Name, "prompt", it.p.v.Name)
+			d.g.opts.Logger.Warn("mcp gateway: prompt names of several upstreams could be taken for each other; not exposed", "upstream", d.conns()[it.up].u.Name, "prompt", it.p.v.Name)
 			continue
 		}
 		out = append(out, it.p)
@@ -618,8 +637,8 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 // or that more than one lists, is an error: never "the first upstream
 // that answers", which lets any upstream answer for another's items.
 func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.ClientSession) (mcp.Result, error)) (mcp.Result, error) {
-	if len(d.ups) == 1 {
-		cs, err := d.ups[0].session(ctx)
+	if len(d.conns()) == 1 {
+		cs, err := d.conns()[0].session(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -627,7 +646,7 @@ func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.Clien
 	}
 	var owner *mcp.ClientSession
 	var owners []string
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
 		if err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: upstream unavailable; its items cannot be reached", "upstream", c.u.Name, "error", err)
@@ -882,7 +901,7 @@ func (d *downstream) notifyListChanged(kind string) {
 // notifications/tools/list_changed, publishes the new catalog snapshot,
 // and tells the client.
 func (d *downstream) upstreamToolsChanged(idx int) {
-	c := d.ups[idx]
+	c := d.conns()[idx]
 	cs := c.current()
 	if cs == nil || d.closed.Load() {
 		return
@@ -924,7 +943,7 @@ func (g *Gateway) sharedToolsChanged(c *upconn) {
 func (g *Gateway) eachSessionOf(c *upconn, f func(*downstream)) {
 	g.sessions.Range(func(k, _ any) bool {
 		d := k.(*downstream)
-		if c.idx < len(d.ups) && d.ups[c.idx] == c && !d.closed.Load() {
+		if ups := d.conns(); c.idx < len(ups) && ups[c.idx] == c && !d.closed.Load() {
 			f(d)
 		}
 		return true

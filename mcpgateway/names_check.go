@@ -42,7 +42,7 @@ func (g *Gateway) checkNames(d *downstream) error {
 	}
 	var entries []baseline.Entry
 	var unlisted []string
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		l := c.listing.Load()
 		if l == nil {
 			unlisted = append(unlisted, c.u.Name)

@@ -57,7 +57,7 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 	defer d.close()
 	var out []ToolReview
 	var failed []UpstreamError
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		tools, err := c.listOnce(ctx)
 		if err != nil {
 			failed = append(failed, UpstreamError{Upstream: c.u.Name, Error: err.Error()})

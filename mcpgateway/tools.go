@@ -415,7 +415,7 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 // An upstream that cannot be reached or listed leaves out its own tools
 // only (logged).
 func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
 		if err == nil {
 			err = d.g.relist(ctx, c, cs)
@@ -437,7 +437,7 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 		return nil, fmt.Errorf("gatehost session %s: %w", d.sessionID(), err)
 	}
 	var shown []json.RawMessage
-	for _, c := range d.ups {
+	for _, c := range d.conns() {
 		l := c.listing.Load()
 		if l == nil {
 			continue
@@ -474,8 +474,8 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 	// upstream's when there is one upstream; with several, the answer is
 	// none of theirs, and has none.
 	var rest map[string]json.RawMessage
-	if len(d.ups) == 1 {
-		if l := d.ups[0].listing.Load(); l != nil {
+	if len(d.conns()) == 1 {
+		if l := d.conns()[0].listing.Load(); l != nil {
 			rest = l.result
 		}
 	}
@@ -504,7 +504,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// A tool an upstream lists but the trust baseline does not hold
 		// is refused as such, not as an unknown name.
 		routes := *d.g.routes.Load()
-		for _, c := range d.ups {
+		for _, c := range d.conns() {
 			if _, approved := routeTo(routes, c.idx, p.Name); approved {
 				continue // exposed under another (namespaced) name
 			}
@@ -519,7 +519,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// Connect (after a crash: restart and re-list) before deciding,
 		// and list again when the upstream announced a change, so that
 		// the decision is made on the definitions the call will meet.
-		up = d.ups[r.upstream]
+		up = d.conns()[r.upstream]
 		if err := d.authorize(ctx, up, ""); err != nil {
 			return errorResult("", "gatehost: %v; nothing was sent", err), nil
 		}
