@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -506,29 +507,120 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 
 // decodeResponse checks a gate's answer against the ABI's response schema,
 // which also enforces that acceptance carries evidence and no blocking
-// finding, and that a rejection carries a blocking finding.
+// finding, and that a rejection carries a blocking finding. The answer is
+// decoded once: the value the schema checked becomes the response.
 func decodeResponse(out []byte) (abi.Response, error) {
-	if err := abischema.Validate(abi.SchemaResponse, out); err != nil {
+	v, err := abischema.Decode(out)
+	if err != nil {
 		return abi.Response{}, err
 	}
-	// The schema matches member names exactly and encoding/json does not:
-	// without this check {"verdict":"rejected",…,"Verdict":"accepted"}
-	// would pass as a rejection and decode as an acceptance.
+	if err := abischema.ValidateValue(abi.SchemaResponse, v); err != nil {
+		return abi.Response{}, err
+	}
+	// The schema matches member names exactly, and the names of a decoded
+	// value are the document's last of each: without this check
+	// {"verdict":"rejected",…,"Verdict":"accepted"}, or a member given
+	// twice, could read one way to the schema and another to a reader of
+	// the record.
 	if err := abischema.CheckNames(out, abischema.ResponseStructs); err != nil {
 		return abi.Response{}, err
 	}
-	// Numbers stay json.Number: evidence and finding details reach the
-	// Decision and the event log digit for digit, not rounded to float64.
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.UseNumber()
-	var resp abi.Response
-	if err := dec.Decode(&resp); err != nil {
+	resp, err := responseOf(v)
+	if err != nil {
 		return abi.Response{}, err
 	}
 	if !resp.Verdict.Valid() { // the schema already says so; belt and braces
 		return abi.Response{}, fmt.Errorf("unknown verdict %q", resp.Verdict)
 	}
 	return resp, nil
+}
+
+// responseOf builds the response from v, an answer abischema.Decode
+// decoded and the response schema accepted: what encoding/json would decode
+// from the same bytes into an abi.Response with UseNumber (numbers in
+// evidence and details stay json.Number, digit for digit). A value of
+// another shape, which the schema should have refused, is an error, never
+// a panic.
+func responseOf(v any) (abi.Response, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return abi.Response{}, errors.New("answer is not an object")
+	}
+	var r abi.Response
+	var err error
+	str := func(m map[string]any, key string) string {
+		if err != nil {
+			return ""
+		}
+		x, present := m[key]
+		if !present {
+			return ""
+		}
+		s, ok := x.(string)
+		if !ok {
+			err = fmt.Errorf("answer: %s is not a string", key)
+		}
+		return s
+	}
+	obj := func(m map[string]any, key string) map[string]any {
+		if err != nil {
+			return nil
+		}
+		x, present := m[key]
+		if !present {
+			return nil
+		}
+		o, ok := x.(map[string]any)
+		if !ok {
+			err = fmt.Errorf("answer: %s is not an object", key)
+		}
+		return o
+	}
+	r.Verdict = abi.Verdict(str(m, "verdict"))
+	r.Basis = str(m, "basis")
+	r.Reason = str(m, "reason")
+	r.Evidence = obj(m, "evidence")
+	if x, present := m["findings"]; present && err == nil {
+		list, ok := x.([]any)
+		if !ok {
+			return abi.Response{}, errors.New("answer: findings is not an array")
+		}
+		r.Findings = make([]abi.Finding, len(list))
+		for i, e := range list {
+			fm, ok := e.(map[string]any)
+			if !ok {
+				return abi.Response{}, fmt.Errorf("answer: findings[%d] is not an object", i)
+			}
+			f := &r.Findings[i]
+			f.Code = str(fm, "code")
+			f.Severity = abi.Severity(str(fm, "severity"))
+			f.Tier = abi.Tier(str(fm, "tier"))
+			f.Message = str(fm, "message")
+			f.ActionID = str(fm, "action_id")
+			f.Path = str(fm, "path")
+			f.Keyword = str(fm, "keyword")
+			f.Suggestion = str(fm, "suggestion")
+			f.Details = obj(fm, "details")
+			if x, present := fm["action_index"]; present && err == nil {
+				// As encoding/json decodes into an int: decimal digits
+				// only, within int's range (the schema's "integer" also
+				// admits 1e2 and 1.0, which it refuses).
+				n, ok := x.(json.Number)
+				if !ok {
+					return abi.Response{}, fmt.Errorf("answer: findings[%d].action_index is not a number", i)
+				}
+				idx, perr := strconv.Atoi(string(n))
+				if perr != nil {
+					return abi.Response{}, fmt.Errorf("answer: findings[%d].action_index: %s is not an int", i, n)
+				}
+				f.ActionIndex = &idx
+			}
+		}
+	}
+	if err != nil {
+		return abi.Response{}, err
+	}
+	return r, nil
 }
 
 // deniedEvidence adds to ev (nil: a new map) the operations the guest was
