@@ -146,7 +146,9 @@ func (d *downstream) elicitURL(ctx context.Context, r approval.Request, runID st
 	ss := d.serverSession()
 	caps := d.clientCapabilities()
 	u := g.desk.URL(r.ID)
-	if ss == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil || u == "" {
+	if ss == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil || u == "" || d.isSessionless() {
+		// A sessionless client (2026-07-28) takes no request during a
+		// call: it gets the refusal with the page's URL.
 		return r
 	}
 	wctx, cancel := context.WithDeadline(ctx, r.ExpiresAt)
@@ -223,7 +225,7 @@ func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decisi
 	g := d.g
 	ss := d.serverSession()
 	caps := d.clientCapabilities()
-	if ss == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+	if ss == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) || d.isSessionless() {
 		return dec, nil
 	}
 	from := approval.Origin{RunID: dec.RunID}

@@ -177,7 +177,7 @@ func TestClientGoneDuringElicitation(t *testing.T) {
 			close(asked)
 			<-release // the person never answers: the connection goes first
 			return nil, errors.New("gone")
-		}}).Connect(context.Background(), ct, nil)
+		}}).Connect(context.Background(), ct, sessionful)
 	require.NoError(t, err)
 	_, err = cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)

@@ -46,6 +46,15 @@ type downstream struct {
 	// nil when the caller presented none. Kept in memory only.
 	subject atomic.Pointer[string]
 	version string // the protocol revision negotiated with the client
+	// beginMu serialises begin (a sessionless session's first requests
+	// may come together); beginErr is why it could not begin, offered and
+	// instructions what it offers the client (server/discover).
+	// perRequest: the session is one HTTP request (statelessHandler).
+	perRequest   bool
+	beginMu      sync.Mutex
+	beginErr     error
+	offered      *mcp.ServerCapabilities
+	instructions string
 	// closeOnce makes close run once, and every caller of close wait for
 	// it: Gateway.Close must not return while the session is still being
 	// removed from the store by the session's own ending.
@@ -166,11 +175,11 @@ func (d *downstream) doClose() {
 }
 
 // protocolVersion is the revision the session speaks with its client, or
-// the gateway's newest before initialize.
+// the newest with sessions before initialize.
 func (d *downstream) protocolVersion() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return cmp.Or(d.version, protocolVersions[0])
+	return cmp.Or(d.version, sessionRevision)
 }
 
 func (d *downstream) serverSession() *mcp.ServerSession {
@@ -199,8 +208,25 @@ func (d *downstream) clientCapabilities() *mcp.ClientCapabilities {
 
 // fromClient is the server's receiving middleware: the gateway's handling
 // of every method the client sends.
+//
+// The handling runs without the revision the SDK's HTTP handler keeps in
+// the request's context (withoutClientRevision): what the gateway sends
+// upstream is at the upstream session's own revision.
 func (d *downstream) fromClient(next mcp.MethodHandler) mcp.MethodHandler {
-	return withCodes(d.fromClientUncoded(next))
+	h := withCodes(d.fromClientUncoded(next))
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if d.perRequest {
+			// The session is this request: it ends before the answer is
+			// sent, so that the session caps count the requests in
+			// flight and the client's next request finds the slot free.
+			defer func() {
+				if d.sessionID() != "" {
+					d.close()
+				}
+			}()
+		}
+		return h(withoutClientRevision{ctx}, method, req)
+	}
 }
 
 // withCodes gives every error h returns a JSON-RPC code (wireError).
@@ -227,6 +253,11 @@ func (d *downstream) fromClientUncoded(next mcp.MethodHandler) mcp.MethodHandler
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if tok, ok := d.g.callerToken(req); ok {
 			d.subject.Store(&tok)
+		}
+		if v := requestRevision(req); v != "" || d.isSessionless() {
+			if res, done, err := d.sessionlessRequest(ctx, method, req, v, next); done {
+				return res, err
+			}
 		}
 		switch method {
 		case "initialize":
@@ -304,8 +335,11 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 		d.sid = ss.ID()
 	}
 	d.ss, d.id, d.caps = ss, id, p.Capabilities
-	d.version = protocolVersions[0]
-	if slices.Contains(protocolVersions, p.ProtocolVersion) {
+	// As the SDK answers: the client's revision when it has sessions and
+	// is served, otherwise the newest with sessions (initialize is no
+	// part of a sessionless revision).
+	d.version = sessionRevision
+	if slices.Contains(protocolVersions, p.ProtocolVersion) && !sessionless(p.ProtocolVersion) {
 		d.version = p.ProtocolVersion
 	}
 	d.mu.Unlock()
@@ -324,7 +358,27 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 		return nil, err
 	}
 	ir := res.(*mcp.InitializeResult)
+	caps, instructions, info, err := d.connectUpstreams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info != nil {
+		ir.ServerInfo = info
+	}
+	ir.Capabilities = caps
+	ir.Instructions = instructions
+	return ir, nil
+}
+
+// connectUpstreams connects the session's upstreams, checks the config's
+// tool names, creates the gatehost session, and returns what the gateway
+// offers the client: the upstreams' capabilities merged
+// (mergeCapabilities), their instructions, and the server info of a lone
+// upstream (nil with several).
+func (d *downstream) connectUpstreams(ctx context.Context) (*mcp.ServerCapabilities, string, *mcp.Implementation, error) {
+	id := d.sessionID()
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	var info *mcp.Implementation
 	var instructions []string
 	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
@@ -342,18 +396,16 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 			instructions = append(instructions, r.Instructions)
 		}
 		if len(d.conns()) == 1 && r.ServerInfo != nil {
-			ir.ServerInfo = r.ServerInfo
+			info = r.ServerInfo
 		}
 	}
 	if err := d.g.checkNames(d); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gatehost mcp gateway: " + err.Error()}
+		return nil, "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gatehost mcp gateway: " + err.Error()}
 	}
-	ir.Capabilities = caps
-	ir.Instructions = strings.Join(instructions, "\n\n")
 	if err := d.g.createSession(ctx, id); err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
-	return ir, nil
+	return caps, strings.Join(instructions, "\n\n"), info, nil
 }
 
 // mergeCapabilities adds what an upstream offers, except tools, which the
@@ -762,6 +814,20 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 				case <-t.C:
 				}
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
+			}
+			if d.isSessionless() {
+				// The client's revision forbids a request to it during a
+				// call, and the gateway carries none of an upstream's
+				// into a call's answer.
+				if method == "roots/list" {
+					rec["outcome"] = "answered: no roots (sessionless client)"
+					d.g.recordEdge(kindUpstreamRequest, rec)
+					return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+				}
+				rec["outcome"] = "refused: the client's revision takes no request during a call"
+				d.g.recordEdge(kindUpstreamRequest, rec)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+					Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: the client's protocol revision takes no request during a call", method)}
 			}
 			rec["outcome"] = "relayed"
 			d.g.recordEdge(kindUpstreamRequest, rec)

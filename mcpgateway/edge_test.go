@@ -240,7 +240,7 @@ func TestHTTPSessionBoundToPrincipal(t *testing.T) {
 		return resp, err
 	})
 	alice, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, nil)
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: rt}, DisableStandaloneSSE: true}, sessionful)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = alice.Close() })
 	toolNames(t, alice)
@@ -273,7 +273,7 @@ func TestSessionCaps(t *testing.T) {
 	t.Cleanup(srv.Close)
 	open := func() (*mcp.ClientSession, error) {
 		return mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, nil)
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true}, sessionful)
 	}
 	a, err := open()
 	require.NoError(t, err)
@@ -404,7 +404,7 @@ func TestConfigNamesMatchNothing(t *testing.T) {
 			defer cancel()
 			ct, st := mcp.NewInMemoryTransports()
 			go func() { _ = g.ServeTransport(ctx, st) }()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, sessionful)
 			if tc.accepted {
 				require.NoError(t, err)
 				_ = cs.Close()
@@ -519,7 +519,7 @@ func TestConfigNamesWhileAnUpstreamIsDown(t *testing.T) {
 	defer cancel()
 	ct, st := mcp.NewInMemoryTransports()
 	go func() { _ = g.ServeTransport(ctx, st) }()
-	_, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, sessionful)
 	require.Error(t, err, "refused at initialize, as with every upstream up")
 	assert.Contains(t, err.Error(), `"mcp.notes:delete_not" matches no tool`)
 }

@@ -111,7 +111,7 @@ func TestUpstreamDoesNotStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = g.ServeTransport(ctx, st) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil).Connect(ctx, ct, sessionful)
 	require.NoError(t, err)
 	defer cs.Close()
 	lt, err := cs.ListTools(ctx, nil)

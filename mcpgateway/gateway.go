@@ -79,11 +79,29 @@ const MetaRunID = "gatehost/run_id"
 // the Decision: verdict, run_id, pipeline and findings.
 const MetaDecision = "gatehost/decision"
 
-// protocolVersions are the revisions the gateway serves downstream. The
-// 2026-07-28 revision forbids server-initiated requests during a call, and
-// the gateway asks for confirmations with elicitation/create while it holds
-// the call, so it stays at 2025-11-25 and older.
-var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// protocolVersions are the revisions the gateway serves downstream, newest
+// first. 2026-07-28 is sessionless: there is no initialize, every request
+// carries the client's revision and capabilities in its _meta, and over
+// HTTP each request is served on its own (statelessHandler); the gateway
+// opens its session for such a request at the request itself (begin), and
+// over HTTP that session ends with the request. That revision forbids
+// server-initiated requests during a call: what the gateway and its
+// upstreams would ask the client then (elicitation/create, sampling,
+// roots) is not sent to such a client.
+var protocolVersions = []string{statelessRevision, sessionRevision, "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// statelessRevision is the first sessionless revision (SEP-2575);
+// sessionRevision is the newest revision with initialize and sessions, the
+// newest an upstream is spoken to: the gateway relays what an upstream
+// asks the client only on a session's own connection, during the call.
+const (
+	statelessRevision = "2026-07-28"
+	sessionRevision   = "2025-11-25"
+)
+
+// sessionless reports whether revision v is sessionless (2026-07-28 or
+// later; revisions are dates, compared as text).
+func sessionless(v string) bool { return v >= statelessRevision }
 
 // Errors of New, for errors.Is.
 var (
@@ -356,14 +374,25 @@ func (g *Gateway) Reload(ctx context.Context, cfg host.Config, retired func()) e
 // Options.SessionIdleTimeout is closed with its upstreams.
 func (g *Gateway) Handler() http.Handler {
 	probe := g.newServer(nil)
-	return g.withPrincipals(mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	sessionful := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		// The SDK asks for a server on every request (to check the
 		// protocol version); only a request without a session starts one.
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			return g.newSession().server
 		}
 		return probe
-	}, &mcp.StreamableHTTPOptions{Logger: sdkLogger(g.opts.Logger), SessionTimeout: g.opts.SessionIdleTimeout}))
+	}, &mcp.StreamableHTTPOptions{Logger: sdkLogger(g.opts.Logger), SessionTimeout: g.opts.SessionIdleTimeout})
+	stateless := g.statelessHandler(probe)
+	return g.withPrincipals(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A request at a sessionless revision names it in its
+		// MCP-Protocol-Version header (the SDK refuses one whose header
+		// and _meta differ); the others are served with sessions.
+		if sessionless(r.Header.Get("Mcp-Protocol-Version")) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessionful.ServeHTTP(w, r)
+	}))
 }
 
 // ServeTransport serves one downstream session over t (for example

@@ -172,7 +172,7 @@ func TestHTTPBothWays(t *testing.T) {
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}}, ActivateOnList: []string{"*"}})
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(gw.Close)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw.URL}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw.URL}, sessionful)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	assert.NotEmpty(t, cs.ID(), "Mcp-Session-Id")

@@ -117,6 +117,11 @@ func (f *fixture) newGateway(t testing.TB, opts mcpgateway.Options) *mcpgateway.
 	return g
 }
 
+// sessionful has a client ask for the newest revision with sessions
+// (2025-11-25), which most tests here exercise (elicitation during a call);
+// the sessionless 2026-07-28 is tested with connectAt and its own tests.
+var sessionful = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 // connect opens a client session to g over an in-memory stdio-like
 // transport (the gateway's ServeTransport, as `gatehost mcp` runs it).
 func connect(t *testing.T, g *mcpgateway.Gateway, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -125,7 +130,7 @@ func connect(t *testing.T, g *mcpgateway.Gateway, opts *mcp.ClientOptions) *mcp.
 	ct, st := mcp.NewInMemoryTransports()
 	done := make(chan error, 1)
 	go func() { done <- g.ServeTransport(ctx, st) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).Connect(ctx, ct, sessionful)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = cs.Close()

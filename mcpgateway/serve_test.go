@@ -56,7 +56,7 @@ func TestServeMetricsAndReload(t *testing.T) {
 	}()
 	base := "http://" + ln.Addr().String()
 
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, sessionful)
 	require.NoError(t, err)
 	_, err = cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)

@@ -72,7 +72,7 @@ func TestSharedUpstreamProcesses(t *testing.T) {
 			errs <- func() error {
 				ctx := context.Background()
 				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
-					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL, DisableStandaloneSSE: true}, nil)
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL, DisableStandaloneSSE: true}, sessionful)
 				if err != nil {
 					return err
 				}

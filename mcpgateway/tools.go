@@ -408,6 +408,25 @@ func (g *Gateway) activateOnList(ctx context.Context, id string, snap *catalog.S
 	return session.ActivateMany(ctx, g.Host().Sessions(), snap, id, names)
 }
 
+// activateListed activates, in the session, the tools a listing shows
+// that ActivateOnList names (activateOnList), and returns the catalog
+// snapshot and routes it was decided on and the session's set.
+func (d *downstream) activateListed(ctx context.Context) (*catalog.Snapshot, map[string]route, *session.Set, error) {
+	snap := d.g.Host().Catalog().Snapshot()
+	routes := *d.g.routes.Load()
+	var listed []catalog.Tool
+	for _, t := range d.g.owned(snap) {
+		if _, ok := routes[t.Name]; ok {
+			listed = append(listed, t)
+		}
+	}
+	set, err := d.g.activateOnList(ctx, d.sessionID(), snap, listed)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("gatehost session %s: %w", d.sessionID(), err)
+	}
+	return snap, routes, set, nil
+}
+
 // listTools answers tools/list: for every upstream that answers, the
 // tools it lists that the trust baseline holds, each shown as the baseline
 // pins it (what the model sees is what was approved): the definition as
@@ -424,17 +443,9 @@ func (d *downstream) listTools(ctx context.Context) (mcp.Result, error) {
 			d.g.opts.Logger.Warn("mcp gateway: upstream not listed; its tools are left out", "upstream", c.u.Name, "error", err)
 		}
 	}
-	snap := d.g.Host().Catalog().Snapshot()
-	routes := *d.g.routes.Load()
-	var listed []catalog.Tool
-	for _, t := range d.g.owned(snap) {
-		if _, ok := routes[t.Name]; ok {
-			listed = append(listed, t)
-		}
-	}
-	set, err := d.g.activateOnList(ctx, d.sessionID(), snap, listed)
+	snap, routes, set, err := d.activateListed(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("gatehost session %s: %w", d.sessionID(), err)
+		return nil, err
 	}
 	var shown []json.RawMessage
 	for _, c := range d.conns() {

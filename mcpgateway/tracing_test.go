@@ -163,7 +163,7 @@ func TestTracingHTTPHeader(t *testing.T) {
 	t.Cleanup(gw.Close)
 	hc := &http.Client{Transport: headerTransport{"00-" + clientTraceID + "-" + clientSpanID + "-01"}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: gw.URL, HTTPClient: hc}, nil)
+		&mcp.StreamableClientTransport{Endpoint: gw.URL, HTTPClient: hc}, sessionful)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	toolNames(t, cs)

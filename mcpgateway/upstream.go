@@ -204,15 +204,16 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	// shared connection).
 	client.AddReceivingMiddleware(c.fromUpstream)
 	// The upstream speaks the revision the downstream session speaks (the
-	// gateway's newest when there is no client yet, or the connection is
-	// shared): a newer one would forbid what the gateway relays during a
-	// call, such as an upstream's elicitation (MCP 2026-07-28 moves those
-	// into the call's answer); a shared connection relays none.
-	version := protocolVersions[0]
-	if !c.shared() {
+	// newest with sessions when there is no client yet, the connection is
+	// shared, or the client speaks a sessionless revision): a sessionless
+	// one would forbid what the gateway relays during a call, such as an
+	// upstream's elicitation (MCP 2026-07-28 moves those into the call's
+	// answer), and an upstream connection is a session of its own.
+	version := sessionRevision
+	if !c.shared() && !sessionless(c.d.protocolVersion()) {
 		version = c.d.protocolVersion()
 	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := client.Connect(withoutClientRevision{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err
 	}
@@ -304,3 +305,17 @@ func (c *upconn) rootsChanged() {
 // stale reports whether the upstream announced a change of its tools
 // that no complete listing has followed yet.
 func (c *upconn) stale() bool { return c.changes.Load() != c.listedAt.Load() }
+
+// withoutClientRevision hides, from what is sent upstream, the revision
+// the SDK's HTTP handler keeps in a downstream request's context (from its
+// MCP-Protocol-Version header): the SDK's HTTP client would send it as an
+// upstream request's header when it knows no revision of the upstream's
+// own, and it is the downstream client's revision.
+type withoutClientRevision struct{ context.Context }
+
+func (c withoutClientRevision) Value(key any) any {
+	if fmt.Sprintf("%T", key) == "mcp.protocolVersionContextKey" {
+		return nil
+	}
+	return c.Context.Value(key)
+}

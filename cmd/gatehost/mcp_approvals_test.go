@@ -49,7 +49,7 @@ func TestMCPListenAgentCannotApprove(t *testing.T) {
 	ctx := context.Background()
 	connect := func(t *testing.T, caps *mcp.ClientCapabilities, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{Capabilities: caps, ElicitationHandler: elicit}).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{agentTok}}}, nil)
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{agentTok}}}, sessionfulClient)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = cs.Close() })
 		_, err = cs.ListTools(ctx, nil)
@@ -110,3 +110,8 @@ func TestMCPListenAgentCannotApprove(t *testing.T) {
 		require.Error(t, err, "the replaced token no longer signs in")
 	})
 }
+
+// sessionfulClient has a client ask for 2025-11-25, the newest revision
+// with sessions, at which the gateway elicits during a call (a 2026-07-28
+// client is never sent a request during a call).
+var sessionfulClient = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

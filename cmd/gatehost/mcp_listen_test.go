@@ -38,7 +38,7 @@ func TestMCPListenMetricsAndReload(t *testing.T) {
 		"--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0", "--upstream-name", "memory", "--", server)
 
 	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, sessionfulClient)
 	require.NoError(t, err)
 	defer cs.Close()
 	_, err = cs.ListTools(ctx, nil)
@@ -194,7 +194,7 @@ func TestMCPListenSharedUpstream(t *testing.T) {
 			errs <- func() error {
 				ctx := context.Background()
 				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).
-					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", DisableStandaloneSSE: true}, nil)
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", DisableStandaloneSSE: true}, sessionfulClient)
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,147 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/mcpgateway"
+)
+
+const sessionlessRevision = "2026-07-28"
+
+// revisionUpstream is the test upstream with a read-only tool, revision,
+// that answers the revision the upstream's session speaks and the _meta
+// keys of the call it received.
+func revisionUpstream(t *testing.T) string {
+	up := newTestUpstream(nil)
+	up.AddTool(&mcp.Tool{Name: "revision", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var keys []string
+			for k := range req.Params.Meta {
+				keys = append(keys, k)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: req.Session.InitializeParams().ProtocolVersion + " " + strings.Join(keys, ",")}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestSessionlessRevision: a client at 2026-07-28 is served over HTTP
+// (each request alone, no session id) and over stdio; older clients keep
+// their sessions. The upstream is spoken to at 2025-11-25 whatever the
+// client's revision, and gets none of the sessionless revision's _meta.
+func TestSessionlessRevision(t *testing.T) {
+	for _, tc := range []struct {
+		name, transport, version, want string
+	}{
+		{"http 2026-07-28", "http", sessionlessRevision, sessionlessRevision},
+		{"http 2025-11-25", "http", "2025-11-25", "2025-11-25"},
+		{"http 2025-06-18", "http", "2025-06-18", "2025-06-18"},
+		{"stdio 2026-07-28", "stdio", sessionlessRevision, sessionlessRevision},
+		{"stdio 2025-11-25", "stdio", "2025-11-25", "2025-11-25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: revisionUpstream(t)}}, ActivateOnList: []string{"*"}})
+			ctx := context.Background()
+			var cs *mcp.ClientSession
+			if tc.transport == "http" {
+				gw := httptest.NewServer(g.Handler())
+				t.Cleanup(gw.Close)
+				var err error
+				cs, err = mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+					&mcp.StreamableClientTransport{Endpoint: gw.URL}, &mcp.ClientSessionOptions{ProtocolVersion: tc.version})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = cs.Close() })
+				assert.Equal(t, !strings.HasPrefix(tc.version, "2026"), cs.ID() != "", "a session id only for a revision with sessions")
+			} else {
+				cs = connectAt(t, g, nil, tc.version)
+			}
+			assert.Equal(t, tc.want, cs.InitializeResult().ProtocolVersion)
+			assert.NotNil(t, cs.InitializeResult().Capabilities.Tools)
+			_, err := cs.ListTools(ctx, nil)
+			require.NoError(t, err)
+			r := call(t, cs, "revision", map[string]any{})
+			require.False(t, r.IsError, text(r))
+			rev, keys, _ := strings.Cut(text(r), " ")
+			assert.Equal(t, min(tc.version, "2025-11-25"), rev, "the upstream speaks the client's revision, or the newest with sessions")
+			assert.NotContains(t, keys, "io.modelcontextprotocol/", "the client's revision fields stay with the gateway")
+			w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "at " + tc.version})
+			require.False(t, w.IsError, text(w))
+			assert.Equal(t, "note: at "+tc.version, text(call(t, cs, "read_note", map[string]any{"name": "a"})))
+		})
+	}
+}
+
+// TestSessionlessApprovalNotElicited: a 2026-07-28 client is never sent
+// an elicitation during a call (the revision forbids it): a call that
+// needs a person's approval is refused with the approval page's URL, and
+// nothing is sent upstream.
+func TestSessionlessApprovalNotElicited(t *testing.T) {
+	for _, mode := range []string{mcpgateway.ElicitURL, mcpgateway.ElicitForm} {
+		t.Run(mode, func(t *testing.T) {
+			_, g := pageGateway(t, mode, pageURL)
+			asked := 0
+			cs := connectAt(t, g, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}, Form: &mcp.FormElicitationCapabilities{}}},
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				}}, sessionlessRevision)
+			_, err := cs.ListTools(context.Background(), nil)
+			require.NoError(t, err)
+			d := call(t, cs, "delete_note", map[string]any{"name": "a"})
+			require.True(t, d.IsError)
+			assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
+			assert.Zero(t, asked)
+		})
+	}
+}
+
+// connectAt is connect with the client asking for revision version.
+func connectAt(t *testing.T, g *mcpgateway.Gateway, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ct, st := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- g.ServeTransport(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cs.Close()
+		cancel()
+		<-done
+	})
+	return cs
+}
+
+// TestSessionlessSessionsEnd: over HTTP a sessionless request's session
+// ends with the request, so the session caps bound the requests in
+// flight, not the requests made.
+func TestSessionlessSessionsEnd(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: revisionUpstream(t)}}, ActivateOnList: []string{"*"},
+		MaxSessions: 2, MaxSessionsPerPrincipal: 1})
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: gw.URL}, &mcp.ClientSessionOptions{ProtocolVersion: sessionlessRevision})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	for i := range 20 {
+		r := call(t, cs, "read_note", map[string]any{"name": "a"})
+		require.False(t, r.IsError, "request %d: %s", i, text(r))
+	}
+}
