@@ -26,6 +26,10 @@ const (
 	// upstream's credentials (token exchange refused, failed, or
 	// impossible without a caller token).
 	kindUpstreamCredentials = "mcp_upstream_credentials"
+	// kindRequestRefused: the SDK refused a request before the gateway
+	// saw it, for a reason the gateway records: its Mcp-Method or
+	// Mcp-Name header does not say what its body does (2026-07-28).
+	kindRequestRefused = "mcp_request_refused"
 )
 
 // Errors of the edge, for errors.Is.

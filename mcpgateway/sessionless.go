@@ -2,14 +2,17 @@ package mcpgateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/identity"
 )
 
 // The sessionless revision (MCP 2026-07-28, SEP-2575) has no initialize:
@@ -196,14 +199,89 @@ func (g *Gateway) statelessHandler(probe *mcp.Server) http.Handler {
 		d.perRequest = true
 		// A request the SDK refuses before it reaches the gateway begins
 		// nothing; one that began ends with its session (begin).
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestSessionKey{}, d)))
+		rw := &refusalWriter{ResponseWriter: w}
+		h.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), requestSessionKey{}, d)))
 		// The SDK closed the request's session before returning: the
 		// gateway's ends now, not when its watcher gets to it, so that
 		// the session caps count the requests in flight.
 		if d.sessionID() != "" {
 			d.close()
 		}
+		if msg, ok := rw.headerMismatch(); ok {
+			p, _ := identity.FromContext(r.Context())
+			g.opts.Logger.Warn("mcp gateway: request refused: its headers do not say what its body does", "principal", principalLabel(p), "reason", msg)
+			g.recordEdge(kindRequestRefused, map[string]any{
+				"reason": "header_mismatch", "detail": msg, "principal": principalLabel(p),
+				"protocol_version": quoted(r.Header.Get("Mcp-Protocol-Version")),
+				"mcp_method":       quoted(r.Header.Get("Mcp-Method")), "mcp_name": quoted(r.Header.Get("Mcp-Name"))})
+		}
 	})
+}
+
+// refusalWriter passes a response on, and keeps the start of a 400
+// answer's body: the SDK answers a request whose Mcp-Method or Mcp-Name
+// header differs from its body with 400 and mcp.CodeHeaderMismatch,
+// before any handler of the gateway runs (headerMismatch).
+type refusalWriter struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+// refusalKept bounds what refusalWriter keeps of a 400 answer.
+const refusalKept = 4096
+
+func (w *refusalWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *refusalWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.status == http.StatusBadRequest && len(w.body) < refusalKept {
+		w.body = append(w.body, b[:min(len(b), refusalKept-len(w.body))]...)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *refusalWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *refusalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// headerMismatch reports whether the answer was the SDK's refusal of a
+// request whose headers do not match its body, and its message.
+func (w *refusalWriter) headerMismatch() (string, bool) {
+	if w.status != http.StatusBadRequest {
+		return "", false
+	}
+	var resp struct {
+		Error *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(w.body, &resp) != nil || resp.Error == nil || resp.Error.Code != mcp.CodeHeaderMismatch {
+		return "", false
+	}
+	return quoted(resp.Error.Message), true
+}
+
+// quoted bounds a client-chosen text recorded in the event log, quoted so
+// that no character of it passes for the record's own.
+func quoted(s string) string {
+	const max = 200
+	if len(s) > max {
+		s = s[:max]
+	}
+	return strconv.Quote(s)
 }
 
 // requestSessionKey holds, in an HTTP request's context, the gateway

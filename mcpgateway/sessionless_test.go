@@ -3,8 +3,10 @@ package mcpgateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -143,5 +145,69 @@ func TestSessionlessSessionsEnd(t *testing.T) {
 	for i := range 20 {
 		r := call(t, cs, "read_note", map[string]any{"name": "a"})
 		require.False(t, r.IsError, "request %d: %s", i, text(r))
+	}
+}
+
+// TestSessionlessHeaderMismatch: at 2026-07-28 a request's Mcp-Method and
+// Mcp-Name headers must say what its body does; one that does not is
+// refused (400, mcp.CodeHeaderMismatch) before anything is decided or
+// sent upstream, and the refusal is recorded.
+func TestSessionlessHeaderMismatch(t *testing.T) {
+	const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_note","arguments":{"name":"a","text":"x"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, tc := range []struct {
+		name, method, tool string
+		refused            bool
+	}{
+		{"name differs", "tools/call", "read_note", true},
+		{"method differs", "tools/list", "write_note", true},
+		{"name missing", "tools/call", "", true},
+		{"method missing", "", "write_note", true},
+		{"both match", "tools/call", "write_note", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: revisionUpstream(t)}}, ActivateOnList: []string{"*"}})
+			gw := httptest.NewServer(g.Handler())
+			t.Cleanup(gw.Close)
+			req, err := http.NewRequest(http.MethodPost, gw.URL, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", sessionlessRevision)
+			if tc.method != "" {
+				req.Header.Set("Mcp-Method", tc.method)
+			}
+			if tc.tool != "" {
+				req.Header.Set("Mcp-Name", tc.tool)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			refusals := logRecords(t, f.logPath, "mcp_request_refused")
+			decisions := logRecords(t, f.logPath, "decision")
+			if !tc.refused {
+				assert.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+				assert.Empty(t, refusals)
+				assert.Len(t, decisions, 1, "decided, once")
+				return
+			}
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+			var r struct {
+				Error struct {
+					Code int64 `json:"code"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(b, &r), string(b))
+			assert.Equal(t, int64(mcp.CodeHeaderMismatch), r.Error.Code)
+			assert.Empty(t, decisions, "nothing decided")
+			require.Len(t, refusals, 1)
+			var data map[string]any
+			require.NoError(t, json.Unmarshal(refusals[0].Data, &data))
+			assert.Equal(t, "header_mismatch", data["reason"])
+			assert.Equal(t, strconv.Quote(tc.tool), data["mcp_name"])
+			assert.Equal(t, strconv.Quote(tc.method), data["mcp_method"])
+		})
 	}
 }
