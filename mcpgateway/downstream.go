@@ -225,7 +225,12 @@ func (d *downstream) fromClient(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 			}()
 		}
-		return h(withoutClientRevision{ctx}, method, req)
+		sessionless := requestRevision(req) != ""
+		res, err := h(withoutClientRevision{ctx}, method, req)
+		if err != nil || !sessionless || res == nil {
+			return res, err
+		}
+		return completeResult(res)
 	}
 }
 

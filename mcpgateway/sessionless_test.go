@@ -191,6 +191,8 @@ func TestSessionlessHeaderMismatch(t *testing.T) {
 				assert.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 				assert.Empty(t, refusals)
 				assert.Len(t, decisions, 1, "decided, once")
+				assert.Contains(t, string(b), `"resultType":"complete"`, "a final answer at 2026-07-28 says so")
+				assert.Contains(t, string(b), `"gatehost/run_id"`)
 				return
 			}
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode)

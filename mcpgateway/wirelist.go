@@ -94,9 +94,68 @@ func listWireTools(ctx context.Context, o Options, cs *mcp.ClientSession) ([]wir
 type wireResult struct {
 	mcp.ResultBase
 	raw json.RawMessage
+	// complete: the answer to a sessionless client (2026-07-28), which
+	// says it is final (resultType "complete") and carries the _meta the
+	// SDK adds to every answer at that revision (its serverInfo).
+	complete bool
 }
 
-func (r *wireResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+func (r *wireResult) MarshalJSON() ([]byte, error) {
+	if !r.complete {
+		return r.raw, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.raw, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("gatehost mcp gateway: a result is not a JSON object")
+	}
+	if _, ok := m["resultType"]; !ok {
+		m["resultType"] = json.RawMessage(`"complete"`)
+	}
+	if len(r.Meta) > 0 {
+		meta := map[string]json.RawMessage{}
+		if raw, ok := m["_meta"]; ok {
+			if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+				return nil, fmt.Errorf("gatehost mcp gateway: a result's _meta is not a JSON object")
+			}
+		}
+		for k, v := range r.Meta {
+			if _, ok := meta[k]; ok {
+				continue
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			meta[k] = b
+		}
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		m["_meta"] = b
+	}
+	return json.Marshal(m)
+}
+
+// completeResult marks res as the final answer to a sessionless client:
+// the SDK does so for its own result types, not for the wire forms the
+// gateway passes on, nor for the results of the methods that may ask for
+// input (tools/call, resources/read, prompts/get), which it marks only
+// when its own handler made them.
+func completeResult(res mcp.Result) (mcp.Result, error) {
+	switch r := res.(type) {
+	case *wireResult:
+		r.complete = true
+		return r, nil
+	case *mcp.CallToolResult, *mcp.ReadResourceResult, *mcp.GetPromptResult:
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		return &wireResult{raw: b, complete: true}, nil
+	}
+	return res, nil
+}
 
 // listResult is the answer to a list method: the items under key, and
 // the members of rest (an upstream's own, such as _meta), and nothing else.
