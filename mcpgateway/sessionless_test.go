@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/mcpgateway"
 )
 
@@ -106,6 +107,21 @@ func TestSessionlessApprovalNotElicited(t *testing.T) {
 			d := call(t, cs, "delete_note", map[string]any{"name": "a"})
 			require.True(t, d.IsError)
 			assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
+			assert.Zero(t, asked)
+			if mode != mcpgateway.ElicitURL {
+				return
+			}
+			// Over stdio the connection is the session: once a person
+			// approves on the page, the identical call runs, once.
+			id, _ := approvalView(t, d)["request_id"].(string)
+			require.True(t, approval.ValidRequestID(id))
+			_, err = g.Desk().Decide(context.Background(), id, alice, true, "")
+			require.NoError(t, err)
+			r := call(t, cs, "delete_note", map[string]any{"name": "a"})
+			assert.False(t, r.IsError, text(r))
+			r = call(t, cs, "delete_note", map[string]any{"name": "a"})
+			require.True(t, r.IsError, "once")
+			assert.NotEqual(t, id, approvalView(t, r)["request_id"])
 			assert.Zero(t, asked)
 		})
 	}
