@@ -355,6 +355,10 @@ func TestUpstreamElicitationLabelled(t *testing.T) {
 	assert.True(t, strings.HasPrefix(asked[0], `[Asked by the MCP server "notes", not by gatehost`), asked[0])
 	r = call(t, cs, "ask", map[string]any{"spoof": true})
 	assert.Len(t, asked, 1, "the imitation never reached the person")
+	// The cut-off upstream never answers the call: it ends with the
+	// connection, not at the call timeout.
+	assert.True(t, r.IsError)
+	assert.Contains(t, text(r), "upstream notes was disconnected during the call")
 	recs := logRecords(t, f.logPath, "mcp_upstream_request")
 	require.Len(t, recs, 2)
 	assert.Contains(t, string(recs[1].Data), "imitates gatehost's approval prompt")

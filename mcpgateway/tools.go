@@ -625,6 +625,11 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.g.opts.CallTimeout)
 	defer cancel()
+	// A connection dropped mid-call (an upstream cut off, another
+	// session's call that timed out on a shared process) ends the call
+	// now, not at its timeout.
+	live := up.liveContext(cs)
+	defer context.AfterFunc(live, cancel)()
 	meta := p.Meta
 	if up.shared() {
 		var forget func()
@@ -640,6 +645,8 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	case err == nil:
 	case ctx.Err() != nil:
 		return nil, context.Cause(ctx) // the client cancelled: the SDK answers nothing
+	case live.Err() != nil:
+		return errorResult(runID, "gatehost: upstream %s was disconnected during the call; the call may or may not have run", up.u.Name), nil
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		up.close() // a hung upstream is restarted before its next call
 		return errorResult(runID, "gatehost: upstream %s did not answer within %s; the call was cancelled upstream and may or may not have run", up.u.Name, d.g.opts.CallTimeout), nil

@@ -43,10 +43,14 @@ type upconn struct {
 	// a waiter can leave when its context ends).
 	connecting chan struct{}
 
-	mu       sync.Mutex
-	client   *mcp.Client
-	rootsOn  bool // placeholder root toggle, see rootsChanged
-	cs       *mcp.ClientSession
+	mu      sync.Mutex
+	client  *mcp.Client
+	rootsOn bool // placeholder root toggle, see rootsChanged
+	cs      *mcp.ClientSession
+	// live ends when cs is dropped (close, or the connection going away):
+	// calls in flight on cs end with it rather than at their timeout.
+	live     context.Context
+	endLive  context.CancelFunc
 	failures int       // consecutive failed or crashed connections
 	notUntil time.Time // no reconnect before this
 }
@@ -102,8 +106,22 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 	c.g.health.ok(c.u.Name)
 	c.cs = cs
+	c.live, c.endLive = context.WithCancel(context.Background())
 	go c.watch(cs)
 	return cs, nil
+}
+
+// liveContext is a context that ends when cs stops being the connection's
+// session: at once if it is not (any more).
+func (c *upconn) liveContext(cs *mcp.ClientSession) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs == cs && c.live != nil {
+		return c.live
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
 // backoff is the wait before the next connection attempt.
@@ -123,6 +141,7 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 	defer c.mu.Unlock()
 	if c.cs == cs {
 		c.cs = nil
+		c.endLive()
 		if !c.ended() {
 			c.failures++
 			c.notUntil = time.Now().Add(c.backoff())
@@ -170,6 +189,11 @@ func (c *upconn) close() {
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
+	if cs != nil {
+		// Calls in flight on it end now: the SDK's Close waits for them,
+		// and an upstream cut off mid-call may never answer.
+		c.endLive()
+	}
 	c.mu.Unlock()
 	if cs != nil {
 		c.g.background(func() { _ = cs.Close() })
