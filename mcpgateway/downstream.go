@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
 	"strings"
@@ -127,10 +128,22 @@ func (g *Gateway) newDownstream(shared bool) *downstream {
 // Upstreams' order). A shared upstream's is one of its pool, given in
 // turn at the session's first use: the SDK builds a server for requests
 // that start no session (a protocol-version probe), and those take no
-// turn.
+// turn. A sessionless session (MCP 2026-07-28 over HTTP: one request) is
+// given the process of its principal instead, so that a caller's requests
+// meet the state its earlier ones left in a process.
 func (d *downstream) conns() []*upconn {
 	d.pickOnce.Do(func() {
-		turn := d.g.turn.Add(1) - 1
+		d.mu.Lock()
+		key, version := d.key, d.version
+		d.mu.Unlock()
+		var turn uint64
+		if sessionless(version) && key != "" {
+			h := fnv.New64a()
+			h.Write([]byte(key))
+			turn = h.Sum64()
+		} else {
+			turn = d.g.turn.Add(1) - 1
+		}
 		for i, c := range d.ups {
 			if c == nil {
 				pool := d.g.pools[i]

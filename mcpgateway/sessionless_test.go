@@ -229,3 +229,30 @@ func TestSessionlessHeaderMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionlessSharedProcessByPrincipal: over HTTP every request of a
+// 2026-07-28 client is a session of its own; with a shared upstream of
+// two processes, each is given its principal's process, so what one
+// request wrote to the process, the next reads back (in turn, every other
+// request would meet the other process).
+func TestSessionlessSharedProcessByPrincipal(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	up := stdioUpstream(t, "notes")
+	up.Processes = 2
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"}})
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: gw.URL}, &mcp.ClientSessionOptions{ProtocolVersion: sessionlessRevision})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	_, err = cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	for i := range 4 {
+		name := "n" + strconv.Itoa(i)
+		w := call(t, cs, "write_note", map[string]any{"name": name, "text": name})
+		require.False(t, w.IsError, text(w))
+		assert.Equal(t, "note: "+name, text(call(t, cs, "read_note", map[string]any{"name": name})), "request %d read back what it wrote", i)
+	}
+}
