@@ -76,7 +76,12 @@ func run(gatehost, config, server, dir, approverTokens string) error {
 	})
 	cmd := exec.Command(gatehost, "mcp", "--config", config, "--log-level", "warn", "--upstream-name", "fs", "--", server, dir)
 	cmd.Stderr = os.Stderr
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	// MCP 2025-11-25: a URL-mode elicitation sends the person to the
+	// approval page while the call waits. A client of the sessionless
+	// 2026-07-28 revision is sent no request during a call: it gets the
+	// refusal with the page's address and makes the call again once a
+	// person approved (docs/MCP-GATEWAY.md, "The 2026-07-28 revision").
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return fmt.Errorf("connect to gatehost mcp: %w", err)
 	}
