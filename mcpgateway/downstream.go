@@ -819,19 +819,7 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			rec := map[string]any{"upstream": c.u.Name, "method": method, "session": d.sessionID()}
 			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
-				rec["outcome"] = "refused: imitates gatehost's approval prompt"
-				d.g.recordEdge(kindUpstreamRequest, rec)
-				d.g.opts.Logger.Warn("mcp gateway: upstream elicitation imitating gatehost's approval refused; upstream disconnected", "upstream", c.u.Name)
-				// No answer at all: an upstream that impersonates gatehost
-				// is cut off, and learns nothing from a reply.
-				c.close()
-				t := time.NewTimer(5 * time.Second)
-				defer t.Stop()
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
+				return c.cutOff(ctx, rec)
 			}
 			if d.isSessionless() {
 				// The client's revision forbids a request to it during a
@@ -884,17 +872,7 @@ func (c *upconn) fromSharedUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 		case "sampling/createMessage", "elicitation/create":
 			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
-				rec["outcome"] = "refused: imitates gatehost's approval prompt"
-				c.g.recordEdge(kindUpstreamRequest, rec)
-				c.g.opts.Logger.Warn("mcp gateway: upstream elicitation imitating gatehost's approval refused; upstream disconnected", "upstream", c.u.Name)
-				c.close()
-				t := time.NewTimer(5 * time.Second)
-				defer t.Stop()
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
+				return c.cutOff(ctx, rec)
 			}
 			rec["outcome"] = "refused: shared upstream (not attributable to one session)"
 			c.g.recordEdge(kindUpstreamRequest, rec)
@@ -911,6 +889,24 @@ func (c *upconn) fromSharedUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 // person knows who asks, and that it is not gatehost.
 func upstreamLabel(upstream string) string {
 	return fmt.Sprintf("[Asked by the MCP server %q, not by gatehost; this is not a gatehost approval.]\n", upstream)
+}
+
+// cutOff answers an upstream's elicitation that imitates gatehost's
+// approval prompt, recorded with rec: no answer at all, so the upstream
+// learns nothing from a reply, and the upstream disconnected (its calls in
+// flight end with it).
+func (c *upconn) cutOff(ctx context.Context, rec map[string]any) (mcp.Result, error) {
+	rec["outcome"] = "refused: imitates gatehost's approval prompt"
+	c.g.recordEdge(kindUpstreamRequest, rec)
+	c.g.opts.Logger.Warn("mcp gateway: upstream elicitation imitating gatehost's approval refused; upstream disconnected", "upstream", c.u.Name)
+	c.close()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "gatehost mcp gateway: refused"}
 }
 
 // imitatesApproval reports whether an upstream's elicitation copies
