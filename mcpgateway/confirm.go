@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,42 +59,63 @@ var answerCodes = map[string]string{
 // waits for the decision (within the approval TTL); any other client gets
 // the refusal with the page's URL, and the identical call made again once
 // approved runs, once.
-func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up *upconn) (*host.Decision, *approval.Request, error) {
+//
+// A sessionless client (MCP 2026-07-28) is asked through an input_required
+// answer instead (roundtrip.go): ask is that answer, to be sent as the
+// call's result, when the client is to be asked.
+func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up *upconn) (_ *host.Decision, pending *approval.Request, ask mcp.Result, _ error) {
 	g := d.g
 	if up == nil {
-		return dec, nil, nil
+		return dec, nil, nil, nil
 	}
 	// The binding is the host's subject_sha256 of this very call.
 	call, err := approval.Bind(g.Host(), g.opts.Pipeline, c.session, c.params, subject.FormatMCP)
 	if err != nil {
-		return dec, nil, nil
+		return dec, nil, nil, nil
 	}
 	b, t := call.Binding, call.Tool
 	if g.opts.Elicitation == ElicitForm {
-		dec, err := d.confirmByForm(ctx, c, dec, up, t, b)
-		return dec, nil, err
+		return d.confirmByForm(ctx, c, dec, up, t, b)
 	}
-	r, _, err := g.desk.Open(ctx, approval.Request{Binding: b, Upstream: up.u.Name, Effect: string(t.Effect),
-		Caller: d.principal, Findings: dec.Blocking(), Arguments: call.Arguments, Front: "mcp"})
-	if err != nil {
-		// No request, no approval: the call stays refused.
-		g.opts.Logger.Warn("mcp gateway: approval request not opened", "run_id", dec.RunID, "tool", t.ID, "error", err)
-		return dec, nil, nil
+	sessionless, answered := d.isSessionless(), false
+	r, ok := approval.Request{}, false
+	if sessionless {
+		// The call made again with the answer to a request's input: that
+		// request, whatever became of it (a denied one is not reopened).
+		r, ok = d.answeredRequest(ctx, b)
 	}
-	if r.State == approval.StatePending && g.opts.Elicitation == ElicitURL {
+	if !ok {
+		r, _, err = g.desk.Open(ctx, approval.Request{Binding: b, Upstream: up.u.Name, Effect: string(t.Effect),
+			Caller: d.principal, Findings: dec.Blocking(), Arguments: call.Arguments, Front: "mcp"})
+		if err != nil {
+			// No request, no approval: the call stays refused.
+			g.opts.Logger.Warn("mcp gateway: approval request not opened", "run_id", dec.RunID, "tool", t.ID, "error", err)
+			return dec, nil, nil, nil
+		}
+	}
+	switch {
+	case g.opts.Elicitation != ElicitURL:
+	case sessionless:
+		r, answered = d.pageAnswer(ctx, r)
+	case r.State == approval.StatePending:
 		r = d.elicitURL(ctx, r, dec.RunID)
 	}
 	if r.State != approval.StateApproved {
-		return dec, &r, nil
+		if sessionless && !answered && g.opts.Elicitation == ElicitURL {
+			if res, ok := d.pageInput(&r, dec.RunID); ok {
+				return dec, &r, res, nil
+			}
+		}
+		return dec, &r, nil, nil
 	}
 	// Approved: this front end claims the approval (once, whichever
 	// replica or session asks), then presents it in the second run.
 	if r, err = g.desk.Use(ctx, r.ID); err != nil {
 		g.opts.Logger.Warn("mcp gateway: approved request not usable", "request_id", r.ID, "error", err)
-		return dec, &r, nil
+		return dec, &r, nil, nil
 	}
 	dec2, err := d.runApproved(ctx, c, dec, up, r.ApprovalID)
-	return dec2, nil, err
+	return dec2, nil, nil, err
 }
 
 // withApproval tells the agent, in the refused call's result, what a
@@ -146,9 +168,7 @@ func (d *downstream) elicitURL(ctx context.Context, r approval.Request, runID st
 	ss := d.serverSession()
 	caps := d.clientCapabilities()
 	u := g.desk.URL(r.ID)
-	if ss == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil || u == "" || d.isSessionless() {
-		// A sessionless client (2026-07-28) takes no request during a
-		// call: it gets the refusal with the page's URL.
+	if ss == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil || u == "" {
 		return r
 	}
 	wctx, cancel := context.WithDeadline(ctx, r.ExpiresAt)
@@ -221,12 +241,12 @@ func (d *downstream) runApproved(ctx context.Context, c call, dec *host.Decision
 // Any outcome short of an approved call (no elicitation capability,
 // decline, cancel, timeout, a failed record, an approval that no longer
 // fits) returns the first decision.
-func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decision, up *upconn, t catalog.Tool, b approval.Binding) (*host.Decision, error) {
+func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decision, up *upconn, t catalog.Tool, b approval.Binding) (*host.Decision, *approval.Request, mcp.Result, error) {
 	g := d.g
 	ss := d.serverSession()
 	caps := d.clientCapabilities()
-	if ss == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) || d.isSessionless() {
-		return dec, nil
+	if ss == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+		return dec, nil, nil, nil
 	}
 	from := approval.Origin{RunID: dec.RunID}
 	msg, err := approvalMessage(t.ID, string(t.Effect), up.u.Name, c.args, g.opts.MaxApprovalArgumentBytes)
@@ -234,58 +254,67 @@ func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decisi
 		// What cannot be shown whole cannot be approved.
 		g.opts.Logger.Warn("mcp gateway: approval not asked", "run_id", dec.RunID, "tool", t.ID, "reason", err)
 		_ = g.approvals.Refuse(b, approval.CodeNotShown, "", from)
-		return dec, nil
+		return dec, nil, nil, nil
 	}
-	ectx, cancel := context.WithTimeout(ctx, g.opts.ApprovalTTL)
-	go func() {
-		select {
-		case <-d.gone:
-			cancel()
-		case <-ectx.Done():
-		}
-	}()
-	res, err := ss.Elicit(ectx, &mcp.ElicitParams{
-		Message: msg,
-		Meta:    mcp.Meta{MetaApproval: true},
-		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"approve": map[string]any{"type": "boolean", "title": "Approve this call",
-					"description": "true runs this exact call once; anything else refuses it"},
-			},
-			"required": []string{"approve"},
-		},
-	})
-	timedOut := errors.Is(ectx.Err(), context.DeadlineExceeded)
-	cancel()
 	var answer string
-	switch {
-	case err != nil && timedOut:
-		answer = answerTimeout
-	case err != nil:
-		answer = answerFailed
-	case res.Action == "accept" && res.Content["approve"] == true:
-		answer = answerApproved
-	case res.Action == "cancel":
-		answer = answerCancelled
-	default:
-		answer = answerDeclined
+	if d.isSessionless() {
+		// Asked in the call's answer; the answer comes with the call made
+		// again, and counts only for the call that was shown.
+		rt := roundTripFrom(ctx)
+		res := rt.elicitAnswer()
+		if res == nil || !hmac.Equal([]byte(rt.state), []byte(g.formState(d.principal, b))) {
+			ask, err := d.formInput(msg, b, dec.RunID)
+			if err != nil {
+				return dec, nil, nil, nil
+			}
+			return dec, nil, ask, nil
+		}
+		answer = formAnswer(res, nil, false)
+	} else {
+		ectx, cancel := context.WithTimeout(ctx, g.opts.ApprovalTTL)
+		go func() {
+			select {
+			case <-d.gone:
+				cancel()
+			case <-ectx.Done():
+			}
+		}()
+		res, err := ss.Elicit(ectx, &mcp.ElicitParams{Message: msg, Meta: mcp.Meta{MetaApproval: true}, RequestedSchema: approveSchema()})
+		answer = formAnswer(res, err, errors.Is(ectx.Err(), context.DeadlineExceeded))
+		cancel()
 	}
 	g.opts.Logger.Info("mcp gateway: confirmation asked", "run_id", dec.RunID, "tool", t.ID, "answer", answer)
 	if answer != answerApproved {
 		if err := g.approvals.Refuse(b, answerCodes[answer], answer, from); err != nil {
 			g.opts.Logger.Error("mcp gateway: refused approval not recorded", "run_id", dec.RunID, "error", err)
 		}
-		return dec, nil
+		return dec, nil, nil, nil
 	}
 	// Minted (stored, then recorded) before the second run: an approval
 	// the log or the store refuses is not used.
 	ap, err := g.approvals.Mint(ctx, b, approval.ApproverMCPClient, answer, from)
 	if err != nil {
 		g.opts.Logger.Error("mcp gateway: approval not minted; not used", "run_id", dec.RunID, "error", err)
-		return dec, nil
+		return dec, nil, nil, nil
 	}
-	return d.runApproved(ctx, c, dec, up, ap.ID)
+	dec2, err := d.runApproved(ctx, c, dec, up, ap.ID)
+	return dec2, nil, nil, err
+}
+
+// formAnswer is the recorded answer to gatehost's approval form: res and
+// err are the client's, timedOut that the approval TTL ran out first.
+func formAnswer(res *mcp.ElicitResult, err error, timedOut bool) string {
+	switch {
+	case err != nil && timedOut:
+		return answerTimeout
+	case err != nil || res == nil:
+		return answerFailed
+	case res.Action == "accept" && res.Content["approve"] == true:
+		return answerApproved
+	case res.Action == "cancel":
+		return answerCancelled
+	}
+	return answerDeclined
 }
 
 // effectWords say what an effect class means (host/catalog Effect); an

@@ -273,6 +273,7 @@ func (d *downstream) fromClientUncoded(next mcp.MethodHandler) mcp.MethodHandler
 			d.subject.Store(&tok)
 		}
 		if v := requestRevision(req); v != "" || d.isSessionless() {
+			ctx = withRoundTrip(ctx, req)
 			if res, done, err := d.sessionlessRequest(ctx, method, req, v, next); done {
 				return res, err
 			}

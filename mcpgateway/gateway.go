@@ -182,6 +182,10 @@ type Gateway struct {
 	closeMu  sync.Mutex
 	isClosed bool
 	closing  sync.WaitGroup
+	// stateKey signs the request states of gatehost's approval form
+	// (formState); a state issued by another process is not honoured,
+	// and the person is asked again.
+	stateKey [32]byte
 }
 
 // background runs f in a goroutine that Close waits for, or in the caller
@@ -220,6 +224,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"},
 		inflight: &sync.WaitGroup{}}
+	_, _ = rand.Read(g.stateKey[:])
 	g.pools = make([][]*upconn, len(o.Upstreams))
 	for i, u := range o.Upstreams {
 		if len(u.Command) == 0 || u.SessionScoped {

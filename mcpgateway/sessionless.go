@@ -107,6 +107,10 @@ func (d *downstream) sessionlessRequest(ctx context.Context, method string, req 
 		}
 	}
 	switch p := p.(type) {
+	case *mcp.CallToolParamsRaw:
+		// Kept in ctx (withRoundTrip) for the gateway's own input
+		// requests; not part of the call that is decided.
+		p.InputResponses, p.RequestState = nil, ""
 	case *mcp.ReadResourceParams:
 		p.InputResponses, p.RequestState = nil, ""
 	case *mcp.GetPromptParams:
@@ -126,6 +130,14 @@ func isNotification(method string) bool { return strings.HasPrefix(method, "noti
 func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error {
 	d.beginMu.Lock()
 	defer d.beginMu.Unlock()
+	principal, _ := d.g.requestPrincipal(req)
+	key := principalKey(principal)
+	resumed := ""
+	if d.perRequest && d.sessionID() == "" {
+		// A call made again after gatehost's input request resumes the
+		// session its approval request was opened in (roundtrip.go).
+		resumed = d.g.resumedSession(ctx, principal, roundTripFrom(ctx).state)
+	}
 	d.mu.Lock()
 	if d.id != "" || d.reserved {
 		version, err := d.version, d.beginErr
@@ -135,8 +147,6 @@ func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error
 		}
 		return err
 	}
-	principal, _ := d.g.requestPrincipal(req)
-	key := principalKey(principal)
 	if err := d.g.table.reserve(key, d.g.opts.MaxSessions, d.g.opts.MaxSessionsPerPrincipal); err != nil {
 		d.mu.Unlock()
 		d.g.opts.Logger.Warn("mcp gateway: session refused", "principal", principalLabel(principal), "reason", err)
@@ -153,6 +163,9 @@ func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error
 	id := "mcp-" + randomHex(16)
 	if ss != nil && ss.ID() != "" && len(ss.ID()) <= 100 && session.ValidID("mcp-"+ss.ID()) {
 		id = "mcp-" + ss.ID()
+	}
+	if resumed != "" {
+		id = resumed
 	}
 	d.reserved, d.key, d.principal = true, key, principal
 	d.ss, d.id, d.caps, d.version = ss, id, caps, v

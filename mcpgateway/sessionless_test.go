@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/mcpgateway"
 )
 
@@ -87,44 +88,218 @@ func TestSessionlessRevision(t *testing.T) {
 	}
 }
 
-// TestSessionlessApprovalNotElicited: a 2026-07-28 client is never sent
-// an elicitation during a call (the revision forbids it): a call that
-// needs a person's approval is refused with the approval page's URL, and
-// nothing is sent upstream.
-func TestSessionlessApprovalNotElicited(t *testing.T) {
-	for _, mode := range []string{mcpgateway.ElicitURL, mcpgateway.ElicitForm} {
-		t.Run(mode, func(t *testing.T) {
-			_, g := pageGateway(t, mode, pageURL)
-			asked := 0
-			cs := connectAt(t, g, &mcp.ClientOptions{
-				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}, Form: &mcp.FormElicitationCapabilities{}}},
-				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					asked++
-					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-				}}, sessionlessRevision)
-			_, err := cs.ListTools(context.Background(), nil)
-			require.NoError(t, err)
-			d := call(t, cs, "delete_note", map[string]any{"name": "a"})
-			require.True(t, d.IsError)
-			assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
-			assert.Zero(t, asked)
-			if mode != mcpgateway.ElicitURL {
-				return
-			}
-			// Over stdio the connection is the session: once a person
-			// approves on the page, the identical call runs, once.
-			id, _ := approvalView(t, d)["request_id"].(string)
-			require.True(t, approval.ValidRequestID(id))
-			_, err = g.Desk().Decide(context.Background(), id, alice, true, "")
-			require.NoError(t, err)
-			r := call(t, cs, "delete_note", map[string]any{"name": "a"})
-			assert.False(t, r.IsError, text(r))
-			r = call(t, cs, "delete_note", map[string]any{"name": "a"})
-			require.True(t, r.IsError, "once")
-			assert.NotEqual(t, id, approvalView(t, r)["request_id"])
-			assert.Zero(t, asked)
-		})
+// sessionlessClient connects a 2026-07-28 client to g, over stdio or
+// over HTTP (every request alone), with opts.
+func sessionlessClient(t *testing.T, g *mcpgateway.Gateway, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	if transport == "stdio" {
+		return connectAt(t, g, opts, sessionlessRevision)
 	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: gw.URL}, &mcp.ClientSessionOptions{ProtocolVersion: sessionlessRevision})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// TestSessionlessApprovalInputRequired: a 2026-07-28 client is never sent
+// a request during a call (the revision forbids it); a call that needs a
+// person's approval is answered input_required (multi round-trip) and
+// decided when the client calls again with its answer. With the page, the
+// input request is the page's URL and the client's answer approves
+// nothing: the call runs once an approver decided on the page, once. With
+// the form (the operator's choice), the client's answer is the approval.
+// A "no" is not asked again; a client that cannot show the input request
+// gets the refusal with the page's URL. Over HTTP every request is a
+// session of its own: the call made again resumes the approval's.
+func TestSessionlessApprovalInputRequired(t *testing.T) {
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}, Form: &mcp.FormElicitationCapabilities{}}}
+	for _, tc := range []struct {
+		name, mode string
+		caps       *mcp.ClientCapabilities
+		answer     string // the client's (the person's) answer
+		approve    bool   // the approver's decision on the page
+		asked      int
+		runs       bool
+		wantState  string // the refusal's approval request state
+	}{
+		{name: "page approved", mode: mcpgateway.ElicitURL, caps: caps, answer: "accept", approve: true, asked: 1, runs: true},
+		{name: "page denied", mode: mcpgateway.ElicitURL, caps: caps, answer: "accept", approve: false, asked: 1, wantState: string(approval.StateDenied)},
+		{name: "page declined by the person", mode: mcpgateway.ElicitURL, caps: caps, answer: "decline", asked: 1, wantState: string(approval.StatePending)},
+		{name: "page, client without URL mode", mode: mcpgateway.ElicitURL, caps: &mcp.ClientCapabilities{}, answer: "accept", wantState: string(approval.StatePending)},
+		{name: "form approved", mode: mcpgateway.ElicitForm, caps: caps, answer: "accept", approve: true, asked: 1, runs: true},
+		{name: "form declined", mode: mcpgateway.ElicitForm, caps: caps, answer: "decline", asked: 1},
+	} {
+		for _, transport := range []string{"http", "stdio"} {
+			t.Run(tc.name+"/"+transport, func(t *testing.T) {
+				f, g := pageGateway(t, tc.mode, pageURL)
+				ctx := context.Background()
+				var asked []*mcp.ElicitParams
+				answer := tc.answer
+				cs := sessionlessClient(t, g, transport, &mcp.ClientOptions{Capabilities: tc.caps,
+					ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						asked = append(asked, r.Params)
+						if tc.mode == mcpgateway.ElicitURL && answer == "accept" {
+							// The person opens the page the client shows, and
+							// decides there (the agent's answer decides nothing).
+							_, err := g.Desk().Decide(ctx, r.Params.ElicitationID, alice, tc.approve, "")
+							require.NoError(t, err)
+						}
+						return &mcp.ElicitResult{Action: answer, Content: map[string]any{"approve": tc.approve}}, nil
+					}})
+				_, err := cs.ListTools(ctx, nil)
+				require.NoError(t, err)
+				w := call(t, cs, "write_note", map[string]any{"name": "a", "text": "keep"})
+				require.False(t, w.IsError, text(w))
+
+				d := call(t, cs, "delete_note", map[string]any{"name": "a"})
+				require.Len(t, asked, tc.asked, "asked once, in the call's answer, never during the call")
+				if tc.asked > 0 {
+					assert.Equal(t, true, asked[0].Meta[mcpgateway.MetaApproval])
+					assert.Contains(t, asked[0].Message, "gatehost approval request")
+				}
+				if tc.mode == mcpgateway.ElicitURL && tc.asked > 0 {
+					assert.Equal(t, "url", asked[0].Mode)
+					assert.Equal(t, pageURL+"/requests/"+asked[0].ElicitationID, asked[0].URL)
+				}
+				if tc.mode == mcpgateway.ElicitForm {
+					assert.Contains(t, asked[0].Message, `"name": "a"`, "the form shows every argument")
+				}
+				read := text(call(t, cs, "read_note", map[string]any{"name": "a"}))
+				if tc.runs {
+					require.False(t, d.IsError, text(d))
+					assert.NotEqual(t, "note: keep", read, "the approved call ran")
+					// Once: the identical call asks anew.
+					asked = nil
+					answer = "decline"
+					again := call(t, cs, "delete_note", map[string]any{"name": "a"})
+					assert.True(t, again.IsError, "an approval runs its call once")
+					assert.Len(t, asked, 1)
+					return
+				}
+				require.True(t, d.IsError, text(d))
+				assert.Equal(t, []string{abi.CodeConfirmationRequired}, findingCodes(t, d))
+				assert.Equal(t, "note: keep", read, "nothing was sent")
+				if tc.mode == mcpgateway.ElicitForm {
+					require.NotEmpty(t, logRecords(t, f.logPath, "approval_refused"), "the person's no is recorded")
+					return
+				}
+				v := approvalView(t, d)
+				assert.Equal(t, tc.wantState, v["state"])
+				id, _ := v["request_id"].(string)
+				if tc.asked > 0 {
+					assert.Equal(t, asked[0].ElicitationID, id, "the refusal names the request the client was shown")
+				}
+				if tc.wantState == string(approval.StateDenied) {
+					assert.Contains(t, resultText(d), "An approver denied this call")
+					return
+				}
+				assert.Contains(t, resultText(d), pageURL+"/requests/"+id)
+			})
+		}
+	}
+}
+
+// sessionlessPost sends one 2026-07-28 tools/call of delete_note over
+// HTTP with a bearer token, a request state and input responses, and
+// returns the JSON-RPC result.
+func sessionlessPost(t *testing.T, url, token, state string, responses map[string]any) map[string]any {
+	t.Helper()
+	params := map[string]any{"name": "delete_note", "arguments": map[string]any{"name": "a"},
+		"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": sessionlessRevision,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}, "form": map[string]any{}}}}}
+	if state != "" {
+		params["requestState"], params["inputResponses"] = state, responses
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(string(b)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", sessionlessRevision)
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "delete_note")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	// An answer on an event stream: its data line.
+	if i := strings.Index(string(body), "data: "); i >= 0 && !strings.HasPrefix(string(body), "{") {
+		body = []byte(strings.SplitN(string(body[i+len("data: "):]), "\n", 2)[0])
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(body, &msg), string(body))
+	require.NotNil(t, msg.Result, string(body))
+	return msg.Result
+}
+
+// TestSessionlessRequestStateForged: a request state is the gateway's, and
+// holds only for the caller and the call it was issued for. Another
+// principal presenting a caller's approved request, or a form answer under
+// a state the gateway did not sign, approves nothing: it is asked anew,
+// and the approved call still runs for its own caller, once.
+func TestSessionlessRequestStateForged(t *testing.T) {
+	tokens := identity.NewTokenSource("ops", func(tok string) (string, bool) {
+		switch tok {
+		case "bob-token-0123456789":
+			return "bob", true
+		case "eve-token-0123456789":
+			return "eve", true
+		}
+		return "", false
+	})
+	accept := map[string]any{"gatehost/approval": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+	t.Run("page", func(t *testing.T) {
+		_, g := pageGateway(t, mcpgateway.ElicitURL, pageURL)
+		srv := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
+		t.Cleanup(srv.Close)
+		first := sessionlessPost(t, srv.URL, "bob-token-0123456789", "", nil)
+		require.Equal(t, "input_required", first["resultType"], first)
+		state, _ := first["requestState"].(string)
+		id := strings.TrimPrefix(state, "gatehost.page.")
+		require.True(t, approval.ValidRequestID(id), state)
+		_, err := g.Desk().Decide(context.Background(), id, alice, true, "")
+		require.NoError(t, err)
+
+		stolen := sessionlessPost(t, srv.URL, "eve-token-0123456789", state, accept)
+		assert.Equal(t, "input_required", stolen["resultType"], "eve is asked for a request of her own: %v", stolen)
+		assert.NotEqual(t, state, stolen["requestState"])
+		r, err := g.Desk().Get(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, approval.StateApproved, r.State, "bob's approval is not used by eve's call")
+
+		ran := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		assert.Equal(t, "complete", ran["resultType"], ran)
+		assert.NotEqual(t, true, ran["isError"], "bob's approved call runs: %v", ran)
+		again := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		assert.Equal(t, "input_required", again["resultType"], "once: %v", again)
+	})
+	t.Run("form", func(t *testing.T) {
+		_, g := pageGateway(t, mcpgateway.ElicitForm, pageURL)
+		srv := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
+		t.Cleanup(srv.Close)
+		first := sessionlessPost(t, srv.URL, "bob-token-0123456789", "", nil)
+		require.Equal(t, "input_required", first["resultType"], first)
+		state, _ := first["requestState"].(string)
+		require.True(t, strings.HasPrefix(state, "gatehost.form."), state)
+		for _, forged := range []struct{ name, token, state string }{
+			{"unsigned", "bob-token-0123456789", "gatehost.form." + strings.Repeat("0", 64)},
+			{"another caller's", "eve-token-0123456789", state},
+		} {
+			res := sessionlessPost(t, srv.URL, forged.token, forged.state, accept)
+			assert.Equal(t, "input_required", res["resultType"], "%s state approves nothing: %v", forged.name, res)
+		}
+		ran := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		assert.Equal(t, "complete", ran["resultType"], ran)
+		assert.NotEqual(t, true, ran["isError"], "the call shown, answered by its caller, runs: %v", ran)
+	})
 }
 
 // connectAt is connect with the client asking for revision version.

@@ -567,8 +567,12 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	var pending *approval.Request
 	if dec.Verdict == abi.Rejected && err == nil && dec.OnlyConfirmationMissing() {
 		first := dec
-		if dec, pending, err = d.confirm(ctx, c, dec, up); dec == nil {
+		var ask mcp.Result
+		if dec, pending, ask, err = d.confirm(ctx, c, dec, up); dec == nil {
 			return errorResult(first.RunID, "gatehost: the approved call was not checked: %v; nothing was sent", err), nil
+		}
+		if ask != nil {
+			return ask, nil
 		}
 		if err != nil {
 			d.g.opts.Logger.Error("mcp gateway: decision", "run_id", dec.RunID, "error", err)
