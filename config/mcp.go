@@ -67,6 +67,9 @@ type MCPUpstream struct {
 	// TokenExchange sends each caller's calls to a url upstream with a
 	// token exchanged for the caller's own (RFC 8693).
 	TokenExchange *MCPTokenExchange `mapstructure:"token_exchange"`
+	// ProtocolVersion is the MCP revision asked of the upstream: "" (the
+	// newest with sessions) or "2026-07-28" (mcpgateway.Upstream).
+	ProtocolVersion string `mapstructure:"protocol_version"`
 }
 
 // MCPSecretRef names where a secret is read, at start: a file (resolved

@@ -255,14 +255,20 @@ func withCodes(h mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// wireError is err as the JSON-RPC error the peer gets: unchanged when it
-// carries a code (a *jsonrpc.Error in its chain, such as an upstream's
-// own), otherwise an internal error (-32603) with its text. The SDK would
-// send an error without a code as code 0, which is no JSON-RPC code.
+// wireError is err as the JSON-RPC error the peer gets: the
+// *jsonrpc.Error in its chain when that carries a code (such as an
+// upstream's own, passed through with its message and data), otherwise
+// an internal error (-32603) with its text. The SDK would send an error
+// without a code as code 0, which is no JSON-RPC code.
 func wireError(err error) error {
 	var je *jsonrpc.Error
-	if err == nil || (errors.As(err, &je) && je.Code != 0) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if errors.As(err, &je) && je.Code != 0 {
+		// The coded error itself, not the SDK client's wrapping of an
+		// upstream's ("calling …: "), whose data the SDK would drop.
+		return je
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
@@ -548,9 +554,13 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		}
 		return d.listPrompts(ctx)
 	case *mcp.ReadResourceParams:
-		return d.owned(ctx, ownerResource(p.URI), func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.ReadResource(ctx, p) })
+		return d.owned(ctx, ownerResource(p.URI), func(up *upconn, cs *mcp.ClientSession) (mcp.Result, error) {
+			return askingUpstream(ctx, d, up, &p.InputResponses, &p.RequestState, func() (*mcp.ReadResourceResult, error) { return cs.ReadResource(ctx, p) })
+		})
 	case *mcp.GetPromptParams:
-		return d.owned(ctx, ownerPrompt(p.Name), func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.GetPrompt(ctx, p) })
+		return d.owned(ctx, ownerPrompt(p.Name), func(up *upconn, cs *mcp.ClientSession) (mcp.Result, error) {
+			return askingUpstream(ctx, d, up, &p.InputResponses, &p.RequestState, func() (*mcp.GetPromptResult, error) { return cs.GetPrompt(ctx, p) })
+		})
 	case *mcp.CompleteParams:
 		var own ownerTest
 		switch {
@@ -561,7 +571,7 @@ func (d *downstream) forward(ctx context.Context, method string, req mcp.Request
 		default:
 			own = ownerResource(p.Ref.URI)
 		}
-		return d.owned(ctx, own, func(cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, p) })
+		return d.owned(ctx, own, func(_ *upconn, cs *mcp.ClientSession) (mcp.Result, error) { return cs.Complete(ctx, p) })
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("gatehost mcp gateway: method %q is not forwarded", method)}
 }
@@ -707,15 +717,17 @@ func (d *downstream) listPrompts(ctx context.Context) (mcp.Result, error) {
 // upstream that is the upstream; with several, an item no upstream lists,
 // or that more than one lists, is an error: never "the first upstream
 // that answers", which lets any upstream answer for another's items.
-func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.ClientSession) (mcp.Result, error)) (mcp.Result, error) {
+func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*upconn, *mcp.ClientSession) (mcp.Result, error)) (mcp.Result, error) {
 	if len(d.conns()) == 1 {
-		cs, err := d.conns()[0].session(ctx)
+		c := d.conns()[0]
+		cs, err := c.session(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return f(cs)
+		return f(c, cs)
 	}
 	var owner *mcp.ClientSession
+	var ownerConn *upconn
 	var owners []string
 	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
@@ -733,7 +745,7 @@ func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.Clien
 			continue
 		}
 		if ok {
-			owner = cs
+			owner, ownerConn = cs, c
 			owners = append(owners, c.u.Name)
 		}
 	}
@@ -741,7 +753,7 @@ func (d *downstream) owned(ctx context.Context, own ownerTest, f func(*mcp.Clien
 	case 0:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "gatehost mcp gateway: no upstream lists this item"}
 	case 1:
-		return f(owner)
+		return f(ownerConn, owner)
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 		Message: fmt.Sprintf("gatehost mcp gateway: more than one upstream lists this item (%s); it is not sent to either", strings.Join(owners, ", "))}

@@ -37,6 +37,7 @@ func TestOptionsRefused(t *testing.T) {
 		{"too many processes", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", Command: []string{"x"}, Processes: mcpgateway.MaxProcesses + 1}}}, "upstreams[0].processes"},
 		{"processes and session scoped", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", Command: []string{"x"}, Processes: 2, SessionScoped: true}}}, "upstreams[0].processes"},
 		{"session scoped url", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", URL: "u", SessionScoped: true}}}, "upstreams[0].session_scoped"},
+		{"unknown revision", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{{Name: "a", URL: "u", ProtocolVersion: "2026-07-29"}}}, "upstreams[0].protocol_version"},
 		{"negative timeout", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{up}, CallTimeout: -1}, "call_timeout"},
 		{"negative size", mcpgateway.Options{Pipeline: "exec", Upstreams: []mcpgateway.Upstream{up}, MaxResultBytes: -1}, "max_result_bytes"},
 	} {

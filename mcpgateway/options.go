@@ -121,6 +121,15 @@ type Upstream struct {
 	// token exchanged for the caller's own (RFC 8693); without a caller
 	// token (stdio, anonymous) the upstream is refused. Not for Command.
 	TokenExchange *TokenExchange
+	// ProtocolVersion is the MCP revision the gateway asks the upstream
+	// for: "" (2025-11-25, or the downstream client's older revision on a
+	// connection of its own) or "2026-07-28", where what the upstream
+	// asks of the client during a call comes in the call's answer
+	// (input_required, SEP-2322): passed to a 2026-07-28 client in the
+	// gateway's answer, asked of an older client by the gateway, on a
+	// shared connection too. An upstream that does not serve it fails to
+	// connect.
+	ProtocolVersion string
 }
 
 // Options configure a Gateway. Zero fields take the defaults above.
@@ -271,6 +280,11 @@ func (o Options) normalize() (Options, error) {
 			return bad(f+".processes", "a session_scoped upstream has one process per session; remove one")
 		case u.SessionScoped && u.URL != "":
 			return bad(f+".session_scoped", "only a command upstream takes session_scoped (a url upstream is always per session)")
+		}
+		switch u.ProtocolVersion {
+		case "", sessionRevision, statelessRevision:
+		default:
+			return bad(f+".protocol_version", "%q is not %q or %q", u.ProtocolVersion, sessionRevision, statelessRevision)
 		}
 		switch u.Trust {
 		case "":

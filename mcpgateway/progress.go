@@ -8,11 +8,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// progressRouter sends a shared upstream's progress notifications to the
-// session whose call they are about. Two sessions may well give their
-// calls the same progress token, so a call sent on a shared connection
-// carries a token of the gateway's instead (random, unique while the call
-// runs), mapped back to the session and the client's own token.
+// progressRouter sends an upstream's progress notifications to the
+// session whose call they are about, related to that call: over Streamable
+// HTTP they travel on the call's own response stream (the only one a
+// sessionless client has). Two sessions may well give their calls the
+// same progress token, so a call carries a token of the gateway's instead
+// (random, unique while the call runs), mapped back to the session, the
+// call and the client's own token.
 type progressRouter struct {
 	m sync.Map // gateway token → progressRoute
 }
@@ -20,18 +22,22 @@ type progressRouter struct {
 type progressRoute struct {
 	d     *downstream
 	token any
+	// call carries the downstream call's values (not its cancellation):
+	// the SDK relates a notification to the request whose context it is
+	// sent with.
+	call context.Context
 }
 
 // swap returns meta with its progress token replaced by a new one of the
 // gateway's, and the function that forgets it; meta unchanged when it has
 // no progress token.
-func (r *progressRouter) swap(d *downstream, meta mcp.Meta) (mcp.Meta, func()) {
+func (r *progressRouter) swap(ctx context.Context, d *downstream, meta mcp.Meta) (mcp.Meta, func()) {
 	tok, ok := meta["progressToken"]
 	if !ok {
 		return meta, func() {}
 	}
 	mine := "gatehost-progress-" + randomHex(16)
-	r.m.Store(mine, progressRoute{d: d, token: tok})
+	r.m.Store(mine, progressRoute{d: d, token: tok, call: context.WithoutCancel(ctx)})
 	out := make(mcp.Meta, len(meta))
 	for k, v := range meta {
 		out[k] = v
@@ -48,22 +54,22 @@ func (r *progressRouter) swap(d *downstream, meta mcp.Meta) (mcp.Meta, func()) {
 const progressGrace = 10 * time.Second
 
 // deliver relays p to the session of the call its token names, with the
-// client's own token; a token the gateway did not give is dropped.
-func (r *progressRouter) deliver(ctx context.Context, p *mcp.ProgressNotificationParams) {
+// client's own token, related to that call; a token the gateway did not
+// give is not delivered (false).
+func (r *progressRouter) deliver(p *mcp.ProgressNotificationParams) bool {
 	tok, ok := p.ProgressToken.(string)
 	if !ok {
-		return
+		return false
 	}
 	v, ok := r.m.Load(tok)
 	if !ok {
-		return
+		return false
 	}
 	rt := v.(progressRoute)
-	ss := rt.d.serverSession()
-	if ss == nil {
-		return
+	if ss := rt.d.serverSession(); ss != nil {
+		q := *p
+		q.ProgressToken = rt.token
+		_ = ss.NotifyProgress(rt.call, &q)
 	}
-	q := *p
-	q.ProgressToken = rt.token
-	_ = ss.NotifyProgress(ctx, &q)
+	return true
 }

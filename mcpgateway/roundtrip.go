@@ -63,13 +63,28 @@ type roundTrip struct {
 
 type roundTripKey struct{}
 
-// withRoundTrip keeps, in ctx, the round-trip fields of a tools/call.
+// withRoundTrip keeps, in ctx, the round-trip fields of a request that
+// may ask for input (tools/call, prompts/get, resources/read).
 func withRoundTrip(ctx context.Context, req mcp.Request) context.Context {
-	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-	if !ok || p == nil || (p.RequestState == "" && p.InputResponses == nil) {
+	var rt roundTrip
+	switch p := req.GetParams().(type) {
+	case *mcp.CallToolParamsRaw:
+		if p != nil {
+			rt = roundTrip{state: p.RequestState, responses: p.InputResponses}
+		}
+	case *mcp.GetPromptParams:
+		if p != nil {
+			rt = roundTrip{state: p.RequestState, responses: p.InputResponses}
+		}
+	case *mcp.ReadResourceParams:
+		if p != nil {
+			rt = roundTrip{state: p.RequestState, responses: p.InputResponses}
+		}
+	}
+	if rt.state == "" && rt.responses == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, roundTripKey{}, roundTrip{state: p.RequestState, responses: p.InputResponses})
+	return context.WithValue(ctx, roundTripKey{}, rt)
 }
 
 func roundTripFrom(ctx context.Context) roundTrip {

@@ -1,8 +1,10 @@
 package mcpgateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -106,10 +108,11 @@ func (d *downstream) sessionlessRequest(ctx context.Context, method string, req 
 			}
 		}
 	}
+	// Kept in ctx (withRoundTrip): answers to gatehost's own input
+	// requests, or to an upstream's (sent on to it, upinput.go); not part
+	// of the call that is decided.
 	switch p := p.(type) {
 	case *mcp.CallToolParamsRaw:
-		// Kept in ctx (withRoundTrip) for the gateway's own input
-		// requests; not part of the call that is decided.
 		p.InputResponses, p.RequestState = nil, ""
 	case *mcp.ReadResourceParams:
 		p.InputResponses, p.RequestState = nil, ""
@@ -210,6 +213,7 @@ func (g *Gateway) statelessHandler(probe *mcp.Server) http.Handler {
 		}
 		d := g.newSession()
 		d.perRequest = true
+		g.declareCalledTool(d, r)
 		// A request the SDK refuses before it reaches the gateway begins
 		// nothing; one that began ends with its session (begin).
 		rw := &refusalWriter{ResponseWriter: w}
@@ -228,6 +232,35 @@ func (g *Gateway) statelessHandler(probe *mcp.Server) http.Handler {
 				"protocol_version": quoted(r.Header.Get("Mcp-Protocol-Version")),
 				"mcp_method":       quoted(r.Header.Get("Mcp-Method")), "mcp_name": quoted(r.Header.Get("Mcp-Name"))})
 		}
+	})
+}
+
+// declareCalledTool registers, on the request's server, the tool a
+// tools/call names (its Mcp-Name header) as the trust baseline pins it, so
+// that the SDK checks the request's Mcp-Param-* headers against the
+// arguments as for a tool it serves itself (SEP-2243: a property with an
+// x-mcp-header annotation travels in a header too, and the two must
+// agree), before anything is decided. The gateway answers the call
+// itself; the registered handler never runs. A definition the SDK refuses
+// (invalid annotations) is not registered: the SDK would not check its
+// headers either.
+func (g *Gateway) declareCalledTool(d *downstream, r *http.Request) {
+	name := r.Header.Get("Mcp-Name")
+	if r.Header.Get("Mcp-Method") != "tools/call" || name == "" {
+		return
+	}
+	rt, ok := (*g.routes.Load())[name]
+	if !ok || !bytes.Contains(rt.def, []byte("x-mcp-header")) {
+		return
+	}
+	var t mcp.Tool
+	if json.Unmarshal(rt.def, &t) != nil || t.InputSchema == nil {
+		return
+	}
+	t.Name = name
+	defer func() { _ = recover() }() // AddTool panics on a definition it refuses
+	d.server.AddTool(&t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("gatehost mcp gateway: unreachable")
 	})
 }
 

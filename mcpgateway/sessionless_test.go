@@ -213,6 +213,13 @@ func sessionlessPost(t *testing.T, url, token, state string, responses map[strin
 	if state != "" {
 		params["requestState"], params["inputResponses"] = state, responses
 	}
+	return postCall(t, url, token, "delete_note", params)
+}
+
+// postCall sends one 2026-07-28 tools/call of tool with params over HTTP,
+// with a bearer token unless token is "", and returns the JSON-RPC result.
+func postCall(t *testing.T, url, token, tool string, params map[string]any) map[string]any {
+	t.Helper()
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(string(b)))
@@ -221,8 +228,10 @@ func sessionlessPost(t *testing.T, url, token, state string, responses map[strin
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", sessionlessRevision)
 	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "delete_note")
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Name", tool)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)

@@ -634,17 +634,29 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	// now, not at its timeout.
 	live := up.liveContext(cs)
 	defer context.AfterFunc(live, cancel)()
-	meta := p.Meta
-	if up.shared() {
-		var forget func()
-		meta, forget = d.g.progress.swap(d, meta)
-		defer forget()
-	}
+	meta, forget := d.g.progress.swap(ctx, d, p.Meta)
+	defer forget()
 	params := &mcp.CallToolParams{Meta: meta, Name: name, Arguments: p.Arguments}
 	if len(p.Arguments) == 0 {
 		params.Arguments = nil
 	}
+	if up.inputInAnswer() {
+		params.Meta = d.withClientCapabilities(params.Meta)
+		params.InputResponses, params.RequestState = roundTripFrom(ctx).upstreamPart()
+	}
 	res, err := cs.CallTool(cctx, params)
+	for round := 1; err == nil && res.NeedsInput(); round++ {
+		// The upstream asks for input in its answer (upinput.go).
+		answer, responses, ierr := d.upstreamInput(cctx, up, res, round, runID)
+		if ierr != nil {
+			return errorResult(runID, "gatehost: %v; the call did not complete", ierr), nil
+		}
+		if answer != nil {
+			return answer, nil
+		}
+		params.InputResponses, params.RequestState = responses, res.RequestState
+		res, err = cs.CallTool(cctx, params)
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

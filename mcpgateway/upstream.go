@@ -234,7 +234,12 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	// upstream's elicitation (MCP 2026-07-28 moves those into the call's
 	// answer), and an upstream connection is a session of its own.
 	version := sessionRevision
-	if !c.shared() && !sessionless(c.d.protocolVersion()) {
+	switch {
+	case c.u.ProtocolVersion != "":
+		// The operator's choice (Upstream.ProtocolVersion): at
+		// 2026-07-28 the upstream's questions come in a call's answer.
+		version = c.u.ProtocolVersion
+	case !c.shared() && !sessionless(c.d.protocolVersion()):
 		version = c.d.protocolVersion()
 	}
 	cs, err := client.Connect(withoutClientRevision{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
@@ -252,8 +257,9 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 // notifications go to that session.
 func (c *upconn) sessionClient() *mcp.Client {
 	return mcp.NewClient(c.g.impl, &mcp.ClientOptions{
-		Logger:       sdkLogger(c.g.opts.Logger),
-		Capabilities: c.d.clientCapabilities(),
+		Logger:         sdkLogger(c.g.opts.Logger),
+		Capabilities:   c.d.clientCapabilities(),
+		MultiRoundTrip: noAutoInput,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go c.d.upstreamToolsChanged(c.idx)
 		},
@@ -272,8 +278,12 @@ func (c *upconn) sessionClient() *mcp.Client {
 			}
 		},
 		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
-			if ss := c.d.serverSession(); ss != nil {
-				_ = ss.NotifyProgress(context.WithoutCancel(ctx), r.Params)
+			// A call's progress goes with the call; another request's
+			// (the client's own token, passed on) to the session.
+			if !c.g.progress.deliver(r.Params) {
+				if ss := c.d.serverSession(); ss != nil {
+					_ = ss.NotifyProgress(context.WithoutCancel(ctx), r.Params)
+				}
 			}
 		},
 	})
@@ -288,8 +298,9 @@ func (c *upconn) sessionClient() *mcp.Client {
 // which may tell of any session's call, to the gateway's log only.
 func (c *upconn) sharedClient() *mcp.Client {
 	return mcp.NewClient(c.g.impl, &mcp.ClientOptions{
-		Logger:       sdkLogger(c.g.opts.Logger),
-		Capabilities: &mcp.ClientCapabilities{},
+		Logger:         sdkLogger(c.g.opts.Logger),
+		Capabilities:   &mcp.ClientCapabilities{},
+		MultiRoundTrip: noAutoInput,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			go c.g.sharedToolsChanged(c)
 		},
@@ -302,8 +313,8 @@ func (c *upconn) sharedClient() *mcp.Client {
 		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
 			c.g.opts.Logger.Debug("mcp gateway: log message of a shared upstream; not relayed to any session", "upstream", c.u.Name, "level", r.Params.Level)
 		},
-		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
-			c.g.progress.deliver(context.WithoutCancel(ctx), r.Params)
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			c.g.progress.deliver(r.Params)
 		},
 	})
 }

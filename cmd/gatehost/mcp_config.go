@@ -44,7 +44,7 @@ func gatewayOptions(c config.MCP) (mcpgateway.Options, error) {
 			}
 		}
 		up := mcpgateway.Upstream{Name: n, Command: u.Command, Env: u.Env, URL: u.URL, Trust: u.Trust,
-			Processes: u.Processes, SessionScoped: u.SessionScoped}
+			Processes: u.Processes, SessionScoped: u.SessionScoped, ProtocolVersion: u.ProtocolVersion}
 		if err := upstreamCredentials(n, u, &up); err != nil {
 			return o, err
 		}

@@ -1,0 +1,237 @@
+package mcpgateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehost/gatehost/mcpgateway"
+)
+
+// askingUpstream is a 2026-07-28 server (the SDK's stateless HTTP handler)
+// whose read-only tool greet asks for the caller's name in its answer
+// (input_required, state "s1") and greets with it when called again with
+// the answer and that state; elicitation text is the message it asks
+// with. It greets "nobody" when the client declared no elicitation.
+func askingUpstream(t *testing.T, message string) string {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "greet", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if caps := req.Session.InitializeParams().Capabilities; caps == nil || caps.Elicitation == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello nobody"}}}, nil
+			}
+			if r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok && req.Params.RequestState == "s1" && r.Action == "accept" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + r.Content["name"].(string)}}}, nil
+			}
+			return &mcp.CallToolResult{RequestState: "s1", InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: message,
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestUpstreamInputInAnswer: an upstream spoken to at 2026-07-28 asks for
+// input in its answer. A 2026-07-28 client gets the input request in the
+// gateway's answer, labelled with the upstream's name, and its answer and
+// the upstream's state reach the upstream when it calls again; an older
+// client is asked by the gateway during the call. The upstream learns the
+// client's capabilities, not the gateway connection's. An input request
+// that imitates gatehost's approval prompt is refused.
+func TestUpstreamInputInAnswer(t *testing.T) {
+	elicits := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+	for _, tc := range []struct {
+		name, transport, version, message string
+		caps                              *mcp.ClientCapabilities
+		want                              string // the result's text; "" for a refusal
+		asked                             bool
+	}{
+		{name: "2026 client over HTTP", transport: "http", version: sessionlessRevision, message: "Your name?", caps: elicits, want: "hello Alice", asked: true},
+		{name: "2026 client over stdio", transport: "stdio", version: sessionlessRevision, message: "Your name?", caps: elicits, want: "hello Alice", asked: true},
+		{name: "2025 client", transport: "stdio", version: "2025-11-25", message: "Your name?", caps: elicits, want: "hello Alice", asked: true},
+		{name: "client that cannot elicit", transport: "http", version: sessionlessRevision, message: "Your name?", caps: &mcp.ClientCapabilities{}, want: "hello nobody"},
+		{name: "imitating gatehost", transport: "http", version: sessionlessRevision, message: "gatehost approval request: Approve this one call?", caps: elicits},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"},
+				Upstreams: []mcpgateway.Upstream{{Name: "asking", URL: askingUpstream(t, tc.message), ProtocolVersion: sessionlessRevision}}})
+			var asked []string
+			opts := &mcp.ClientOptions{Capabilities: tc.caps, ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked = append(asked, r.Params.Message)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Alice"}}, nil
+			}}
+			if tc.caps.Elicitation == nil {
+				opts.ElicitationHandler = nil // the SDK declares elicitation for a client with a handler
+			}
+			var cs *mcp.ClientSession
+			if tc.version == sessionlessRevision {
+				cs = sessionlessClient(t, g, tc.transport, opts)
+			} else {
+				cs = connectAt(t, g, opts, tc.version)
+			}
+			_, err := cs.ListTools(context.Background(), nil)
+			require.NoError(t, err)
+			r := call(t, cs, "greet", map[string]any{})
+			if tc.want == "" {
+				require.True(t, r.IsError, text(r))
+				assert.Contains(t, text(r), "imitates gatehost's approval prompt")
+				assert.Empty(t, asked, "never shown to the person")
+				recs := logRecords(t, f.logPath, "mcp_upstream_request")
+				require.NotEmpty(t, recs)
+				assert.Contains(t, string(recs[len(recs)-1].Data), "refused: imitates")
+				return
+			}
+			require.False(t, r.IsError, text(r))
+			assert.Equal(t, tc.want, text(r))
+			if !tc.asked {
+				assert.Empty(t, asked)
+				return
+			}
+			require.Len(t, asked, 1)
+			assert.True(t, strings.HasPrefix(asked[0], `[Asked by the MCP server "asking", not by gatehost`), asked[0])
+			assert.True(t, strings.HasSuffix(asked[0], "Your name?"))
+			recs := logRecords(t, f.logPath, "mcp_upstream_request")
+			require.NotEmpty(t, recs, "the input request is recorded")
+		})
+	}
+}
+
+// TestUpstreamStateNotForged: of a call made again, only a request state
+// the gateway's answer carried for the upstream reaches the upstream; a
+// client's own state (or gatehost's) does not.
+func TestUpstreamStateNotForged(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"},
+		Upstreams: []mcpgateway.Upstream{{Name: "asking", URL: askingUpstream(t, "Your name?"), ProtocolVersion: sessionlessRevision}}})
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	post := func(state string) map[string]any {
+		params := map[string]any{"name": "greet", "arguments": map[string]any{},
+			"inputResponses": map[string]any{"who": map[string]any{"action": "accept", "content": map[string]any{"name": "Mallory"}}},
+			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": sessionlessRevision,
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}}}
+		if state != "" {
+			params["requestState"] = state
+		}
+		return postCall(t, gw.URL, "", "greet", params)
+	}
+	for _, state := range []string{"s1", "gatehost.page.rq-00000000000000000000000000000000", ""} {
+		res := post(state)
+		assert.Equal(t, "input_required", res["resultType"], "state %q does not reach the upstream: %v", state, res)
+		assert.Equal(t, "gatehost.up.s1", res["requestState"])
+	}
+	res := post("gatehost.up.s1")
+	assert.Equal(t, "complete", res["resultType"], res)
+	assert.Contains(t, mustJSON(t, res), "hello Mallory")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestSessionlessParamHeaders: at 2026-07-28 a tools/call's Mcp-Param-*
+// headers must agree with the arguments they name (SEP-2243: a property
+// annotated x-mcp-header in the tool's input schema, as the trust
+// baseline pins it). A request whose header disagrees, or lacks it, is
+// refused (400, header mismatch) before anything is decided or sent.
+func TestSessionlessParamHeaders(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "regional", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "where", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(up.Close)
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"}, Upstreams: []mcpgateway.Upstream{{Name: "regional", URL: up.URL}}})
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	// A client that listed the tool sends the header itself.
+	cs := sessionlessClient(t, g, "http", nil)
+	_, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.Equal(t, "ok", text(call(t, cs, "where", map[string]any{"region": "eu-west-1"})))
+	before := len(logRecords(t, f.logPath, "decision"))
+	for _, tc := range []struct {
+		name, header string
+		status       int
+	}{
+		{"agrees", "eu-west-1", http.StatusOK},
+		{"disagrees", "us-east-1", http.StatusBadRequest},
+		{"missing", "", http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"where","arguments":{"region":"eu-west-1"},` +
+				`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+			req, err := http.NewRequest(http.MethodPost, gw.URL, strings.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", sessionlessRevision)
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "where")
+			if tc.header != "" {
+				req.Header.Set("Mcp-Param-Region", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, tc.status, resp.StatusCode)
+		})
+	}
+	assert.Len(t, logRecords(t, f.logPath, "decision"), before+1, "only the request whose header agrees is decided")
+	refusals := logRecords(t, f.logPath, "mcp_request_refused")
+	assert.Len(t, refusals, 2, "each refusal is recorded")
+}
+
+// TestSessionlessProgress: an upstream's progress notification for a call
+// reaches a 2026-07-28 client over HTTP while the call runs, on the call's
+// own response stream (it has no other), with the client's own progress
+// token. (The upstream's tool returns once the client has it: the SDK's
+// client hands notifications over on goroutines of their own, so one
+// handed over after the call's answer finds the stream closed.)
+func TestSessionlessProgress(t *testing.T) {
+	got := make(chan *mcp.ProgressNotificationParams, 10)
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "work", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 2}); err != nil {
+				return nil, err
+			}
+			select {
+			case n := <-got:
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("client saw %v of %v, token %v", n.Progress, n.Total, n.ProgressToken)}}}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(up.Close)
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"}, Upstreams: []mcpgateway.Upstream{{Name: "slow", URL: up.URL}},
+		CallTimeout: time.Minute})
+	cs := sessionlessClient(t, g, "http", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		got <- r.Params
+	}})
+	_, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	p := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{}}
+	p.SetProgressToken("mine-1")
+	r, err := cs.CallTool(context.Background(), p)
+	require.NoError(t, err)
+	assert.Equal(t, "client saw 1 of 2, token mine-1", text(r))
+}
