@@ -23,7 +23,7 @@ help:
 	@echo "make fuzz    every fuzz target for FUZZTIME each (default 10s)"
 	@echo "make plugin-kit  scaffold a gate, build, test and check it; check and run the WAT example gate"
 	@echo "make mcp-deps    install the real MCP servers the gateway tests run (npm ci, testdata/mcp)"
-	@echo "make mcp-conformance  the MCP conformance suite against server-everything, directly and through gatehost mcp"
+	@echo "make mcp-conformance  the MCP conformance suite at 2025-11-25 and 2026-07-28, directly and through gatehost mcp"
 	@echo "make mcp-inspector    the MCP Inspector CLI drives gatehost mcp (stdio and Streamable HTTP) in front of real servers"
 
 build: build/gatehost $(WASM)
