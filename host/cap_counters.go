@@ -99,7 +99,7 @@ func (h *Host) pinCounters(ctx context.Context, rn *run) *pinnedCounts {
 	if !granted {
 		return nil
 	}
-	c, err := h.counters.Counts(ctx, counter.Query{Session: rn.opts.Session, Principal: principalKey(rn.opts.Principal),
+	c, err := h.counters.Counts(ctx, counter.Query{Session: rn.opts.counterSession(), Principal: principalKey(rn.opts.Principal),
 		Windows: h.windows, Now: rn.now})
 	if err != nil {
 		h.logger.Error("host: counters store unavailable; the run's counters stages are inconclusive",
@@ -112,6 +112,15 @@ func (h *Host) pinCounters(ctx context.Context, rn *run) *pinnedCounts {
 // countAccepted counts the call of an accepted tool call decision under
 // its canonical tool id (the name as called when the catalog does not hold
 // it). It returns the store's error.
+// counterSession is the key of the run's session counters
+// (RunOptions.CounterSession).
+func (o RunOptions) counterSession() string {
+	if o.CounterSession != "" {
+		return o.CounterSession
+	}
+	return o.Session
+}
+
 func (h *Host) countAccepted(ctx context.Context, rn *run) error {
 	var call abi.ToolCall
 	if err := json.Unmarshal(rn.subject, &call); err != nil {
@@ -121,7 +130,7 @@ func (h *Host) countAccepted(ctx context.Context, rn *run) error {
 	if t, ok := rn.snap.Get(call.Tool); ok {
 		tool = t.ID
 	}
-	err := h.counters.Add(ctx, counter.Call{Session: rn.opts.Session, Principal: principalKey(rn.opts.Principal), Tool: tool, At: rn.now})
+	err := h.counters.Add(ctx, counter.Call{Session: rn.opts.counterSession(), Principal: principalKey(rn.opts.Principal), Tool: tool, At: rn.now})
 	if err != nil {
 		return fmt.Errorf("host: counters: %w", err)
 	}

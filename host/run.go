@@ -101,6 +101,13 @@ type RunOptions struct {
 	Format subject.Format
 	// Session is the agent session the subject belongs to.
 	Session string
+	// CounterSession is the key the session's call counters are kept
+	// under ("" means Session). A front end whose sessions are shorter
+	// than its callers' sets one that outlives them, so that a limit on a
+	// session's calls is not reset by every session: MCP 2026-07-28 over
+	// HTTP is one gatehost session per request, and the gateway counts
+	// such a caller's calls per principal.
+	CounterSession string
 	// RequestID is the caller's id, recorded in the Decision and the log.
 	RequestID string
 	// ConfirmationToken is a person's confirmation of the tool call being

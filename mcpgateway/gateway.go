@@ -464,8 +464,11 @@ func (g *Gateway) closeHost() error {
 // call is one tools/call as the gateway decides on it.
 type call struct {
 	session string
-	name    string
-	args    json.RawMessage
+	// counterSession keys the session's call counters when the session
+	// is shorter than its caller's (host.RunOptions.CounterSession).
+	counterSession string
+	name           string
+	args           json.RawMessage
 	// params are the tools/call params as the host reads them
 	// (subject.FormatMCP); the native subject is the host's conversion.
 	params []byte
@@ -492,7 +495,7 @@ func (g *Gateway) decide(ctx context.Context, c call) (*host.Decision, error) {
 	h, done := g.acquire()
 	defer done()
 	return h.Check(ctx, g.opts.Pipeline, c.params, host.RunOptions{
-		Format: subject.FormatMCP, Session: c.session, ConfirmationToken: c.token, Principal: c.principal, Refusals: c.refusals})
+		Format: subject.FormatMCP, Session: c.session, CounterSession: c.counterSession, ConfirmationToken: c.token, Principal: c.principal, Refusals: c.refusals})
 }
 
 func randomHex(n int) string {

@@ -215,3 +215,31 @@ permit (principal, action == Action::"mcp.other:erase_note", resource);
 	assert.True(t, g.Readiness().Ready)
 	assert.Empty(t, logRecords(t, f.logPath, "mcp_policy_invalid"))
 }
+
+// TestSessionlessRateLimit: a limit on a session's calls holds for a
+// 2026-07-28 client over HTTP, where every request is a gatehost session
+// of its own: such a caller's session counters are its principal's, so
+// the limit is not reset by every request.
+func TestSessionlessRateLimit(t *testing.T) {
+	stage := policyStage(t, "limit.cedar", `@id("read")
+permit (principal, action in Action::"read_only", resource);
+
+@id("reads-per-session")
+@message("at most 3 reads per session")
+forbid (principal, action == Action::"mcp.notes:read_note", resource)
+when { context.session.calls["mcp.notes:read_note"] >= 3 };
+`)
+	stage.Capabilities = append(stage.Capabilities, "counters")
+	f := newFixture(t, []host.StageConfig{stage}, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")}, ActivateOnList: []string{"*"}})
+	cs := sessionlessClient(t, g, "http", nil)
+	toolNames(t, cs)
+	for i := range 3 {
+		r := call(t, cs, "read_note", map[string]any{"name": "a"})
+		require.False(t, r.IsError, "read %d: %s", i+1, text(r))
+	}
+	r := call(t, cs, "read_note", map[string]any{"name": "a"})
+	require.True(t, r.IsError, "the fourth read, in the fourth request: %s", text(r))
+	assert.Equal(t, []string{"policy_forbid"}, findingCodes(t, r))
+	assert.Contains(t, text(r), "at most 3 reads per session")
+}

@@ -3,6 +3,8 @@ package mcpgateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -120,6 +122,19 @@ func (d *downstream) sessionlessRequest(ctx context.Context, method string, req 
 		p.InputResponses, p.RequestState = nil, ""
 	}
 	return nil, false, nil
+}
+
+// counterSession is the key of the session's call counters: over HTTP a
+// sessionless request is a session of its own, and a limit on a session's
+// calls would start afresh with every request, so such a caller's session
+// counters are its principal's (a stable handle, counting at least what
+// any one of its sessions would). Otherwise the session's own ("").
+func (d *downstream) counterSession() string {
+	if !d.perRequest {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(principalKey(d.principal)))
+	return "mcp-principal-" + hex.EncodeToString(sum[:16])
 }
 
 func isNotification(method string) bool { return strings.HasPrefix(method, "notifications/") }

@@ -554,7 +554,7 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	if err != nil {
 		return errorResult("", "gatehost: the call was not checked: %v; nothing was sent", err), nil
 	}
-	c := call{session: d.sessionID(), name: p.Name, args: p.Arguments, params: params, principal: d.principal, refusals: refusals, upstreamName: r.name, seen: seen}
+	c := call{session: d.sessionID(), counterSession: d.counterSession(), name: p.Name, args: p.Arguments, params: params, principal: d.principal, refusals: refusals, upstreamName: r.name, seen: seen}
 	dec, err := d.g.decide(ctx, c)
 	if dec == nil {
 		// The call could not be checked (not a valid tool call): nothing
