@@ -76,12 +76,14 @@ func run(gatehost, config, server, dir, approverTokens string) error {
 	})
 	cmd := exec.Command(gatehost, "mcp", "--config", config, "--log-level", "warn", "--upstream-name", "fs", "--", server, dir)
 	cmd.Stderr = os.Stderr
-	// MCP 2025-11-25: a URL-mode elicitation sends the person to the
-	// approval page while the call waits. A client of the sessionless
-	// 2026-07-28 revision is sent no request during a call: it gets the
-	// refusal with the page's address and makes the call again once a
-	// person approved (docs/MCP-GATEWAY.md, "The 2026-07-28 revision").
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	// The SDK's default revision, 2026-07-28: the gateway answers a call
+	// that needs a person's approval input_required, with the approval
+	// page's URL as the input request; the SDK's client shows it (the
+	// handler above) and makes the call again, which waits for the
+	// approver's decision on the page (docs/MCP-GATEWAY.md, "The
+	// 2026-07-28 revision"). A 2025-11-25 client is sent the same URL
+	// during the call instead.
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		return fmt.Errorf("connect to gatehost mcp: %w", err)
 	}
