@@ -79,8 +79,15 @@ func (g *Gateway) newServer(d *downstream) *mcp.Server {
 		Logger:                    sdkLogger(g.opts.Logger),
 		SupportedProtocolVersions: protocolVersions,
 		HasTools:                  true,
+		// What a client learns of the capabilities is the upstreams'
+		// (initialize and server/discover are answered by the gateway);
+		// these are what the SDK agrees to on a subscriptions/listen
+		// stream (2026-07-28), whose list-changed notifications the
+		// gateway sends when an upstream announces a change.
 		Capabilities: &mcp.ServerCapabilities{
-			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 		},
 	}
 	if d != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -438,5 +439,34 @@ func TestSessionlessSharedProcessByPrincipal(t *testing.T) {
 		w := call(t, cs, "write_note", map[string]any{"name": name, "text": name})
 		require.False(t, w.IsError, text(w))
 		assert.Equal(t, "note: "+name, text(call(t, cs, "read_note", map[string]any{"name": name})), "request %d read back what it wrote", i)
+	}
+}
+
+// TestSessionlessListChanged: a 2026-07-28 client over HTTP hears of list
+// changes on its subscriptions/listen stream (it has no session, and no
+// other stream): an upstream's tools/list_changed and prompts/list_changed
+// reach it through a shared process.
+func TestSessionlessListChanged(t *testing.T) {
+	for _, mode := range []string{"schema", "prompt"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			up := stdioUpstream(t, "notes")
+			up.Env = append(up.Env, promptsEnv+"=hello")
+			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"}})
+			tools, prompts := make(chan struct{}, 4), make(chan struct{}, 4)
+			cs := sessionlessClient(t, g, "http", &mcp.ClientOptions{
+				ToolListChangedHandler:   func(context.Context, *mcp.ToolListChangedRequest) { tools <- struct{}{} },
+				PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { prompts <- struct{}{} },
+			})
+			toolNames(t, cs)
+			r := call(t, cs, "rug_pull", map[string]any{"mode": mode})
+			require.False(t, r.IsError, text(r))
+			want := map[string]chan struct{}{"schema": tools, "prompt": prompts}[mode]
+			select {
+			case <-want:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no %s list_changed on the listen stream", mode)
+			}
+		})
 	}
 }
