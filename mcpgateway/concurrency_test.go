@@ -159,8 +159,15 @@ func BenchmarkGatewayVsDirect(b *testing.B) {
 
 func connectHTTP(tb testing.TB, url string) *mcp.ClientSession {
 	tb.Helper()
+	return connectHTTPAt(tb, url, "")
+}
+
+// connectHTTPAt is connectHTTP asking for revision version ("" for the
+// SDK's default).
+func connectHTTPAt(tb testing.TB, url, version string) *mcp.ClientSession {
+	tb.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = cs.Close() })
 	return cs

@@ -21,18 +21,25 @@ import (
 // BenchmarkGatewayThroughput sends gated tools/call requests through the
 // gateway (Streamable HTTP both ways, the exec pipeline deciding each
 // call, its decision fsynced to a file event log whose head trails, as
-// gatehost mcp runs it by default) from 1, 2, 4 and 32 clients at once,
-// each in its own MCP session. Metrics: gated calls per second over the
-// whole run, and the p50 and p99 of a call in µs. Concurrent decisions'
-// records share a group commit (one write, one fsync).
+// gatehost mcp runs it by default) from 1, 2, 4 and 32 clients at once.
+// A client at 2025-11-25 has its MCP session (and the gateway its
+// upstream session for it); at 2026-07-28 every request is a gatehost
+// session of its own, with an upstream session of its own (a URL upstream
+// is per session). Metrics: gated calls per second over the whole run,
+// and the p50 and p99 of a call in µs. Concurrent decisions' records share
+// a group commit (one write, one fsync).
 func BenchmarkGatewayThroughput(b *testing.B) {
-	for _, clients := range []int{1, 2, 4, 32} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+	for _, bc := range []struct {
+		revision string
+		clients  int
+	}{{"2025-11-25", 1}, {"2025-11-25", 2}, {"2025-11-25", 4}, {"2025-11-25", 32}, {"2026-07-28", 1}, {"2026-07-28", 32}} {
+		b.Run(fmt.Sprintf("revision=%s/clients=%d", bc.revision, bc.clients), func(b *testing.B) {
+			clients := bc.clients
 			gwURL := throughputSetup(b)
 			sessions := make([]*mcp.ClientSession, clients)
 			ctx := context.Background()
 			for i := range sessions {
-				sessions[i] = connectHTTP(b, gwURL)
+				sessions[i] = connectHTTPAt(b, gwURL, bc.revision)
 				_, err := sessions[i].ListTools(ctx, nil)
 				require.NoError(b, err)
 			}
