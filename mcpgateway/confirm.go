@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -262,7 +261,7 @@ func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decisi
 		// again, and counts only for the call that was shown.
 		rt := roundTripFrom(ctx)
 		res := rt.elicitAnswer()
-		if res == nil || !hmac.Equal([]byte(rt.state), []byte(g.formState(d.principal, b))) {
+		if res == nil || !g.formAnswered(d.principal, b, rt.state, g.approvals.Now()) {
 			ask, err := d.formInput(msg, b, dec.RunID)
 			if err != nil {
 				return dec, nil, nil, nil

@@ -186,6 +186,8 @@ type Gateway struct {
 	// (formState); a state issued by another process is not honoured,
 	// and the person is asked again.
 	stateKey [32]byte
+	// spent are the form states answered (formAnswered).
+	spent spentNonces
 }
 
 // background runs f in a goroutine that Close waits for, or in the caller

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,7 +48,8 @@ import (
 const inputApproval = "gatehost/approval"
 
 // Request states the gateway issues: statePage followed by an approval
-// request id; stateForm followed by the MAC (hex).
+// request id; stateForm followed by a nonce, the Unix time the answer is
+// due by and the MAC (hex), dot-separated.
 const (
 	statePage = "gatehost.page."
 	stateForm = "gatehost.form."
@@ -146,14 +149,84 @@ func (d *downstream) answeredRequest(ctx context.Context, b approval.Binding) (a
 }
 
 // formState is the request state of gatehost's approval form for call b
-// of principal: a MAC under the gateway's key, so that an answer approves
-// only the call that was shown, to the caller it was shown to. The
-// session is left out: over HTTP the call made again is another session.
-func (g *Gateway) formState(principal *abi.Principal, b approval.Binding) string {
+// of principal, asked at now: a fresh nonce, the time the answer must come
+// by (the approval TTL) and a MAC of them, the caller and the call under
+// the gateway's key, so that an answer approves only the call that was
+// shown, to the caller it was shown to, once, in time. The session is
+// left out: over HTTP the call made again is another session.
+func (g *Gateway) formState(principal *abi.Principal, b approval.Binding, now time.Time) string {
+	nonce := randomHex(16)
+	until := strconv.FormatInt(now.Add(g.opts.ApprovalTTL).Unix(), 10)
+	return stateForm + nonce + "." + until + "." + g.formMAC(principal, b, nonce, until)
+}
+
+func (g *Gateway) formMAC(principal *abi.Principal, b approval.Binding, nonce, until string) string {
 	m := hmac.New(sha256.New, g.stateKey[:])
-	fields, _ := json.Marshal([]string{principalKey(principal), b.Pipeline, b.Tool, b.SchemaDigest, b.SubjectSHA256})
+	fields, _ := json.Marshal([]string{principalKey(principal), b.Pipeline, b.Tool, b.SchemaDigest, b.SubjectSHA256, nonce, until})
 	m.Write(fields)
-	return stateForm + hex.EncodeToString(m.Sum(nil))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// formAnswered reports whether state is one formState issued for call b
+// of principal, unexpired at now and not answered before; it is then
+// spent. A state of another process, call or caller, a late one and a
+// replayed one are not answers: the form is asked again.
+func (g *Gateway) formAnswered(principal *abi.Principal, b approval.Binding, state string, now time.Time) bool {
+	rest, ok := strings.CutPrefix(state, stateForm)
+	if !ok || len(state) > maxStateBytes {
+		return false
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	nonce, until, mac := parts[0], parts[1], parts[2]
+	if !hmac.Equal([]byte(mac), []byte(g.formMAC(principal, b, nonce, until))) {
+		return false
+	}
+	t, err := strconv.ParseInt(until, 10, 64)
+	if err != nil || now.Unix() > t {
+		return false
+	}
+	return g.spent.spend(nonce, time.Unix(t, 0))
+}
+
+// spentNonces remembers the form states answered, until they expire, so
+// that none approves twice. Bounded: when full of unexpired nonces, an
+// answer is refused (the form is asked again) rather than remembered
+// loosely.
+type spentNonces struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// maxSpentNonces bounds spentNonces.
+const maxSpentNonces = 1 << 16
+
+// spend marks nonce spent until expiry, and reports whether it was not
+// before.
+func (s *spentNonces) spend(nonce string, expiry time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[nonce]; ok {
+		return false
+	}
+	if s.m == nil {
+		s.m = map[string]time.Time{}
+	}
+	if len(s.m) >= maxSpentNonces {
+		now := time.Now()
+		for k, e := range s.m {
+			if now.After(e) {
+				delete(s.m, k)
+			}
+		}
+		if len(s.m) >= maxSpentNonces {
+			return false
+		}
+	}
+	s.m[nonce] = expiry
+	return true
 }
 
 // pageAnswer reads the client's answer to gatehost's input request for
@@ -210,7 +283,7 @@ func (d *downstream) pageInput(r *approval.Request, runID string) (mcp.Result, b
 // the client's form, to approve call b (Options.Elicitation ElicitForm).
 func (d *downstream) formInput(msg string, b approval.Binding, runID string) (mcp.Result, error) {
 	return inputRequired(&mcp.ElicitParams{Message: msg, Meta: mcp.Meta{MetaApproval: true}, RequestedSchema: approveSchema()},
-		d.g.formState(d.principal, b), runID, nil)
+		d.g.formState(d.principal, b, d.g.approvals.Now()), runID, nil)
 }
 
 // inputRequired is a tools/call answer of resultType input_required with

@@ -306,9 +306,16 @@ func TestSessionlessRequestStateForged(t *testing.T) {
 			res := sessionlessPost(t, srv.URL, forged.token, forged.state, accept)
 			assert.Equal(t, "input_required", res["resultType"], "%s state approves nothing: %v", forged.name, res)
 		}
+		parts := strings.Split(strings.TrimPrefix(state, "gatehost.form."), ".")
+		require.Len(t, parts, 3, state)
+		tampered := "gatehost.form." + parts[0] + "." + parts[1] + "9." + parts[2] // a later deadline under the same MAC
+		res := sessionlessPost(t, srv.URL, "bob-token-0123456789", tampered, accept)
+		assert.Equal(t, "input_required", res["resultType"], "a state changed in any part approves nothing: %v", res)
 		ran := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
 		assert.Equal(t, "complete", ran["resultType"], ran)
 		assert.NotEqual(t, true, ran["isError"], "the call shown, answered by its caller, runs: %v", ran)
+		replayed := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		assert.Equal(t, "input_required", replayed["resultType"], "an answer approves once; replayed, the form is asked again: %v", replayed)
 	})
 }
 
