@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,11 +31,15 @@ type downstream struct {
 	ups      []*upconn
 	pickOnce sync.Once
 
-	mu     sync.Mutex
-	id     string // gatehost session id; "" until initialize
-	ss     *mcp.ServerSession
-	caps   *mcp.ClientCapabilities
-	closed atomic.Bool
+	mu sync.Mutex
+	id string // gatehost session id; "" until initialize
+	// created: this session created its gatehost session in the store,
+	// so its end removes it. A session that resumes another's (roundtrip.go)
+	// and could not create it (it exists, in use) removes nothing.
+	created atomic.Bool
+	ss      *mcp.ServerSession
+	caps    *mcp.ClientCapabilities
+	closed  atomic.Bool
 	// principal is the session's caller, taken once at initialize; key
 	// is its principalKey, held in the gateway's session table while the
 	// session lives (reserved).
@@ -178,7 +183,7 @@ func (d *downstream) doClose() {
 			c.close()
 		}
 	}
-	if id := d.sessionID(); id != "" {
+	if id := d.sessionID(); id != "" && d.created.Load() {
 		if _, err := d.g.Host().Sessions().Update(context.Background(), id, func(*session.Set) (*session.Set, error) { return nil, nil }); err != nil {
 			d.g.opts.Logger.Warn("mcp gateway: session not removed from the store", "session", id, "error", err)
 		}
@@ -274,7 +279,13 @@ func wireError(err error) error {
 	}
 	if errors.As(err, &je) && je.Code != 0 {
 		// The coded error itself, not the SDK client's wrapping of an
-		// upstream's ("calling …: "), whose data the SDK would drop.
+		// upstream's ("calling …: "). Its data passes only for the code
+		// whose data names what the client lacks (-32021): other data
+		// is not checked by the gateway (-32042's carries URL-mode
+		// elicitations a client shows the person).
+		if len(je.Data) > 0 && je.Code != mcp.CodeMissingRequiredClientCapabilities {
+			return &jsonrpc.Error{Code: je.Code, Message: je.Message}
+		}
 		return je
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -437,6 +448,7 @@ func (d *downstream) connectUpstreams(ctx context.Context) (*mcp.ServerCapabilit
 	if err := d.g.createSession(ctx, id); err != nil {
 		return nil, "", nil, err
 	}
+	d.created.Store(true)
 	return caps, strings.Join(instructions, "\n\n"), info, nil
 }
 
@@ -930,22 +942,62 @@ func (c *upconn) cutOff(ctx context.Context, rec map[string]any) (mcp.Result, er
 }
 
 // imitatesApproval reports whether an upstream's elicitation copies
-// gatehost's approval prompt: its marker text, or its form.
+// gatehost's approval prompt: its marker text (in the message, the URL or
+// anywhere in the requested schema: titles, descriptions, names), or its
+// form (a property named approve). Text is compared without case and
+// without the invisible characters that would split a word ("gate\u200bhost").
+// An unencodable schema counts as an imitation: it cannot be shown as sent.
 func imitatesApproval(p *mcp.ElicitParams) bool {
-	m := strings.ToLower(p.Message)
-	if strings.Contains(m, "gatehost") || strings.Contains(m, strings.ToLower(approvalHeading)) || strings.Contains(m, "approve this one call") {
-		return true
-	}
 	b, err := json.Marshal(p.RequestedSchema)
 	if err != nil {
-		return false
+		return true
+	}
+	// Every name and string of the schema, decoded.
+	var schemaText strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				schemaText.WriteString(k + " ")
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case string:
+			schemaText.WriteString(x + " ")
+		}
+	}
+	var sv any
+	_ = json.Unmarshal(b, &sv)
+	walk(sv)
+	text := plainLower(p.Message + " " + p.URL + " " + schemaText.String())
+	if strings.Contains(text, "gatehost") || strings.Contains(text, plainLower(approvalHeading)) || strings.Contains(text, "approve this one call") {
+		return true
 	}
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	_ = json.Unmarshal(b, &s)
-	_, approve := s.Properties["approve"]
-	return approve
+	for name := range s.Properties {
+		if plainLower(name) == "approve" {
+			return true
+		}
+	}
+	return false
+}
+
+// plainLower is s lower-cased without format characters (zero-width
+// spaces and joiners, bidirectional marks) and other invisible runes.
+func plainLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) || isInvisible(r) {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, s)
 }
 
 // list-changed kinds, for notifyListChanged.

@@ -188,44 +188,59 @@ func (g *Gateway) formAnswered(principal *abi.Principal, b approval.Binding, sta
 	if err != nil || now.Unix() > t {
 		return false
 	}
-	return g.spent.spend(nonce, time.Unix(t, 0))
+	return g.spent.spend(principalKey(principal), nonce, time.Unix(t, 0))
 }
 
 // spentNonces remembers the form states answered, until they expire, so
-// that none approves twice. Bounded: when full of unexpired nonces, an
-// answer is refused (the form is asked again) rather than remembered
-// loosely.
+// that none approves twice. Bounded per principal and in all: when a
+// caller's share (or the whole) is full of unexpired nonces, its answer is
+// refused (the form is asked again) rather than remembered loosely; one
+// caller filling its share delays only its own answers.
 type spentNonces struct {
-	mu sync.Mutex
-	m  map[string]time.Time
+	mu  sync.Mutex
+	m   map[string]spentNonce
+	per map[string]int // unexpired nonces per principal key
 }
 
-// maxSpentNonces bounds spentNonces.
-const maxSpentNonces = 1 << 16
+type spentNonce struct {
+	principal string
+	expiry    time.Time
+}
 
-// spend marks nonce spent until expiry, and reports whether it was not
-// before.
-func (s *spentNonces) spend(nonce string, expiry time.Time) bool {
+// maxSpentNonces bounds spentNonces; maxSpentPerPrincipal a caller's
+// share.
+const (
+	maxSpentNonces       = 1 << 18
+	maxSpentPerPrincipal = 1 << 10
+)
+
+// spend marks nonce, answered by principal, spent until expiry, and
+// reports whether it was not before.
+func (s *spentNonces) spend(principal, nonce string, expiry time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m[nonce]; ok {
 		return false
 	}
 	if s.m == nil {
-		s.m = map[string]time.Time{}
+		s.m, s.per = map[string]spentNonce{}, map[string]int{}
 	}
-	if len(s.m) >= maxSpentNonces {
+	if len(s.m) >= maxSpentNonces || s.per[principal] >= maxSpentPerPrincipal {
 		now := time.Now()
 		for k, e := range s.m {
-			if now.After(e) {
+			if now.After(e.expiry) {
 				delete(s.m, k)
+				if s.per[e.principal]--; s.per[e.principal] <= 0 {
+					delete(s.per, e.principal)
+				}
 			}
 		}
-		if len(s.m) >= maxSpentNonces {
+		if len(s.m) >= maxSpentNonces || s.per[principal] >= maxSpentPerPrincipal {
 			return false
 		}
 	}
-	s.m[nonce] = expiry
+	s.m[nonce] = spentNonce{principal: principal, expiry: expiry}
+	s.per[principal]++
 	return true
 }
 

@@ -1,6 +1,7 @@
 package mcpgateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -476,4 +477,58 @@ func TestSessionlessListChanged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSessionlessResumeInUse: while a call made again waits for the
+// approver in the session it resumed, a second request resuming the same
+// session is refused and removes nothing: the approved call then runs.
+func TestSessionlessResumeInUse(t *testing.T) {
+	tokens := identity.NewTokenSource("ops", func(tok string) (string, bool) { return "bob", tok == "bob-token-0123456789" })
+	accept := map[string]any{"gatehost/approval": map[string]any{"action": "accept"}}
+	_, g := pageGateway(t, mcpgateway.ElicitURL, pageURL)
+	srv := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
+	t.Cleanup(srv.Close)
+	first := sessionlessPost(t, srv.URL, "bob-token-0123456789", "", nil)
+	state, _ := first["requestState"].(string)
+	id := strings.TrimPrefix(state, "gatehost.page.")
+	req, err := g.Desk().Get(context.Background(), id)
+	require.NoError(t, err)
+
+	done := make(chan map[string]any, 1)
+	go func() { done <- sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept) }()
+	// The call made again has resumed its session once the session exists.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		set, err := g.Host().Sessions().Load(context.Background(), req.Session)
+		require.NoError(t, err)
+		if set != nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the call made again never resumed its session")
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+		"params": map[string]any{"name": "delete_note", "arguments": map[string]any{"name": "a"}, "requestState": state, "inputResponses": accept,
+			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": sessionlessRevision,
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}}}})
+	require.NoError(t, err)
+	hr, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(b))
+	require.NoError(t, err)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": sessionlessRevision, "Mcp-Method": "tools/call", "Mcp-Name": "delete_note", "Authorization": "Bearer bob-token-0123456789"} {
+		hr.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(hr)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	assert.Contains(t, string(body), `"error"`, "the second request is refused: the session is in use")
+	set, err := g.Host().Sessions().Load(context.Background(), req.Session)
+	require.NoError(t, err)
+	require.NotNil(t, set, "the second request removed nothing")
+	_, err = g.Desk().Decide(context.Background(), id, alice, true, "")
+	require.NoError(t, err)
+	ran := <-done
+	assert.Equal(t, "complete", ran["resultType"], ran)
+	assert.NotEqual(t, true, ran["isError"], "the approved call runs: %v", ran)
 }

@@ -644,7 +644,8 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 		params.Meta = d.withClientCapabilities(params.Meta)
 		params.InputResponses, params.RequestState = roundTripFrom(ctx).upstreamPart()
 	}
-	res, err := cs.CallTool(cctx, params)
+	callUpstream := func() (*mcp.CallToolResult, error) { return cs.CallTool(cctx, params) }
+	res, err := recovered(callUpstream)
 	for round := 1; err == nil && res.NeedsInput(); round++ {
 		// The upstream asks for input in its answer (upinput.go).
 		answer, responses, ierr := d.upstreamInput(cctx, up, res, round, runID)
@@ -655,7 +656,7 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 			return answer, nil
 		}
 		params.InputResponses, params.RequestState = responses, res.RequestState
-		res, err = cs.CallTool(cctx, params)
+		res, err = recovered(callUpstream)
 	}
 	switch {
 	case err == nil:

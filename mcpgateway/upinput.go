@@ -36,8 +36,30 @@ var noAutoInput = &mcp.MultiRoundTripOptions{Disabled: true}
 const stateUpstream = "gatehost.up."
 
 // maxInputRounds bounds the rounds of one call to an upstream whose input
-// requests the gateway answers for an older client.
-const maxInputRounds = 10
+// requests the gateway answers for an older client; maxInputRequests the
+// input requests of one answer (each is recorded, and shown).
+const (
+	maxInputRounds   = 10
+	maxInputRequests = 16
+)
+
+// errUndecodable: the SDK failed (panicked) decoding an upstream's answer.
+// An upstream can reach such a failure with an answer of its choosing
+// (an input request that is null, for one); it ends that request, never
+// the gateway.
+var errUndecodable = errors.New("its answer could not be decoded")
+
+// recovered runs f, an SDK call that decodes an upstream's answer, and
+// turns a panic in it into errUndecodable.
+func recovered[T any](f func() (T, error)) (res T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			res, err = zero, fmt.Errorf("%w (%v)", errUndecodable, p)
+		}
+	}()
+	return f()
+}
 
 // inputInAnswer reports whether the upstream asks for input in a call's
 // answer (it is spoken to at the sessionless revision).
@@ -114,7 +136,7 @@ func askingUpstream[R inputAsker](ctx context.Context, d *downstream, up *upconn
 	if up.inputInAnswer() {
 		*responses, *state = roundTripFrom(ctx).upstreamPart()
 	}
-	res, err := call()
+	res, err := recovered(call)
 	for round := 1; err == nil && res.NeedsInput(); round++ {
 		answer, resp, ierr := d.upstreamInput(ctx, up, res, round, "")
 		if ierr != nil {
@@ -125,7 +147,11 @@ func askingUpstream[R inputAsker](ctx context.Context, d *downstream, up *upconn
 		}
 		_, *state = inputOf(res)
 		*responses = resp
-		res, err = call()
+		res, err = recovered(call)
+	}
+	if errors.Is(err, errUndecodable) {
+		up.close() // an answer outside the protocol: start afresh
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("gatehost mcp gateway: upstream %s: %v", up.u.Name, err)}
 	}
 	if err != nil {
 		return nil, err
@@ -141,6 +167,12 @@ func askingUpstream[R inputAsker](ctx context.Context, d *downstream, up *upconn
 // many rounds, a client that did not answer).
 func (d *downstream) upstreamInput(ctx context.Context, up *upconn, res mcp.Result, round int, runID string) (answer mcp.Result, responses mcp.InputResponseMap, err error) {
 	in, state := inputOf(res)
+	if len(in) > maxInputRequests {
+		return nil, nil, fmt.Errorf("upstream %s asked for %d inputs at once, at most %d", up.u.Name, len(in), maxInputRequests)
+	}
+	if b, err := json.Marshal(in); err != nil || len(b)+len(state) > d.g.opts.MaxResultBytes {
+		return nil, nil, fmt.Errorf("upstream %s asked for input over %d bytes, or not encodable", up.u.Name, d.g.opts.MaxResultBytes)
+	}
 	if d.isSessionless() {
 		reqs, err := d.checkInputRequests(up, in, "passed to the client in the answer")
 		if err != nil {
@@ -205,9 +237,18 @@ func (d *downstream) checkInputRequests(up *upconn, in mcp.InputRequestMap, outc
 			}
 			labelled := *p
 			labelled.Message = upstreamLabel(up.u.Name) + p.Message
+			labelled.Meta = withoutGatehostMeta(p.Meta)
 			ir = &labelled
-		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		case *mcp.CreateMessageParams:
 			rec["method"] = "sampling/createMessage"
+			q := *p
+			q.Meta = withoutGatehostMeta(p.Meta)
+			ir = &q
+		case *mcp.CreateMessageWithToolsParams:
+			rec["method"] = "sampling/createMessage"
+			q := *p
+			q.Meta = withoutGatehostMeta(p.Meta)
+			ir = &q
 		case *mcp.ListRootsParams:
 			rec["method"] = "roots/list"
 		default:
@@ -222,6 +263,22 @@ func (d *downstream) checkInputRequests(up *upconn, in mcp.InputRequestMap, outc
 		out[id] = ir
 	}
 	return out, nil
+}
+
+// withoutGatehostMeta is m without gatehost's namespace: only gatehost
+// marks its own prompts.
+func withoutGatehostMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if strings.HasPrefix(k, metaNamespace) {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // refuseInput records an upstream's refused input request and returns

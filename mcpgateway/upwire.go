@@ -127,9 +127,11 @@ func rawCall(ctx context.Context, f func(ctx context.Context) error) (json.RawMe
 // stripGatehostMeta removes every key of gatehost's namespace from the
 // _meta objects of raw (at any depth: results nest content blocks and
 // tools that carry _meta of their own). raw is returned unchanged when it
-// cannot hold such a key, which is the common case and costs one scan.
+// cannot hold such a key, which is the common case and costs one scan: a
+// key of the namespace holds "gatehost" as written, or escapes some of it
+// (\u0067atehost; "gatehost\/" holds "gatehost" too).
 func stripGatehostMeta(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(metaNamespace)) {
+	if !bytes.Contains(raw, []byte("gatehost")) && !bytes.Contains(raw, []byte(`\u`)) {
 		return raw
 	}
 	var v any
