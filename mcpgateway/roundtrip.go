@@ -105,44 +105,52 @@ func (rt roundTrip) elicitAnswer() *mcp.ElicitResult {
 // shorter.
 const maxStateBytes = 256
 
-// resumedSession is the gatehost session a sessionless HTTP request
-// resumes: the session of the approval request its state names, when the
-// request was opened by principal for an MCP call and is still in the
-// store; "" otherwise (the request is then a session of its own, and a
-// call that needs approval opens a request anew).
-func (g *Gateway) resumedSession(ctx context.Context, principal *abi.Principal, state string) string {
-	id, ok := strings.CutPrefix(state, statePage)
-	if !ok || len(state) > maxStateBytes || !approval.ValidRequestID(id) {
-		return ""
+// stateRequest is the approval request a page state names, when it is a
+// request of this gateway's desk opened by principal for an MCP call;
+// ok is false for any other state (malformed, unknown, expired,
+// another caller's).
+func (g *Gateway) stateRequest(ctx context.Context, principal *abi.Principal, state string) (approval.Request, bool) {
+	id, found := strings.CutPrefix(state, statePage)
+	if !found || len(state) > maxStateBytes || !approval.ValidRequestID(id) {
+		return approval.Request{}, false
 	}
 	r, err := g.desk.Get(ctx, id)
 	switch {
 	case err != nil:
 		g.opts.Logger.Info("mcp gateway: request state names no open approval request; the call is decided anew", "request_id", id, "reason", err)
-		return ""
+		return approval.Request{}, false
 	case r.Front != "mcp" || principalKey(r.Caller) != principalKey(principal):
 		g.opts.Logger.Warn("mcp gateway: request state names another caller's approval request; the call is decided anew",
 			"request_id", id, "principal", principalLabel(principal))
-		return ""
-	case !strings.HasPrefix(r.Session, "mcp-") || !session.ValidID(r.Session):
+		return approval.Request{}, false
+	}
+	return r, true
+}
+
+// resumedSession is the gatehost session a sessionless HTTP request
+// resumes: the session of the approval request its state names
+// (stateRequest); "" otherwise (the request is then a session of its own,
+// and a call that needs approval opens a request anew).
+func (g *Gateway) resumedSession(ctx context.Context, principal *abi.Principal, state string) string {
+	r, ok := g.stateRequest(ctx, principal, state)
+	if !ok || !strings.HasPrefix(r.Session, "mcp-") || !session.ValidID(r.Session) {
 		return ""
 	}
 	return r.Session
 }
 
 // answeredRequest is the approval request a sessionless call made again
-// names in its request state, when the client answered its input request
-// and it is a request of this caller for this very call (binding b, the
-// session resumed included) not used yet; ok is false otherwise (a used
+// names in its request state (stateRequest), when the client answered its
+// input request and it is for this very call (binding b, the session
+// resumed included) and not used yet; ok is false otherwise (a used
 // request's call asks anew).
 func (d *downstream) answeredRequest(ctx context.Context, b approval.Binding) (approval.Request, bool) {
 	rt := roundTripFrom(ctx)
-	id, found := strings.CutPrefix(rt.state, statePage)
-	if !found || rt.elicitAnswer() == nil || len(rt.state) > maxStateBytes || !approval.ValidRequestID(id) {
+	if rt.elicitAnswer() == nil {
 		return approval.Request{}, false
 	}
-	r, err := d.g.desk.Get(ctx, id)
-	if err != nil || r.State == approval.StateUsed || r.Binding != b || r.Front != "mcp" || principalKey(r.Caller) != principalKey(d.principal) {
+	r, ok := d.g.stateRequest(ctx, d.principal, rt.state)
+	if !ok || r.State == approval.StateUsed || r.Binding != b {
 		return approval.Request{}, false
 	}
 	return r, true
@@ -305,10 +313,6 @@ func (d *downstream) formInput(msg string, b approval.Binding, runID string) (mc
 // gatehost's one input request p, the request state and, under _meta, the
 // run id and the approval request (view, when there is one).
 func inputRequired(p *mcp.ElicitParams, state, runID string, view map[string]any) (mcp.Result, error) {
-	reqs, err := json.Marshal(mcp.InputRequestMap{inputApproval: p})
-	if err != nil {
-		return nil, err
-	}
 	meta := withRunID(nil, runID)
 	if view != nil {
 		if meta == nil {
@@ -316,7 +320,20 @@ func inputRequired(p *mcp.ElicitParams, state, runID string, view map[string]any
 		}
 		meta[MetaApproval] = view
 	}
-	m := map[string]any{"resultType": "input_required", "inputRequests": json.RawMessage(reqs), "requestState": state}
+	return inputRequiredResult(mcp.InputRequestMap{inputApproval: p}, state, meta)
+}
+
+// inputRequiredResult is an answer of resultType input_required: the
+// input requests, the request state (none when "") and _meta.
+func inputRequiredResult(reqs mcp.InputRequestMap, state string, meta mcp.Meta) (mcp.Result, error) {
+	b, err := json.Marshal(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("an input request cannot be encoded: %w", err)
+	}
+	m := map[string]any{"resultType": "input_required", "inputRequests": json.RawMessage(b)}
+	if state != "" {
+		m["requestState"] = state
+	}
 	if len(meta) > 0 {
 		m["_meta"] = meta
 	}

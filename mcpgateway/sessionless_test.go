@@ -267,55 +267,56 @@ func TestSessionlessRequestStateForged(t *testing.T) {
 		return "", false
 	})
 	accept := map[string]any{"gatehost/approval": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
-	t.Run("page", func(t *testing.T) {
-		_, g := pageGateway(t, mcpgateway.ElicitURL, pageURL)
+	// asked serves a gateway in mode behind the tokens, and returns it, its
+	// URL and the request state of bob's first call of delete_note.
+	asked := func(t *testing.T, mode string) (*mcpgateway.Gateway, string, string) {
+		_, g := pageGateway(t, mode, pageURL)
 		srv := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
 		t.Cleanup(srv.Close)
 		first := sessionlessPost(t, srv.URL, "bob-token-0123456789", "", nil)
 		require.Equal(t, "input_required", first["resultType"], first)
 		state, _ := first["requestState"].(string)
+		return g, srv.URL, state
+	}
+	t.Run("page", func(t *testing.T) {
+		g, url, state := asked(t, mcpgateway.ElicitURL)
 		id := strings.TrimPrefix(state, "gatehost.page.")
 		require.True(t, approval.ValidRequestID(id), state)
 		_, err := g.Desk().Decide(context.Background(), id, alice, true, "")
 		require.NoError(t, err)
 
-		stolen := sessionlessPost(t, srv.URL, "eve-token-0123456789", state, accept)
+		stolen := sessionlessPost(t, url, "eve-token-0123456789", state, accept)
 		assert.Equal(t, "input_required", stolen["resultType"], "eve is asked for a request of her own: %v", stolen)
 		assert.NotEqual(t, state, stolen["requestState"])
 		r, err := g.Desk().Get(context.Background(), id)
 		require.NoError(t, err)
 		assert.Equal(t, approval.StateApproved, r.State, "bob's approval is not used by eve's call")
 
-		ran := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		ran := sessionlessPost(t, url, "bob-token-0123456789", state, accept)
 		assert.Equal(t, "complete", ran["resultType"], ran)
 		assert.NotEqual(t, true, ran["isError"], "bob's approved call runs: %v", ran)
-		again := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		again := sessionlessPost(t, url, "bob-token-0123456789", state, accept)
 		assert.Equal(t, "input_required", again["resultType"], "once: %v", again)
 	})
 	t.Run("form", func(t *testing.T) {
-		_, g := pageGateway(t, mcpgateway.ElicitForm, pageURL)
-		srv := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
-		t.Cleanup(srv.Close)
-		first := sessionlessPost(t, srv.URL, "bob-token-0123456789", "", nil)
-		require.Equal(t, "input_required", first["resultType"], first)
-		state, _ := first["requestState"].(string)
+		_, url, state := asked(t, mcpgateway.ElicitForm)
 		require.True(t, strings.HasPrefix(state, "gatehost.form."), state)
 		for _, forged := range []struct{ name, token, state string }{
 			{"unsigned", "bob-token-0123456789", "gatehost.form." + strings.Repeat("0", 64)},
 			{"another caller's", "eve-token-0123456789", state},
 		} {
-			res := sessionlessPost(t, srv.URL, forged.token, forged.state, accept)
+			res := sessionlessPost(t, url, forged.token, forged.state, accept)
 			assert.Equal(t, "input_required", res["resultType"], "%s state approves nothing: %v", forged.name, res)
 		}
 		parts := strings.Split(strings.TrimPrefix(state, "gatehost.form."), ".")
 		require.Len(t, parts, 3, state)
 		tampered := "gatehost.form." + parts[0] + "." + parts[1] + "9." + parts[2] // a later deadline under the same MAC
-		res := sessionlessPost(t, srv.URL, "bob-token-0123456789", tampered, accept)
+		res := sessionlessPost(t, url, "bob-token-0123456789", tampered, accept)
 		assert.Equal(t, "input_required", res["resultType"], "a state changed in any part approves nothing: %v", res)
-		ran := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		ran := sessionlessPost(t, url, "bob-token-0123456789", state, accept)
 		assert.Equal(t, "complete", ran["resultType"], ran)
 		assert.NotEqual(t, true, ran["isError"], "the call shown, answered by its caller, runs: %v", ran)
-		replayed := sessionlessPost(t, srv.URL, "bob-token-0123456789", state, accept)
+		replayed := sessionlessPost(t, url, "bob-token-0123456789", state, accept)
 		assert.Equal(t, "input_required", replayed["resultType"], "an answer approves once; replayed, the form is asked again: %v", replayed)
 	})
 }

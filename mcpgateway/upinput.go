@@ -178,7 +178,10 @@ func (d *downstream) upstreamInput(ctx context.Context, up *upconn, res mcp.Resu
 		if err != nil {
 			return nil, nil, err
 		}
-		answer, err := inputAnswer(reqs, state, runID)
+		if state != "" {
+			state = stateUpstream + state
+		}
+		answer, err := inputRequiredResult(reqs, state, withRunID(nil, runID))
 		return answer, nil, err
 	}
 	if round > maxInputRounds {
@@ -193,28 +196,6 @@ func (d *downstream) upstreamInput(ctx context.Context, up *upconn, res mcp.Resu
 		return nil, nil, fmt.Errorf("upstream %s asked for input the client did not give: %w", up.u.Name, err)
 	}
 	return nil, responses, nil
-}
-
-// inputAnswer is the gateway's input_required answer carrying the
-// upstream's (checked) input requests, its state under stateUpstream, and
-// the run id.
-func inputAnswer(reqs mcp.InputRequestMap, state, runID string) (mcp.Result, error) {
-	b, err := json.Marshal(reqs)
-	if err != nil {
-		return nil, fmt.Errorf("an input request cannot be encoded: %w", err)
-	}
-	m := map[string]any{"resultType": "input_required", "inputRequests": json.RawMessage(b)}
-	if state != "" {
-		m["requestState"] = stateUpstream + state
-	}
-	if meta := withRunID(nil, runID); len(meta) > 0 {
-		m["_meta"] = meta
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return &wireResult{raw: raw, complete: true}, nil
 }
 
 // errImitation: an upstream's input request imitates gatehost's approval
