@@ -55,7 +55,8 @@ type stageCall struct {
 // at once, one inside a long bulk-memory instruction does not.
 const lateCallWarning = 100 * time.Millisecond
 
-// evaluate runs one evaluation of s's plugin on a goroutine of its own —
+// evaluate runs one evaluation of s's plugin on a goroutine of its own (a
+// parked worker's, h.workers) —
 // creating the instance when inst is nil (acquire reserved a slot for it),
 // gate_alloc, gate_evaluate and the check of the answer — and waits for it
 // until ctx is done.
@@ -70,7 +71,7 @@ func (h *Host) evaluate(ctx context.Context, s *stage, inst *engine.Instance, st
 	c := &stageCall{done: make(chan struct{})}
 	maxBytes := uint32(h.cfg.MaxResponseBytes)
 	p.calls.Add(1)
-	go func() {
+	h.workers.run(func() {
 		defer p.calls.Done()
 		start := time.Now()
 		c.ans = runCall(ctx, p, inst, state, req, maxBytes)
@@ -91,7 +92,7 @@ func (h *Host) evaluate(ctx context.Context, s *stage, inst *engine.Instance, st
 		h.logger.Log(context.Background(), level, "host: guest call returned after its stage ended",
 			"run_id", state.runID, "pipeline", state.pipeline, "stage", state.stage, "plugin", s.cfg.Plugin,
 			"ran", time.Since(start), "late", late, "stdout", c.ans.stdout, "stderr", c.ans.stderr)
-	}()
+	})
 	select {
 	case <-c.done:
 		return c.ans, true
