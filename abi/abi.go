@@ -21,7 +21,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 8
+const MinorVersion = 9
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.
@@ -183,7 +183,22 @@ const (
 	ReasonNotRegistered = "gate_not_registered"
 	// ReasonResponseEncoding: the gate's answer did not encode as JSON.
 	ReasonResponseEncoding = "response_encoding"
+	// ReasonConfigNotHeld: the request carried config_digest without
+	// config, and the gate holds no config of that digest (SPEC.md §5.3,
+	// minor 9). The host then sends the config again on the next run.
+	ReasonConfigNotHeld = "config_not_held"
 )
+
+// ConfigCacheSize is how many configs a gate that declares config_cache
+// keeps at least: the last ConfigCacheSize distinct configs it received in
+// full, by digest (SPEC.md §5.3, minor 9). The host omits a config only
+// when it is among the last ConfigCacheSize distinct configs it sent that
+// instance in full.
+const ConfigCacheSize = 8
+
+// ConfigDigestPrefix starts a request's config_digest: "sha256:" and the
+// SHA-256 of the config member's bytes as sent, in lowercase hex.
+const ConfigDigestPrefix = "sha256:"
 
 // CodeUndecodableArguments is the code of the host's own blocking finding
 // on a tool call or action whose arguments the host could not decode

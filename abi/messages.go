@@ -79,6 +79,11 @@ type Descriptor struct {
 	// ConfigSchema is the JSON Schema (draft 2020-12) of the stage config.
 	// Absent means the gate takes no config and a non-empty one is refused.
 	ConfigSchema json.RawMessage `json:"config_schema,omitempty"`
+	// ConfigCache says the gate keeps the last ConfigCacheSize distinct
+	// configs it received, by config_digest, so that the host may leave
+	// config out of a request to the same instance (SPEC.md §5.3). Added
+	// in minor 9; the Go SDK sets it.
+	ConfigCache bool `json:"config_cache,omitempty"`
 }
 
 // Request is the envelope gate_evaluate receives.
@@ -97,7 +102,12 @@ type Request struct {
 	Subject json.RawMessage `json:"subject"`
 	// Config is the stage config, already valid against the descriptor's
 	// ConfigSchema. Absent when the stage has none.
+	// Left out, with ConfigDigest sent, when the gate declares
+	// config_cache and this instance received it before (minor 9).
 	Config json.RawMessage `json:"config,omitempty"`
+	// ConfigDigest is ConfigDigestPrefix and the SHA-256 of Config's bytes
+	// as sent, whenever the stage has a config. Added in minor 9.
+	ConfigDigest string `json:"config_digest,omitempty"`
 	// Context is what the host knows about the run.
 	Context Context `json:"context"`
 }

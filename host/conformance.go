@@ -63,7 +63,7 @@ func (h *Host) EvaluateRequest(ctx context.Context, pipeline string, request []b
 	r := StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Findings: []abi.Finding{}}
 	state := &runContext{host: h, snap: h.catalog.Snapshot(), granted: s.cfg.Capabilities, pipeline: p.name,
 		stage: s.cfg.Name, runID: "request", subject: p.cfg.Subject}
-	r = h.callStage(ctx, s, r, request, state)
+	r = h.callStage(ctx, s, r, stageRequest{fixed: true, raw: request}, state)
 	r.DurationMicros = time.Since(start).Microseconds()
 	return r, nil
 }

@@ -51,5 +51,10 @@ func OnPoolWait(h *Host, plugin string, f func()) { poolOf(h, plugin).onWait = f
 // Set it before any run.
 func OnAnswerCheck(h *Host, plugin string, f func()) { poolOf(h, plugin).onAnswer = f }
 
+// OnRequest makes every call of the named plugin call f with the request
+// bytes before the guest is called, on the call's goroutine. Set it before
+// any run.
+func OnRequest(h *Host, plugin string, f func([]byte)) { poolOf(h, plugin).onRequest = f }
+
 // CheckAnswer is the host's check of a gate's answer bytes.
 func CheckAnswer(out []byte) (any, error) { return checkAnswer(out) }

@@ -80,6 +80,7 @@ type stage struct {
 	quarantine   *quarantine
 	config       []byte // validated, compact JSON; nil for none
 	configWire   []byte // config as a request carries it (encodeRequest)
+	wireDigest   string // config_digest of configWire
 	configDigest string
 	refs         []ToolReference // the config's tool references (ToolReferences)
 }
@@ -238,7 +239,7 @@ func (h *Host) loadStage(ctx context.Context, field string, kind abi.SubjectKind
 	if err != nil {
 		return nil, &ConfigError{Field: field + ".config", Reason: "not one JSON value", Err: fmt.Errorf("%w: %w", ErrStageConfig, err)}
 	}
-	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configWire: wire, configDigest: digest(conf), refs: refs}, nil
+	return &stage{cfg: sc, plugin: pl, quarantine: q, config: conf, configWire: wire, wireDigest: configDigest(wire), configDigest: digest(conf), refs: refs}, nil
 }
 
 // impliedGrants returns granted with the capabilities that granting

@@ -13,6 +13,7 @@ var (
 	execWasm         string
 	flakyWasm        string
 	probeWasm        string
+	prefixDenyWasm   string
 	repoRoot         string
 	cacheDir         = testwasm.CacheDir()
 )
@@ -23,5 +24,6 @@ func TestMain(m *testing.M) {
 		hosttest.Module{Path: &flakyWasm, Pkg: "internal/testing/testguests/flaky"},
 		hosttest.Module{Path: &probeWasm, Pkg: "internal/testing/testguests/probe"},
 		hosttest.Module{Path: &execWasm, Pkg: "plugins/exec/wasm"},
+		hosttest.Module{Path: &prefixDenyWasm, Pkg: "internal/testing/testguests/prefixdeny"},
 	)
 }

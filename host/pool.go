@@ -77,6 +77,9 @@ type pool struct {
 	// onAnswer, when set (tests only), is called on a call's goroutine
 	// after the guest answered, before the answer is checked.
 	onAnswer func()
+	// onRequest, when set (tests only), is called on a call's goroutine
+	// with the request bytes before the guest is called.
+	onRequest func([]byte)
 	// onInstantiate is Config.onInstantiate (tests only).
 	onInstantiate func() error
 }
@@ -149,6 +152,10 @@ func (p *pool) instantiate(ctx context.Context) (*engine.Instance, error) {
 	p.created.Add(1)
 	return inst, nil
 }
+
+// release gives back the slot acquire reserved for an instance that will
+// not be created.
+func (p *pool) release() { <-p.slots }
 
 // put returns inst to the pool, or discards it when it is not healthy. A
 // fresh instance replaces a discarded one on a later get.

@@ -31,9 +31,10 @@ type requestHead struct {
 	Subject      json.RawMessage `json:"subject"`
 }
 
-// encodeRequest encodes r with config (wireConfig's; r.Config is not
-// read) into the bytes json.Marshal gives for r with that config
-// (TestEncodeRequestAsMarshal), without encoding the config again.
+// encodeRequest encodes r with config (wireConfig's, or nil for none or
+// left out; r.Config is not read) into the bytes json.Marshal gives for r
+// with that config (TestEncodeRequestAsMarshal), without encoding the
+// config again.
 func encodeRequest(r abi.Request, config []byte) ([]byte, error) {
 	if config == nil {
 		r.Config = nil
@@ -49,12 +50,26 @@ func encodeRequest(r abi.Request, config []byte) ([]byte, error) {
 		return nil, err
 	}
 	var b bytes.Buffer
-	b.Grow(len(head) + len(config) + len(ctx) + 24)
+	b.Grow(len(head) + len(config) + len(r.ConfigDigest) + len(ctx) + 44)
 	b.Write(head[:len(head)-1]) // without its '}'
 	b.WriteString(`,"config":`)
 	b.Write(config)
+	if r.ConfigDigest != "" { // hex: nothing to escape
+		b.WriteString(`,"config_digest":"`)
+		b.WriteString(r.ConfigDigest)
+		b.WriteByte('"')
+	}
 	b.WriteString(`,"context":`)
 	b.Write(ctx)
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// configDigest is a request's config_digest for the config member's bytes
+// as sent (wireConfig's); "" for none.
+func configDigest(wire []byte) string {
+	if wire == nil {
+		return ""
+	}
+	return abi.ConfigDigestPrefix + digest(wire)
 }

@@ -411,7 +411,7 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 	start := time.Now()
 	r = StageResult{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Mode: s.cfg.Mode, Findings: []abi.Finding{}}
 	defer func() { r.DurationMicros = time.Since(start).Microseconds() }()
-	req, err := encodeRequest(abi.Request{
+	req := stageRequest{r: abi.Request{
 		ABIVersion:   abi.MajorVersion,
 		MinorVersion: abi.MinorVersion,
 		RunID:        rn.id,
@@ -427,18 +427,42 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 			Confirmation:      rn.confirmation,
 			Principal:         rn.opts.Principal,
 		},
-	}, s.configWire)
-	if err != nil {
-		return failStage(r, abi.ReasonHostError, err, nil)
-	}
+	}}
 	state := &runContext{host: h, snap: rn.snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: rn.id,
 		session: rn.opts.Session, subject: p.cfg.Subject, pinned: rn.session, counts: rn.counts, worktree: rn.opts.Worktree}
 	return h.callStage(ctx, s, r, req, state)
 }
 
-// callStage hands the encoded request req to an instance of s's plugin and
-// turns what comes back into the stage's result, fail-closed.
-func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []byte, state *runContext) (r StageResult) {
+// stageRequest is what a stage's call is sent: the bytes of raw when
+// fixed (EvaluateRequest), else r encoded with the stage's config for the
+// instance the call runs on (encode).
+type stageRequest struct {
+	fixed bool
+	raw   []byte
+	r     abi.Request
+}
+
+// encode encodes the request for inst (nil: an instance the call
+// creates). It sets config_digest with the stage's config, and leaves the
+// config out when the gate declares config_cache and inst holds it
+// (abi/SPEC.md §5.3); full reports that the config went in full, to be
+// recorded when the gate answers.
+func (q stageRequest) encode(s *stage, inst *engine.Instance) (req []byte, full bool, err error) {
+	if q.fixed {
+		return q.raw, false, nil
+	}
+	q.r.ConfigDigest = s.wireDigest
+	config := s.configWire
+	if config != nil && s.plugin.descriptor.ConfigCache && inst != nil && inst.HoldsConfig(s.wireDigest) {
+		config = nil
+	}
+	req, err = encodeRequest(q.r, config)
+	return req, config != nil, err
+}
+
+// callStage hands the request to an instance of s's plugin and turns what
+// comes back into the stage's result, fail-closed.
+func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, q stageRequest, state *runContext) (r StageResult) {
 	r = r0
 	ok, probe, until := s.quarantine.admit(h.cfg.Now())
 	if !ok {
@@ -454,6 +478,15 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 	inst, shortage, err := s.plugin.pool.acquire(sctx)
 	if err != nil {
 		return failStage(r, faultReason(err), err, nil)
+	}
+	req, full, err := q.encode(s, inst)
+	if err != nil {
+		if inst != nil {
+			s.plugin.pool.put(inst, true)
+		} else {
+			s.plugin.pool.release()
+		}
+		return failStage(r, abi.ReasonHostError, err, nil)
 	}
 	ans, ok := h.evaluate(sctx, s, inst, state, req)
 	if !ok {
@@ -482,6 +515,12 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, req []by
 		return failStage(r, reason, ans.err, deniedEvidence(state, ev))
 	}
 	inst, resp := ans.inst, ans.resp
+	switch {
+	case resp.Verdict == abi.Inconclusive && resp.Reason == abi.ReasonConfigNotHeld:
+		inst.ForgetConfigs()
+	case full && s.plugin.descriptor.ConfigCache:
+		inst.SentConfig(s.wireDigest)
+	}
 	r.Answer = ans.info
 	r.Verdict, r.Reason, r.Basis, r.Evidence = resp.Verdict, resp.Reason, resp.Basis, resp.Evidence
 	if resp.Findings != nil {

@@ -116,6 +116,9 @@ func runCall(ctx context.Context, p *pool, inst *engine.Instance, state *runCont
 			return answer{err: err, fault: true}
 		}
 	}
+	if p.onRequest != nil {
+		p.onRequest(req)
+	}
 	out, err := inst.Evaluate(ctx, state, req, maxBytes)
 	if err != nil {
 		stdout, stderr := inst.Output()

@@ -97,6 +97,7 @@ const (
 	ReasonUnsupportedABI   = abi.ReasonUnsupportedABI
 	ReasonNotRegistered    = abi.ReasonNotRegistered
 	ReasonResponseEncoding = abi.ReasonResponseEncoding
+	ReasonConfigNotHeld    = abi.ReasonConfigNotHeld
 )
 
 // maxErrorText caps error text copied into evidence so a failing gate cannot
@@ -128,6 +129,13 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 	}
 	if req.ABIVersion != abi.MajorVersion {
 		return Inconclusive(ReasonUnsupportedABI, fmt.Errorf("request ABI major %d, gate speaks %d", req.ABIVersion, abi.MajorVersion))
+	}
+	if req.ConfigDigest != "" {
+		config, reason, err := held.resolve(req.ConfigDigest, req.Config)
+		if err != nil {
+			return Inconclusive(reason, err)
+		}
+		req.Config = config
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -173,6 +181,7 @@ func DescriptorJSON(g *Gate) ([]byte, error) {
 	if d.ABIVersion == 0 {
 		d.ABIVersion = abi.MajorVersion
 	}
+	d.ConfigCache = true // evaluate keeps configs (heldConfigs)
 	return json.Marshal(d)
 }
 

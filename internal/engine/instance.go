@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
@@ -36,7 +37,32 @@ type Instance struct {
 	stdout, stderr tailBuffer
 	// intr stops the guest when a call's context ends (InterruptRewrite).
 	intr interrupter
+	// configs are the config digests sent to this instance in full,
+	// oldest first, at most abi.ConfigCacheSize (HoldsConfig).
+	configs []string
 }
+
+// HoldsConfig reports whether digest is among the last
+// abi.ConfigCacheSize distinct config digests SentConfig recorded: what a
+// gate declaring config_cache still holds (abi/SPEC.md §5.3).
+func (i *Instance) HoldsConfig(digest string) bool { return slices.Contains(i.configs, digest) }
+
+// SentConfig records that a request carried the config of digest in full
+// and the gate answered it.
+func (i *Instance) SentConfig(digest string) {
+	if i.HoldsConfig(digest) {
+		return
+	}
+	if len(i.configs) == abi.ConfigCacheSize {
+		i.configs = slices.Delete(i.configs, 0, 1)
+	}
+	i.configs = append(i.configs, digest)
+}
+
+// ForgetConfigs drops the record: the gate said it holds a config the
+// record says it was sent (config_not_held), so every config is sent in
+// full again.
+func (i *Instance) ForgetConfigs() { i.configs = nil }
 
 // Instantiate creates an instance and runs its _initialize, if any, under
 // ctx: a slow initializer is stopped by ctx's deadline.

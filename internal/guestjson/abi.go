@@ -134,6 +134,7 @@ func init() {
 		{"subject_kind", func(d *decoder, r *abi.Request) error { return setString(d, &r.SubjectKind) }},
 		{"subject", func(d *decoder, r *abi.Request) error { return setRaw(d, &r.Subject) }},
 		{"config", func(d *decoder, r *abi.Request) error { return setRawMemo(d, &r.Config, &configMemo) }},
+		{"config_digest", func(d *decoder, r *abi.Request) error { return setString(d, &r.ConfigDigest) }},
 		{"context", func(d *decoder, r *abi.Request) error { return context(d, &r.Context) }},
 	})
 	decodeToolCall = structOf([]field[abi.ToolCall]{

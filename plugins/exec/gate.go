@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/sdk"
@@ -110,36 +109,11 @@ func ParseConfig(raw json.RawMessage) (Config, error) {
 	return cfg, nil
 }
 
-// configs caches the parsed config of each stage config seen, keyed by the
-// config's bytes: a module instance serves many runs of the same stage, and
-// encoding/json's strict decoding costs a WebAssembly guest more than the
-// rest of the authorization. An equal key is an equal config, so the cached
-// value is exactly the one ParseConfig would return; Authorize only reads
-// it. A config that does not parse is not cached.
-var configs struct {
-	sync.Mutex
-	m map[string]Config
-}
-
-// maxConfigs bounds the cache: configs are few (one per stage).
-const maxConfigs = 16
-
-func configFor(raw json.RawMessage) (Config, error) {
-	configs.Lock()
-	defer configs.Unlock()
-	if c, ok := configs.m[string(raw)]; ok {
-		return c, nil
-	}
-	c, err := ParseConfig(raw)
-	if err != nil {
-		return Config{}, err
-	}
-	if configs.m == nil || len(configs.m) >= maxConfigs {
-		configs.m = map[string]Config{}
-	}
-	configs.m[string(raw)] = c
-	return c, nil
-}
+// configs keeps the parsed config of each stage config seen: a module
+// instance serves many runs of the same stage, and encoding/json's strict
+// decoding costs a WebAssembly guest more than the rest of the
+// authorization. Authorize only reads it.
+var configs sdk.Derived[Config]
 
 // hostCatalog and hostSessions read through the host's capabilities.
 type hostCatalog struct{ h sdk.Host }
@@ -156,7 +130,7 @@ func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectToolCall {
 		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("subject kind %q", req.SubjectKind)), nil
 	}
-	cfg, err := configFor(req.Config)
+	cfg, err := configs.Get(req, ParseConfig)
 	if err != nil {
 		return abi.Response{}, err
 	}

@@ -84,17 +84,31 @@ type Config struct {
 	Check string `json:"check,omitempty"`
 }
 
+// configs keeps the parsed config of each stage config seen (a module
+// instance serves many runs of the same stage).
+var configs sdk.Derived[Config]
+
+// parseConfig decodes a stage config strictly; absent or null is the zero
+// Config.
+func parseConfig(raw json.RawMessage) (Config, error) {
+	var cfg Config
+	if len(raw) > 0 && string(raw) != "null" {
+		d := json.NewDecoder(strings.NewReader(string(raw)))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&cfg); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
 func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectMerge {
 		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("merge: subject kind %q", req.SubjectKind)), nil
 	}
-	var cfg Config
-	if len(req.Config) > 0 && string(req.Config) != "null" {
-		d := json.NewDecoder(strings.NewReader(string(req.Config)))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&cfg); err != nil {
-			return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
-		}
+	cfg, err := configs.Get(req, parseConfig)
+	if err != nil {
+		return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
 	}
 	var m abi.Merge
 	if err := json.Unmarshal(req.Subject, &m); err != nil {

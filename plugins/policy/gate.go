@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -115,44 +114,16 @@ func NewEngine(raw json.RawMessage) (*cedarpolicy.Engine, error) {
 	return cedarpolicy.NewEngine(set, o), nil
 }
 
-// engines caches the parsed engine of each config seen, keyed by the
-// config's bytes: a module instance serves many requests with the same
-// config, and the host sends it re-encoded the same way each time. The key
-// is the whole config, not a digest of it: SHA-256 of the 8 KB of a
-// hundred policies costs a WebAssembly guest more than the rest of the
-// call, while a map lookup hashes and compares the bytes far faster, and
-// an equal key is an equal config, so the cached engine is exactly the one
-// the config would parse to.
-var engines struct {
-	sync.Mutex
-	m map[string]*cedarpolicy.Engine
-}
-
-// maxEngines bounds the cache: configs are few (one per stage).
-const maxEngines = 16
-
-func engineFor(raw json.RawMessage) (*cedarpolicy.Engine, error) {
-	engines.Lock()
-	defer engines.Unlock()
-	if e, ok := engines.m[string(raw)]; ok {
-		return e, nil
-	}
-	e, err := NewEngine(raw)
-	if err != nil {
-		return nil, err
-	}
-	if engines.m == nil || len(engines.m) >= maxEngines {
-		engines.m = map[string]*cedarpolicy.Engine{}
-	}
-	engines.m[string(raw)] = e
-	return e, nil
-}
+// engines keeps the engine of each stage config seen: compiling a policy
+// set costs a guest milliseconds, and a module instance serves many runs
+// of the same stage. An engine is only read by Evaluate.
+var engines sdk.Derived[*cedarpolicy.Engine]
 
 func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
 	if req.SubjectKind != abi.SubjectToolCall {
 		return sdk.Inconclusive(abi.ReasonUnsupportedSubject, fmt.Errorf("subject kind %q", req.SubjectKind)), nil
 	}
-	eng, err := engineFor(req.Config)
+	eng, err := engines.Get(req, NewEngine)
 	if err != nil {
 		return sdk.Inconclusive(abi.ReasonBadConfig, err), nil
 	}

@@ -132,8 +132,13 @@ type call struct {
 	parseError string
 }
 
+// configs keeps the parsed config of each stage config seen: a module
+// instance serves many runs of the same stage, and encoding/json's strict
+// decoding costs a WebAssembly guest tens of microseconds a run.
+var configs sdk.Derived[Config]
+
 func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
-	cfg, err := parseConfig(req.Config)
+	cfg, err := configs.Get(req, parseConfig)
 	if err != nil {
 		return abi.Response{}, err
 	}

@@ -129,8 +129,13 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 	return c, nil
 }
 
+// configs keeps the parsed config of each stage config seen: a module
+// instance serves many runs of the same stage, and encoding/json's strict
+// decoding costs a WebAssembly guest tens of microseconds a run.
+var configs sdk.Derived[Config]
+
 func evaluate(_ context.Context, req sdk.Request) (abi.Response, error) {
-	cfg, err := parseConfig(req.Config)
+	cfg, err := configs.Get(req, parseConfig)
 	if err != nil {
 		return abi.Response{}, err
 	}
