@@ -75,3 +75,19 @@ func TestWATExample(t *testing.T) {
 	require.NoError(t, r.Err())
 	assert.Len(t, r.Results, 4+11+len(cases))
 }
+
+// TestConfigNotHeldProbe: a gate that declares config_cache but evaluates
+// a request whose config it was never sent fails the kit, naming the probe;
+// the SDK's gates answer it config_not_held.
+func TestConfigNotHeldProbe(t *testing.T) {
+	t.Parallel()
+	wasm, err := testwasm.WAT("testdata/gatetest/forgets-config.wat")
+	require.NoError(t, err)
+	r, err := gatekit.Check(context.Background(), wasm, gatekit.Options{Host: host.Config{CacheDir: testwasm.CacheDir()}})
+	require.NoError(t, err)
+	var failed []string
+	for _, f := range r.Failures {
+		failed = append(failed, f.Check+" "+f.Case)
+	}
+	assert.Contains(t, failed, "malformed malformed/config_not_held")
+}

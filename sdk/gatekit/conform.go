@@ -617,7 +617,7 @@ func rawProbes(desc abi.Descriptor, kind abi.SubjectKind, subject, config json.R
 		obj["gatetest_padding"], _ = json.Marshal(strings.Repeat("x", max(size-len(subject)-64, 1)))
 		r.Subject, _ = json.Marshal(obj)
 	})
-	return []rawProbe{
+	probes := []rawProbe{
 		{name: "malformed/not_json", request: []byte("this is not JSON"), about: "a request that is not JSON"},
 		{name: "malformed/truncated", request: valid[:len(valid)/2], about: "a request cut in half"},
 		{name: "malformed/not_object", request: []byte(`[1,2,3]`), about: "a request that is a JSON array"},
@@ -630,6 +630,12 @@ func rawProbes(desc abi.Descriptor, kind abi.SubjectKind, subject, config json.R
 		{name: "oversized/unterminated", request: append(valid[:len(valid)-1:len(valid)-1], append([]byte(`,"x":"`), bytes.Repeat([]byte("y"), size)...)...), about: fmt.Sprintf("a %d-byte request whose last string never ends", size)},
 		{name: "oversized/padded", request: padded, want: "same", about: fmt.Sprintf("a subject padded to %d bytes with an unknown member, which a gate must ignore (SPEC §5.1)", size)},
 	}
+	if desc.ConfigCache && len(desc.ConfigSchema) > 0 {
+		probes = append(probes, rawProbe{name: "malformed/config_not_held",
+			request: req(func(r *abi.Request) { r.Config, r.ConfigDigest = nil, abi.ConfigDigestPrefix+strings.Repeat("0", 64) }),
+			about:   "config_digest alone, naming a config the gate was never sent (SPEC §5.3: config_not_held)"})
+	}
+	return probes
 }
 
 func compactJSON(b json.RawMessage) json.RawMessage {
