@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +102,17 @@ type Engine struct {
 	mu      sync.Mutex
 	tools   map[string]*toolEntry // by toolKey
 	listed  int                   // the policies the cached entries list
+	// anonymous is the principal of a call without one: the same for
+	// every call, so built once.
+	anonymous principalEntry
+}
+
+// principalEntry is a call's principal as the request and the result name
+// it.
+type principalEntry struct {
+	uid types.EntityUID
+	ent types.Entity
+	str string // uid.String(), for the result
 }
 
 // NewEngine returns an engine for set under o.
@@ -109,7 +120,12 @@ type Engine struct {
 // left out.
 func NewEngine(set *Set, o Options) *Engine {
 	claims := o.claims()
-	return &Engine{set: set, claims: claims, names: sortedKeys(claims), windows: o.windows(), tools: map[string]*toolEntry{}}
+	uid := types.NewEntityUID(PrincipalType, "")
+	anonymous := principalEntry{uid: uid, str: uid.String(), ent: types.Entity{UID: uid, Attributes: types.NewRecord(types.RecordMap{
+		"authenticated": types.False, "method": types.String(""), "issuer": types.String(""), "subject": types.String(""),
+		"claims": types.NewRecord(nil),
+	})}}
+	return &Engine{set: set, claims: claims, names: sortedKeys(claims), windows: o.windows(), tools: map[string]*toolEntry{}, anonymous: anonymous}
 }
 
 // UsesSession reports whether the engine's policies name context.session.
@@ -135,9 +151,12 @@ type toolEntry struct {
 	ts       ToolSchema
 	action   types.EntityUID
 	resource types.EntityUID
-	tool     types.Record
-	ents     types.EntityMap // without the principal's
-	policies policyList
+	// actionName and resourceName are action's and resource's String(),
+	// for the result.
+	actionName, resourceName string
+	tool                     types.Record
+	ents                     types.EntityMap // without the principal's
+	policies                 policyList
 }
 
 // toolKey names everything of a tool record a toolEntry is built from.
@@ -186,6 +205,7 @@ func (e *Engine) newToolEntry(t abi.Tool) *toolEntry {
 	te := &toolEntry{ts: ts,
 		action:   types.NewEntityUID(ActionType, types.String(t.ID)),
 		resource: types.NewEntityUID(ResourceType, types.String(namespaceOf(t.ID)))}
+	te.actionName, te.resourceName = te.action.String(), te.resource.String()
 	h := annotations(t)
 	te.tool = types.NewRecord(types.RecordMap{
 		"id": types.String(t.ID), "name": types.String(t.Name),
@@ -296,11 +316,7 @@ func (e *Engine) request(c Call) (cedar.Request, requestEntities, *toolEntry, er
 
 func (e *Engine) principal(p *abi.Principal) (types.EntityUID, types.Entity, error) {
 	if p == nil {
-		uid := types.NewEntityUID(PrincipalType, "")
-		return uid, types.Entity{UID: uid, Attributes: types.NewRecord(types.RecordMap{
-			"authenticated": types.False, "method": types.String(""), "issuer": types.String(""), "subject": types.String(""),
-			"claims": types.NewRecord(nil),
-		})}, nil
+		return e.anonymous.uid, e.anonymous.ent, nil
 	}
 	claims := types.RecordMap{}
 	for _, name := range e.names { // the first bad claim, always the same
@@ -353,13 +369,18 @@ func claimValue(ct ClaimType, v any) (types.Value, error) {
 // policy that errs, is Decision Error: never Allow.
 func (e *Engine) Evaluate(c Call) Result {
 	req, ents, te, err := e.request(c)
-	res := Result{Action: types.NewEntityUID(ActionType, types.String(c.Tool.ID)).String(),
-		Resource: types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID))).String()}
-	subject := ""
-	if c.Principal != nil {
-		subject = c.Principal.Subject
+	var res Result
+	if te != nil {
+		res.Action, res.Resource = te.actionName, te.resourceName
+	} else {
+		res.Action = types.NewEntityUID(ActionType, types.String(c.Tool.ID)).String()
+		res.Resource = types.NewEntityUID(ResourceType, types.String(namespaceOf(c.Tool.ID))).String()
 	}
-	res.Principal = types.NewEntityUID(PrincipalType, types.String(subject)).String()
+	if c.Principal != nil {
+		res.Principal = types.NewEntityUID(PrincipalType, types.String(c.Principal.Subject)).String()
+	} else {
+		res.Principal = e.anonymous.str
+	}
 	if err != nil {
 		code := CodeArgumentUnrepresentable
 		var re *RequestError
@@ -382,8 +403,8 @@ func (e *Engine) Evaluate(c Call) Result {
 		p, _ := e.set.Get(string(r.PolicyID))
 		res.Determining = append(res.Determining, Hit{ID: p.ID, Effect: p.Effect, Message: p.Message, Where: p.Where()})
 	}
-	sort.Slice(res.Determining, func(i, j int) bool { return res.Determining[i].ID < res.Determining[j].ID })
-	sort.SliceStable(res.Errors, func(i, j int) bool { return res.Errors[i].Policy < res.Errors[j].Policy })
+	slices.SortFunc(res.Determining, func(a, b Hit) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(res.Errors, func(a, b EvalError) int { return strings.Compare(a.Policy, b.Policy) })
 	switch {
 	case len(res.Errors) > 0:
 		res.Decision = Error
