@@ -12,6 +12,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/testing/guestcalls"
 	"github.com/gatehost/gatehost/internal/testing/testwasm"
 	gate "github.com/gatehost/gatehost/plugins/policy"
 	cedarpolicy "github.com/gatehost/gatehost/policy"
@@ -71,14 +72,14 @@ func BenchmarkPolicyGate100(b *testing.B) {
 			}
 		}
 	})
-	b.Run("wasm", func(b *testing.B) {
+	newHost := func(b *testing.B, ctx context.Context, cacheDir string) *host.Host {
 		mod, err := testwasm.Go("plugins/policy/wasm")
 		if err != nil {
 			b.Fatal(err)
 		}
 		h, err := host.New(ctx, host.Config{
 			Plugins: map[string]host.PluginConfig{"policy": {Path: mod}},
-			Catalog: store, CacheDir: testwasm.CacheDir(), PoolSize: 1,
+			Catalog: store, CacheDir: cacheDir, PoolSize: 1,
 			Pipelines: map[string]host.PipelineConfig{"calls": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
 				Plugin: "policy", Capabilities: []string{"catalog"}, Config: cfg, Timeout: time.Minute,
 			}}}},
@@ -86,13 +87,38 @@ func BenchmarkPolicyGate100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer h.Close(ctx)
+		b.Cleanup(func() { h.Close(context.Background()) })
+		return h
+	}
+	check := func(b *testing.B, h *host.Host) {
+		d, err := h.Check(ctx, "calls", call, host.RunOptions{})
+		if err != nil || d.Verdict != abi.Accepted {
+			b.Fatal(err, d)
+		}
+	}
+	b.Run("wasm", func(b *testing.B) {
+		h := newHost(b, ctx, testwasm.CacheDir())
 		b.ReportAllocs()
 		for b.Loop() {
-			d, err := h.Check(ctx, "calls", call, host.RunOptions{})
-			if err != nil || d.Verdict != abi.Accepted {
-				b.Fatal(err, d)
-			}
+			check(b, h)
 		}
+	})
+	// The guest's function calls per run: the same on every machine and
+	// under any load (internal/testing/guestcalls). Its time is not the
+	// gate's: every call goes through a listener.
+	b.Run("wasm-calls", func(b *testing.B) {
+		c := guestcalls.New()
+		h := newHost(b, c.Context(ctx), b.TempDir())
+		check(b, h) // the first run fills the instance's caches
+		calls := 0
+		for b.Loop() {
+			c.Start()
+			check(b, h)
+			calls += c.Stop()
+		}
+		if calls == 0 {
+			b.Skip("the engine of this build calls no function listeners")
+		}
+		b.ReportMetric(float64(calls)/float64(b.N), "guest-calls/op")
 	})
 }
