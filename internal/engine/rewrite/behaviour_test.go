@@ -87,6 +87,13 @@ func TestBehaviourUnchanged(t *testing.T) {
 		{name: "fill empty past the end", calls: []call{init, fill(page+1, 1, 0)}, traps: true},
 		{name: "fill out of bounds", calls: []call{init, fill(65000, 1, 1000)}, traps: true},
 		{name: "fill wraps i32", calls: []call{init, fill(math.MaxUint32, 1, 2)}, traps: true},
+		{name: "constant copy", calls: []call{init, {"copy16", []uint64{0, 100}}}},
+		{name: "constant copy overlapping", calls: []call{init, {"copy16", []uint64{10, 2}}}},
+		{name: "constant copy to the end", calls: []call{init, {"copy16", []uint64{page - 16, 0}}}},
+		{name: "constant copy past the end", calls: []call{init, {"copy16", []uint64{page - 15, 0}}}, traps: true},
+		{name: "constant copy src wraps i32", calls: []call{init, {"copy16", []uint64{0, 0xfffffff8}}}, traps: true},
+		{name: "constant fill", calls: []call{init, {"fill16", []uint64{300, 0x33}}}},
+		{name: "constant fill past the end", calls: []call{init, {"fill16", []uint64{page - 8, 0x33}}}, traps: true},
 		{name: "copy then fill in one body", calls: []call{init, {"copyfill", []uint64{10, 2000, 3000}}}},
 		{name: "copy across grown memory", calls: []call{init, {"grow", []uint64{1}}, cp(page+5, 0, page-5)}},
 	}

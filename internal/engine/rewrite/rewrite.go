@@ -146,10 +146,18 @@ type module struct {
 	// appended after the original ones.
 	afterCount [secDataCount + 1]int
 
-	bodies          []body
-	edits           []edit
-	usesCopy        bool
-	usesFill        bool
+	bodies []body
+	edits  []edit
+	// chunk is Options.ChunkBytes (or its default); constEnd and
+	// constVal the input offset just past the last i32.const decoded and
+	// its value: a memory.copy or memory.fill right after an i32.const of
+	// at most chunk bytes is left as it is (instructions).
+	chunk           uint32
+	constEnd        int
+	constVal        int64
+	usesCopy        bool // a memory.copy calls the helper
+	usesFill        bool // a memory.fill calls the helper
+	sawBulk         bool // any memory.copy or memory.fill, at firstBulkOffset
 	firstBulkOffset int
 }
 
@@ -165,7 +173,7 @@ func Module(wasm []byte, opts Options) ([]byte, error) {
 	if chunk == 0 {
 		chunk = DefaultChunkBytes
 	}
-	m := &module{in: wasm, bulkType: -1}
+	m := &module{in: wasm, bulkType: -1, chunk: chunk}
 	if err := m.parse(); err != nil {
 		return nil, err
 	}
@@ -227,7 +235,7 @@ func (m *module) parse() error {
 	if m.nFuncs != m.nCode {
 		return &Error{Offset: len(m.in), Reason: fmt.Sprintf("function section declares %d functions, code section has %d bodies", m.nFuncs, m.nCode), Err: ErrMalformed}
 	}
-	if (m.usesCopy || m.usesFill) && m.nMemImports+m.nMems == 0 {
+	if m.sawBulk && m.nMemImports+m.nMems == 0 {
 		return &Error{Offset: m.firstBulkOffset, Reason: "memory.copy or memory.fill in a module with no memory", Err: ErrMalformed}
 	}
 	if m.nMemImports+m.nMems == 0 {
