@@ -79,13 +79,14 @@ func BenchmarkAdmission10Actions(b *testing.B) {
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		sv := abi.Request{SubjectKind: abi.SubjectProposal, Subject: r.subj}
 		pc := abi.Request{SubjectKind: abi.SubjectProposal, Subject: r.subj, Config: json.RawMessage(`{"domain":"github"}`), Context: abi.Context{Now: now}}
+		svInst, pcInst := gatetest.NewInstance(staticverify.Gate, svHost), gatetest.NewInstance(preconditions.Gate, qHost)
 		b.ReportAllocs()
 		for b.Loop() {
-			r1, err := gatetest.Evaluate(ctx, staticverify.Gate, sv, svHost)
+			r1, err := svInst.Evaluate(ctx, sv)
 			if err != nil || r1.Verdict != abi.Accepted {
 				b.Fatal(err, r1)
 			}
-			r2, err := gatetest.Evaluate(ctx, preconditions.Gate, pc, qHost)
+			r2, err := pcInst.Evaluate(ctx, pc)
 			if err != nil || r2.Verdict != abi.Accepted {
 				b.Fatal(err, r2)
 			}

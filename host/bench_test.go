@@ -28,9 +28,10 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 		}
 		h := gatetest.SinglePass(gatetest.NewHost(tools...))
 		req := abi.Request{SubjectKind: abi.SubjectProposal, Subject: json.RawMessage(subj)}
+		inst := gatetest.NewInstance(staticverify.Gate, h)
 		b.ReportAllocs()
 		for b.Loop() {
-			resp, err := gatetest.Evaluate(ctx, staticverify.Gate, req, h)
+			resp, err := inst.Evaluate(ctx, req)
 			if err != nil || resp.Verdict != abi.Accepted {
 				b.Fatal(err, resp.Verdict)
 			}

@@ -63,11 +63,13 @@ func BenchmarkExec(b *testing.B) {
 		}
 	})
 	b.Run("native", func(b *testing.B) {
-		gh := gatetest.SinglePass(hosttest.NativeExecHost(snap, set, "bench"))
+		inst := gatetest.NewInstance(exec.Gate, gatetest.SinglePass(hosttest.NativeExecHost(snap, set, "bench")))
+		req := abi.Request{SubjectKind: abi.SubjectToolCall, Subject: call, Config: hosttest.GitHubExecConfig,
+			Context: abi.Context{CatalogGeneration: snap.Generation(), Session: "bench"}}
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := hosttest.EvalNative(b, gh, snap, call, "bench", nil, hosttest.GitHubExecConfig); r.Verdict != abi.Accepted {
-				b.Fatal(r.Verdict)
+			if r, err := inst.Evaluate(ctx, req); err != nil || r.Verdict != abi.Accepted {
+				b.Fatal(err, r.Verdict)
 			}
 		}
 	})

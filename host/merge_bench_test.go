@@ -44,9 +44,10 @@ func BenchmarkMergeExtract2000Lines(b *testing.B) {
 	})
 	b.Run("native-gate", func(b *testing.B) {
 		req := abi.Request{SubjectKind: abi.SubjectMerge, Subject: raw}
+		inst := gatetest.NewInstance(merge.Gate, &mergetest.Host{})
 		b.ReportAllocs()
 		for b.Loop() {
-			resp, err := gatetest.Evaluate(ctx, merge.Gate, req, &mergetest.Host{})
+			resp, err := inst.Evaluate(ctx, req)
 			if err != nil || resp.Basis != merge.BasisWaived {
 				b.Fatal(err, resp)
 			}

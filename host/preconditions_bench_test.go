@@ -49,9 +49,10 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 			nh := host.NewNativeQueryHost(domains)
 			req := abi.Request{SubjectKind: abi.SubjectToolCall, Subject: subj, Config: json.RawMessage(`{"domain":"` + dom + `"}`),
 				Context: abi.Context{Now: time.Now().UTC().Format(time.RFC3339Nano)}}
+			inst := gatetest.NewInstance(preconditions.Gate, nh)
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := gatetest.Evaluate(ctx, preconditions.Gate, req, nh)
+				resp, err := inst.Evaluate(ctx, req)
 				if err != nil || resp.Verdict == abi.Inconclusive {
 					b.Fatal(err, resp)
 				}
@@ -97,10 +98,10 @@ func BenchmarkPreconditionsForEach5(b *testing.B) {
 	req := abi.Request{SubjectKind: abi.SubjectToolCall, Subject: subj, Config: json.RawMessage(`{"domain":"retail"}`),
 		Context: abi.Context{Now: time.Now().UTC().Format(time.RFC3339Nano)}}
 	b.Run("native", func(b *testing.B) {
-		nh := host.NewNativeQueryHost(domains)
+		inst := gatetest.NewInstance(preconditions.Gate, host.NewNativeQueryHost(domains))
 		b.ReportAllocs()
 		for b.Loop() {
-			resp, err := gatetest.Evaluate(ctx, preconditions.Gate, req, nh)
+			resp, err := inst.Evaluate(ctx, req)
 			if err != nil || resp.Verdict != abi.Accepted {
 				b.Fatal(err, resp)
 			}

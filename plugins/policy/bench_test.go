@@ -65,9 +65,10 @@ func BenchmarkPolicyGate100(b *testing.B) {
 		h := gatetest.NewHost(abiTools...)
 		req := abi.Request{ABIVersion: abi.MajorVersion, SubjectKind: abi.SubjectToolCall, Subject: call, Config: cfg,
 			Context: abi.Context{Now: "2026-01-01T00:00:00Z"}}
+		inst := gatetest.NewInstance(gate.Gate, h)
 		b.ReportAllocs()
 		for b.Loop() {
-			if r, err := gatetest.Evaluate(ctx, gate.Gate, req, h); err != nil || r.Verdict != abi.Accepted {
+			if r, err := inst.Evaluate(ctx, req); err != nil || r.Verdict != abi.Accepted {
 				b.Fatal(err, r)
 			}
 		}
