@@ -166,10 +166,16 @@ func connectHTTP(tb testing.TB, url string) *mcp.ClientSession {
 // SDK's default).
 func connectHTTPAt(tb testing.TB, url, version string) *mcp.ClientSession {
 	tb.Helper()
+	// A connection pool of its own, as a client in a process of its own
+	// has: sharing http.DefaultTransport, which keeps 2 idle connections
+	// per host, concurrent clients would dial the gateway anew for most
+	// requests.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: tr}},
+			&mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(tb, err)
-	tb.Cleanup(func() { _ = cs.Close() })
+	tb.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
 	return cs
 }
 

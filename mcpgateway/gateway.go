@@ -188,6 +188,26 @@ type Gateway struct {
 	stateKey [32]byte
 	// spent are the form states answered (formAnswered).
 	spent spentNonces
+	// upstreamHTTP carries every request to a URL upstream (newUpstreamHTTP).
+	upstreamHTTP *http.Transport
+}
+
+// newUpstreamHTTP is the transport of the gateway's requests to URL
+// upstreams: http.DefaultTransport's settings, with as many idle
+// connections kept per upstream as the gateway's sessions may hold open
+// (a session's requests and its standing GET stream).
+// DefaultTransport keeps 2 per host, so with more sessions calling one
+// upstream at once every request past the second closed its connection
+// after the answer and the next dialled a new one (and, over https, a new
+// TLS handshake): per request at 2026-07-28, where each request opens an
+// upstream session of its own. Credentials are per request headers
+// (credTransport), never part of a connection, so sharing connections
+// across principals is what DefaultTransport did already.
+func newUpstreamHTTP(maxSessions int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 2 * maxSessions
+	t.MaxIdleConns = max(t.MaxIdleConns, 4*t.MaxIdleConnsPerHost)
+	return t
 }
 
 // background runs f in a goroutine that Close waits for, or in the caller
@@ -225,7 +245,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
 	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"},
-		inflight: &sync.WaitGroup{}}
+		inflight: &sync.WaitGroup{}, upstreamHTTP: newUpstreamHTTP(o.MaxSessions)}
 	_, _ = rand.Read(g.stateKey[:])
 	g.pools = make([][]*upconn, len(o.Upstreams))
 	for i, u := range o.Upstreams {
@@ -447,6 +467,7 @@ func (g *Gateway) Close() error {
 	g.isClosed = true
 	g.closeMu.Unlock()
 	g.closing.Wait()
+	g.upstreamHTTP.CloseIdleConnections()
 	return g.closeHost()
 }
 

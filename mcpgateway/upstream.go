@@ -214,7 +214,7 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		// Credentials are set per request (credTransport): a token
 		// exchanged for the caller's is renewed as it expires.
 		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL,
-			HTTPClient: &http.Client{Transport: credTransport{c: c, base: http.DefaultTransport}}}
+			HTTPClient: &http.Client{Transport: credTransport{c: c, base: c.g.upstreamHTTP}}}
 	}
 	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
 	var client *mcp.Client
