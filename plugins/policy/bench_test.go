@@ -121,5 +121,12 @@ func BenchmarkPolicyGate100(b *testing.B) {
 			b.Skip("the engine of this build calls no function listeners")
 		}
 		b.ReportMetric(float64(calls)/float64(b.N), "guest-calls/op")
+		// With -v, the functions one run calls most: where to look first.
+		c.Start()
+		check(b, h)
+		c.Stop()
+		for _, f := range c.Top(15) {
+			b.Logf("%6d %s", f.Calls, f.Name)
+		}
 	})
 }
