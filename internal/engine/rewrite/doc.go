@@ -32,10 +32,7 @@
 //     helper that does the same bounds check as the instruction (trap, nothing
 //     written) and then works in chunks of at most Options.ChunkBytes, testing
 //     the word and passing a safepoint between chunks, so one instruction over
-//     a large memory cannot run past the deadline. An instruction whose
-//     length is the i32.const right before it, at most one chunk, is one
-//     chunk's work already and stays inline: Go's compiler moves and zeroes
-//     values of a known size that way, and a call each cost a function call.
+//     a large memory cannot run past the deadline.
 //
 // Nothing existing is renumbered: the globals, the helpers and their type
 // (when no identical type exists) are appended after every existing index. Sections the rewrite does not change are copied byte for byte; the

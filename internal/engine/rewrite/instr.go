@@ -71,8 +71,7 @@ func (m *module) instructions(r *reader) error {
 		case wasmop.Memory:
 			err = memIndex(r, "memory.size or memory.grow")
 		case wasmop.I32:
-			m.constVal, err = r.sleb(32, "i32.const")
-			m.constEnd = r.off()
+			_, err = r.sleb(32, "i32.const")
 		case wasmop.I64:
 			_, err = r.sleb(64, "i64.const")
 		case wasmop.F32:
@@ -167,32 +166,20 @@ func (m *module) miscOp(r *reader, off int) error {
 		_, err = r.u32("data.drop data index")
 		return err
 	case wasmop.MemoryPair, wasmop.Memory: // memory.copy, memory.fill
-		if !m.sawBulk {
-			m.sawBulk, m.firstBulkOffset = true, off
+		if !m.usesCopy && !m.usesFill {
+			m.firstBulkOffset = off
 		}
 		what, kind, n := "memory.copy", editCopy, 2
 		if sub == 11 {
 			what, kind, n = "memory.fill", editFill, 1
+			m.usesFill = true
+		} else {
+			m.usesCopy = true
 		}
 		for range n {
 			if err := memIndex(r, what); err != nil {
 				return err
 			}
-		}
-		// Its length is the i32.const right before it, no more than one
-		// chunk: the instruction is one chunk's work, as in the helper, and
-		// stays inline. Go's compiler moves and zeroes values of a known
-		// size this way, so most of a Go guest's bulk instructions are
-		// such (a call to the helper each cost a function call). Nothing
-		// can jump between the two: a branch lands only at an end or a
-		// loop.
-		if m.constEnd == off && m.constVal >= 0 && uint64(m.constVal) <= uint64(m.chunk) {
-			return nil
-		}
-		if kind == editFill {
-			m.usesFill = true
-		} else {
-			m.usesCopy = true
 		}
 		m.edits = append(m.edits, edit{at: off, drop: r.off() - off, kind: kind})
 		return nil

@@ -7,8 +7,10 @@ import (
 )
 
 // Version is the rewriter's version; it is part of every cache key of
-// rewritten code. Bump it on any change to the output.
-const Version = 1
+// rewritten code. Bump it on any change to the output. 2: no build may
+// reuse output of a development build that left bulk instructions of a
+// constant length inline (they must test the interrupt word; stop_test.go).
+const Version = 2
 
 // InterruptExport is the name of the exported mutable i32 global the rewrite
 // adds. Non-zero means: stop (the guest traps with `unreachable` at its next
@@ -146,18 +148,10 @@ type module struct {
 	// appended after the original ones.
 	afterCount [secDataCount + 1]int
 
-	bodies []body
-	edits  []edit
-	// chunk is Options.ChunkBytes (or its default); constEnd and
-	// constVal the input offset just past the last i32.const decoded and
-	// its value: a memory.copy or memory.fill right after an i32.const of
-	// at most chunk bytes is left as it is (instructions).
-	chunk           uint32
-	constEnd        int
-	constVal        int64
-	usesCopy        bool // a memory.copy calls the helper
-	usesFill        bool // a memory.fill calls the helper
-	sawBulk         bool // any memory.copy or memory.fill, at firstBulkOffset
+	bodies          []body
+	edits           []edit
+	usesCopy        bool
+	usesFill        bool
 	firstBulkOffset int
 }
 
@@ -173,7 +167,7 @@ func Module(wasm []byte, opts Options) ([]byte, error) {
 	if chunk == 0 {
 		chunk = DefaultChunkBytes
 	}
-	m := &module{in: wasm, bulkType: -1, chunk: chunk}
+	m := &module{in: wasm, bulkType: -1}
 	if err := m.parse(); err != nil {
 		return nil, err
 	}
@@ -235,7 +229,7 @@ func (m *module) parse() error {
 	if m.nFuncs != m.nCode {
 		return &Error{Offset: len(m.in), Reason: fmt.Sprintf("function section declares %d functions, code section has %d bodies", m.nFuncs, m.nCode), Err: ErrMalformed}
 	}
-	if m.sawBulk && m.nMemImports+m.nMems == 0 {
+	if (m.usesCopy || m.usesFill) && m.nMemImports+m.nMems == 0 {
 		return &Error{Offset: m.firstBulkOffset, Reason: "memory.copy or memory.fill in a module with no memory", Err: ErrMalformed}
 	}
 	if m.nMemImports+m.nMems == 0 {

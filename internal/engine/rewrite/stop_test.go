@@ -74,6 +74,11 @@ func TestInterruptStops(t *testing.T) {
 				assert.Zero(t, b, "byte %d written after the interrupt", off)
 			}
 		}},
+		{fn: "small_fills_after_interrupt", check: func(t *testing.T, mod api.Module) {
+			b, ok := mod.ExportedMemory("memory").Read(0, 32)
+			require.True(t, ok)
+			assert.Equal(t, make([]byte, 32), b, "nothing filled after the interrupt")
+		}},
 		{fn: "copy_after_interrupt", check: func(t *testing.T, mod api.Module) {
 			b, ok := mod.ExportedMemory("memory").Read(0, 8)
 			require.True(t, ok)
