@@ -55,12 +55,14 @@ func (i *Instance) Evaluate(ctx context.Context, req abi.Request) (abi.Response,
 		return i.evaluate(ctx, i.gate, req, i.host)
 	}
 	if !bytes.Equal(req.Config, i.lastRaw) {
-		var wire bytes.Buffer
-		if err := json.Compact(&wire, req.Config); err != nil {
+		// The bytes Evaluate's json.Marshal sends, as the host's: compacted,
+		// with <, >, & and U+2028/U+2029 escaped.
+		wire, err := json.Marshal(req.Config)
+		if err != nil {
 			return abi.Response{}, fmt.Errorf("gatetest: config: %w", err)
 		}
-		sum := sha256.Sum256(wire.Bytes())
-		i.lastRaw, i.lastWire = bytes.Clone(req.Config), wire.Bytes()
+		sum := sha256.Sum256(wire)
+		i.lastRaw, i.lastWire = bytes.Clone(req.Config), wire
 		i.lastDigest = abi.ConfigDigestPrefix + hex.EncodeToString(sum[:])
 	}
 	req.ConfigDigest = i.lastDigest

@@ -46,6 +46,8 @@ func TestInstanceSendsConfigOnce(t *testing.T) {
 			want: []sent{{}, {}}},
 		{name: "sent once, compacted", configs: []string{`{ "a" : 1 }`, `{ "a" : 1 }`, `{ "a" : 1 }`},
 			want: []sent{{`{"a":1}`, digestOf(`{"a":1}`)}, {"", digestOf(`{"a":1}`)}, {"", digestOf(`{"a":1}`)}}},
+		{name: "digest of the bytes as sent: escaped as json.Marshal escapes", configs: []string{`{"when": "a < b && c > d"}`, `{"when": "a < b && c > d"}`},
+			want: []sent{{`{"when":"a \u003c b \u0026\u0026 c \u003e d"}`, digestOf(`{"when":"a \u003c b \u0026\u0026 c \u003e d"}`)}, {"", digestOf(`{"when":"a \u003c b \u0026\u0026 c \u003e d"}`)}}},
 		{name: "a second config, then the first again", configs: []string{`{"a":1}`, `{"b":2}`, `{"a":1}`, `{"b":2}`},
 			want: []sent{{`{"a":1}`, digestOf(`{"a":1}`)}, {`{"b":2}`, digestOf(`{"b":2}`)}, {"", digestOf(`{"a":1}`)}, {"", digestOf(`{"b":2}`)}}},
 		{name: "config_not_held: sent again in the same run", configs: []string{`{"a":1}`, `{"a":1}`, `{"a":1}`}, notHeld: map[int]bool{1: true},
