@@ -20,8 +20,10 @@
 //     InterruptExport; the host sets it to non-zero (api.MutableGlobal.Set)
 //     when the deadline passes;
 //   - inserts `global.get G; if; unreachable; end` at every function entry
-//     (after the locals) and right after every loop's block type, so both
-//     loops and call trees without loops (recursion, fib-like fan-out) stop;
+//     (after the locals), right after every loop's block type and right
+//     after every call and call_indirect, so loops, call trees without
+//     loops (recursion, fib-like fan-out) and the way back up a deep stack
+//     through loop-free code all stop;
 //   - counts those tests down in a second, unexported global and every
 //     SafepointEvery tests runs `memory.grow 0`, a safepoint: wazero
 //     serves it in Go, and Go cannot preempt a

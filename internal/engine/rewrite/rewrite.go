@@ -10,17 +10,18 @@ import (
 // rewritten code. Bump it on any change to the output. 2: no build may
 // reuse output of a development build that left bulk instructions of a
 // constant length inline (they must test the interrupt word; stop_test.go).
-const Version = 2
+// 3: the test after every call.
+const Version = 3
 
 // InterruptExport is the name of the exported mutable i32 global the rewrite
 // adds. Non-zero means: stop (the guest traps with `unreachable` at its next
-// function entry, loop header or bulk-memory chunk).
+// function entry, return from a call, loop header or bulk-memory chunk).
 const InterruptExport = "gatehost_interrupt"
 
-// SafepointEvery is how many interrupt tests (function entries and loop
-// headers) the guest makes between two safepoints: a `memory.grow 0`, which
-// wazero serves in Go, so that the goroutine running the guest can be
-// preempted. Go cannot preempt compiled wasm code asynchronously; a guest
+// SafepointEvery is how many interrupt tests (function entries, returns
+// from calls and loop headers) the guest makes between two safepoints: a
+// `memory.grow 0`, which wazero serves in Go, so that the goroutine running
+// the guest can be preempted. Go cannot preempt compiled wasm code asynchronously; a guest
 // that never left it would hold up every stop-the-world of the process
 // (garbage collection) and with it the timer that sets the interrupt word.
 const SafepointEvery = 1024

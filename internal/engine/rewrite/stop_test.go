@@ -79,6 +79,9 @@ func TestInterruptStops(t *testing.T) {
 			require.True(t, ok)
 			assert.Equal(t, make([]byte, 32), b, "nothing filled after the interrupt")
 		}},
+		{fn: "unwind_after_interrupt", check: func(t *testing.T, mod api.Module) {
+			assert.Zero(t, mod.ExportedGlobal("tails").Get(), "frames ran their tails after the interrupt")
+		}},
 		{fn: "copy_after_interrupt", check: func(t *testing.T, mod api.Module) {
 			b, ok := mod.ExportedMemory("memory").Read(0, 8)
 			require.True(t, ok)

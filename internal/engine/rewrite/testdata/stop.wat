@@ -7,6 +7,7 @@
   (memory (export "memory") 4096) ;; 256 MiB
   (global $progress (export "progress") (mut i32) (i32.const 0))
   (global $sink (mut i32) (i32.const 0))
+  (global $tails (export "tails") (mut i32) (i32.const 0))
 
   (func (export "tight")
     (local $i i32)
@@ -78,6 +79,16 @@
     (call $interrupt)
     (memory.fill (i32.const 0) (i32.const 0xee) (i32.const 16))
     (memory.fill (i32.const 16) (i32.const 0xee) (i32.const 16)))
+  ;; recursion 1000 deep, the interrupt set in the deepest frame, then a
+  ;; loop-free tail in every frame on the way back: no entry or loop header
+  ;; is passed after the interrupt, so the test after each call must stop it
+  (func $unwind (param i32)
+    (if (local.get 0)
+      (then (call $unwind (i32.sub (local.get 0) (i32.const 1))))
+      (else (call $interrupt)))
+    (global.set $tails (i32.add (global.get $tails) (i32.const 1))))
+  (func (export "unwind_after_interrupt")
+    (call $unwind (i32.const 1000)))
   (func (export "copy_after_interrupt")
     (i32.store (i32.const 0) (i32.const 0x01020304))
     (call $interrupt)
