@@ -203,10 +203,22 @@ type Gateway struct {
 // upstream session of its own. Credentials are per request headers
 // (credTransport), never part of a connection, so sharing connections
 // across principals is what DefaultTransport did already.
-func newUpstreamHTTP(maxSessions int) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 2 * maxSessions
-	t.MaxIdleConns = max(t.MaxIdleConns, 4*t.MaxIdleConnsPerHost)
+//
+// base is http.DefaultTransport; an embedder that replaced it with a
+// RoundTripper of its own gets net/http's defaults instead of a panic. The
+// idle counts are clamped so that an absurd max_sessions cannot overflow
+// them.
+func newUpstreamHTTP(base http.RoundTripper, maxSessions int) *http.Transport {
+	t, ok := base.(*http.Transport)
+	if ok {
+		t = t.Clone()
+	} else {
+		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+	}
+	const most = 1 << 16
+	t.MaxIdleConnsPerHost = 2 * min(max(maxSessions, 1), most/2)
+	t.MaxIdleConns = min(max(t.MaxIdleConns, 4*t.MaxIdleConnsPerHost), 4*most)
 	return t
 }
 
@@ -245,7 +257,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
 	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"},
-		inflight: &sync.WaitGroup{}, upstreamHTTP: newUpstreamHTTP(o.MaxSessions)}
+		inflight: &sync.WaitGroup{}, upstreamHTTP: newUpstreamHTTP(http.DefaultTransport, o.MaxSessions)}
 	_, _ = rand.Read(g.stateKey[:])
 	g.pools = make([][]*upconn, len(o.Upstreams))
 	for i, u := range o.Upstreams {
