@@ -253,7 +253,9 @@ func TestPluginNewScaffold(t *testing.T) {
 
 	code, out, stderr = runCLI("plugin", "check", wasm, "--cases", filepath.Join(dir, "testdata/cases"), "--budget-time", "20s")
 	require.Equal(t, 0, code, out+stderr)
-	assert.Contains(t, out, "conforms: 15 requests (2 author cases), 0 failures")
+	// 14 probes (the scaffold declares a config schema, so config_not_held
+	// among them) and its 2 cases.
+	assert.Contains(t, out, "conforms: 16 requests (2 author cases), 0 failures")
 
 	code, _, stderr = runCLI("plugin", "new", "--dir", dir, "demo")
 	assert.Equal(t, exitUsage, code)
