@@ -12,7 +12,7 @@ import (
 // stage can be abandoned at the deadline (Host.evaluate), but a new one
 // costs each call its creation and, as the call goes through wazero and the
 // host functions, several stack growths: 40–60 µs of a 0.3 ms call
-// (docs/PERFORMANCE.md, "A goroutine per guest call"). A worker keeps its
+// (docs/PERFORMANCE.md, "Configs once per instance, parked workers"). A worker keeps its
 // grown stack between calls.
 //
 // A worker that finishes a call parks until the next one, for at most
