@@ -69,7 +69,9 @@ func TestUpstreamFailures(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"crash", nil, "closed the connection"},
+		// Whether the call's error or the end of the process is seen
+		// first is the scheduler's: either says the call may have run.
+		{"crash", nil, "closed the connection before answering|was disconnected during the call"},
 		{"hang", nil, "did not answer within"},
 		// The SDK drops a frame it cannot decode: the call then ends at
 		// the call timeout, and nothing of the garbage reaches the agent.
@@ -91,7 +93,7 @@ func TestUpstreamFailures(t *testing.T) {
 			}
 			r := call(t, cs, tc.tool, args)
 			assert.True(t, r.IsError)
-			assert.Contains(t, text(r), tc.want)
+			assert.Regexp(t, tc.want, text(r))
 			assert.Regexp(t, `^[0-9a-f]{32}$`, r.Meta[mcpgateway.MetaRunID], "the accepted decision's run id")
 
 			w := call(t, cs, "write_note", map[string]any{"name": "b", "text": "again"})
