@@ -166,13 +166,20 @@ func connectHTTP(tb testing.TB, url string) *mcp.ClientSession {
 // SDK's default).
 func connectHTTPAt(tb testing.TB, url, version string) *mcp.ClientSession {
 	tb.Helper()
+	return connectHTTPAs(tb, url, version, "")
+}
+
+// connectHTTPAs is connectHTTPAt with a bearer token on every request
+// ("" for none).
+func connectHTTPAs(tb testing.TB, url, version, token string) *mcp.ClientSession {
+	tb.Helper()
 	// A connection pool of its own, as a client in a process of its own
 	// has: sharing http.DefaultTransport, which keeps 2 idle connections
 	// per host, concurrent clients would dial the gateway anew for most
 	// requests.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: tr}},
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: bearer{tr, token}}},
 			&mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
@@ -182,4 +189,18 @@ func connectHTTPAt(tb testing.TB, url, version string) *mcp.ClientSession {
 func percentile(d []time.Duration, p float64) float64 {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return float64(d[int(float64(len(d)-1)*p)].Microseconds())
+}
+
+// bearer sets a bearer token on each request, when it has one.
+type bearer struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
 }

@@ -511,8 +511,8 @@ func (c *upconn) exchanged(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	var subject *string
-	if c.d != nil {
-		subject = c.d.subject.Load()
+	if d := c.owner.Load(); d != nil {
+		subject = d.subject.Load()
 	}
 	if subject == nil {
 		return "", fmt.Errorf("%w: upstream %s takes a token exchanged for the caller's, and this session's caller presented no bearer token (stdio, or an anonymous caller)", ErrCredentials, c.u.Name)

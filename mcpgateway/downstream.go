@@ -56,7 +56,11 @@ type downstream struct {
 	// may come together); beginErr is why it could not begin, offered and
 	// instructions what it offers the client (server/discover).
 	// perRequest: the session is one HTTP request (statelessHandler).
-	perRequest   bool
+	perRequest bool
+	// keptKey, set at begin for a perRequest session of an authenticated
+	// principal, is the key its upstream connections are kept under when
+	// it ends, and were taken by (kept.go). Guarded by mu.
+	keptKey      string
 	beginMu      sync.Mutex
 	beginErr     error
 	offered      *mcp.ServerCapabilities
@@ -128,7 +132,9 @@ func (g *Gateway) newDownstream(shared bool) *downstream {
 			d.ups = append(d.ups, nil) // chosen at the first use (conns)
 			continue
 		}
-		d.ups = append(d.ups, &upconn{g: g, d: d, idx: i, u: u, connecting: make(chan struct{}, 1)})
+		c := &upconn{g: g, idx: i, u: u, connecting: make(chan struct{}, 1)}
+		c.owner.Store(d)
+		d.ups = append(d.ups, c)
 	}
 	d.server = g.newServer(d)
 	// The session is registered by initialize: a request that never
@@ -178,8 +184,13 @@ func (d *downstream) close() {
 
 func (d *downstream) doClose() {
 	d.closed.Store(true)
+	d.mu.Lock()
+	kept := d.keptKey
+	d.mu.Unlock()
 	for _, c := range d.conns() {
-		if !c.shared() { // a shared connection serves on; Close ends it
+		// A shared connection serves on (Close ends it); a sessionless
+		// request's may serve its principal's next one (kept.go).
+		if !c.shared() && !d.g.kept.put(kept, c) {
 			c.close()
 		}
 	}
@@ -841,8 +852,8 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 	if c.shared() {
 		return withCodes(c.fromSharedUpstream(next))
 	}
-	d := c.d
 	return withCodes(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		d := c.owner.Load() // a kept connection changes owner (kept.go)
 		ss := d.serverSession()
 		switch method {
 		case "roots/list", "sampling/createMessage", "elicitation/create":

@@ -29,3 +29,10 @@ func SetExchangeClock(g *Gateway, now func() time.Time) {
 		}
 	}
 }
+
+// SetKeptIdle makes g close a kept upstream session after d unused, and
+// returns a count of the sessions kept. Call it before g serves anything.
+func SetKeptIdle(g *Gateway, d time.Duration) (kept func() int) {
+	g.kept.idleFor = d
+	return g.kept.count
+}

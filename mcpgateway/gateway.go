@@ -190,6 +190,9 @@ type Gateway struct {
 	spent spentNonces
 	// upstreamHTTP carries every request to a URL upstream (newUpstreamHTTP).
 	upstreamHTTP *http.Transport
+	// kept are the upstream sessions of ended sessionless requests, for
+	// their principals' next ones (kept.go).
+	kept *keptSessions
 }
 
 // newUpstreamHTTP is the transport of the gateway's requests to URL
@@ -257,7 +260,8 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 		return nil, &OptionsError{Field: "host.Confirmer", Reason: "set by the gateway (its approvals); leave it nil"}
 	}
 	g := &Gateway{opts: o, table: newSessionTable(), impl: &mcp.Implementation{Name: "gatehost", Version: "mcp-gateway"},
-		inflight: &sync.WaitGroup{}, upstreamHTTP: newUpstreamHTTP(http.DefaultTransport, o.MaxSessions)}
+		inflight: &sync.WaitGroup{}, upstreamHTTP: newUpstreamHTTP(http.DefaultTransport, o.MaxSessions),
+		kept: newKeptSessions(o.MaxSessions, o.MaxSessionsPerPrincipal)}
 	_, _ = rand.Read(g.stateKey[:])
 	g.pools = make([][]*upconn, len(o.Upstreams))
 	for i, u := range o.Upstreams {
@@ -461,6 +465,7 @@ func (g *Gateway) ServeTransport(ctx context.Context, t mcp.Transport) error {
 // its closed stdin is terminated after a grace period of 2s), then closes
 // the host and the event log New opened.
 func (g *Gateway) Close() error {
+	g.kept.closeAll() // first: a session closed below keeps nothing
 	g.sessions.Range(func(k, _ any) bool {
 		d := k.(*downstream)
 		d.drop()

@@ -187,7 +187,23 @@ func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error
 	}
 	d.reserved, d.key, d.principal = true, key, principal
 	d.ss, d.id, d.caps, d.version = ss, id, caps, v
+	if d.perRequest {
+		d.keptKey = keptKey(principal, v, caps)
+	}
+	kept := d.keptKey
 	d.mu.Unlock()
+	// Before the session is registered, while its connections are its
+	// own: a session-scoped upstream's connection kept from this
+	// principal's last request takes the fresh one's place.
+	for i, c := range d.ups {
+		if c == nil || c.shared() {
+			continue
+		}
+		if k := d.g.kept.take(kept, i); k != nil {
+			k.owner.Store(d)
+			d.ups[i] = k
+		}
+	}
 	d.g.sessions.Store(d, struct{}{})
 	if ss != nil {
 		// The session ends with its connection: over HTTP, with the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/eventlog"
+	"github.com/gatehost/gatehost/identity"
 	"github.com/gatehost/gatehost/mcpgateway"
 )
 
@@ -39,7 +41,7 @@ func BenchmarkGatewayThroughput(b *testing.B) {
 			sessions := make([]*mcp.ClientSession, clients)
 			ctx := context.Background()
 			for i := range sessions {
-				sessions[i] = connectHTTPAt(b, gwURL, bc.revision)
+				sessions[i] = connectHTTPAs(b, gwURL, bc.revision, benchToken(i))
 				_, err := sessions[i].ListTools(ctx, nil)
 				require.NoError(b, err)
 			}
@@ -113,7 +115,18 @@ func throughputSetup(b *testing.B) (gatewayURL string) {
 	})
 	g := f.newGateway(b, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: upSrv.URL}},
 		ActivateOnList: []string{"*"}, MaxSessionsPerPrincipal: 64, MaxSessions: 64})
-	gw := httptest.NewServer(g.Handler())
+	// Each client is a principal of its own, by its bearer token, as
+	// callers of a gateway served over HTTP are.
+	tokens := identity.NewTokenSource("bench", func(tok string) (string, bool) {
+		sub, ok := strings.CutSuffix(tok, benchTokenSuffix)
+		return sub, ok && strings.HasPrefix(sub, "client-")
+	})
+	gw := httptest.NewServer(identity.Require(tokens, "gatehost", g.Handler()))
 	b.Cleanup(gw.Close)
 	return gw.URL
 }
+
+const benchTokenSuffix = "-token-0123456789"
+
+// benchToken is the bearer token of the throughput benchmark's client i.
+func benchToken(i int) string { return fmt.Sprintf("client-%02d%s", i, benchTokenSuffix) }

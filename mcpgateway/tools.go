@@ -42,6 +42,16 @@ type listing struct {
 // the baseline as the catalog. A definition is the tool object exactly as
 // the upstream sent it, every member included (wirelist.go).
 func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) error {
+	return g.relistUnless(ctx, c, cs, false)
+}
+
+// relistUnless is relist, except that with unlessSame a listing the same
+// as the connection's (sameListing) changes nothing: it was taken into the
+// baseline, checked against it and published when it was first read, and
+// a call's decision reads the baseline afresh (baselineRefusal). A call to
+// an upstream whose changes the gateway cannot hear lists so before it is
+// decided (callTool).
+func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSession, unlessSame bool) error {
 	// A change announced while the list is read leaves the upstream
 	// stale, and the next call lists once more.
 	gen := c.changes.Load()
@@ -50,6 +60,7 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 		return err
 	}
 	l := &listing{digests: map[string]string{}, defs: map[string]json.RawMessage{}, result: rest}
+
 	for _, w := range tools {
 		t := w.v
 		if t == nil {
@@ -70,6 +81,10 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 		}
 		l.tools = append(l.tools, t)
 		l.digests[t.Name], l.defs[t.Name] = d, w.raw
+	}
+	if old := c.listing.Load(); unlessSame && old != nil && sameListing(old, l) {
+		c.listedAt.Store(gen)
+		return nil
 	}
 	set, err := g.opts.Baseline.Load(ctx)
 	if err != nil {
@@ -528,16 +543,17 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 	}
 	if routed {
 		// Connect (after a crash: restart and re-list) before deciding,
-		// and list again when the upstream announced a change, so that
-		// the decision is made on the definitions the call will meet.
+		// and list again when the upstream announced a change, or could
+		// not have (hearsChanges), so that the decision is made on the
+		// definitions the call will meet.
 		up = d.conns()[r.upstream]
 		if err := d.authorize(ctx, up, ""); err != nil {
 			return errorResult("", "gatehost: %v; nothing was sent", err), nil
 		}
 		cs, err := up.session(ctx)
-		if err == nil && up.stale() {
+		if err == nil && (up.stale() || !up.hearsChanges()) {
 			lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
-			err = d.g.relist(lctx, up, cs)
+			err = d.g.relistUnless(lctx, up, cs, !up.stale())
 			cancel()
 		}
 		if err != nil {

@@ -26,10 +26,13 @@ var ErrUpstream = errors.New("upstream")
 // next use by any session waits out the backoff, connects again and
 // re-lists the tools before anything is sent.
 type upconn struct {
-	g   *Gateway
-	d   *downstream // nil when shared
-	idx int
-	u   Upstream
+	g *Gateway
+	// owner is the session the connection serves, nil when shared. A
+	// connection of a sessionless request that ended is kept for its
+	// principal's next one (kept.go), which becomes its owner.
+	owner atomic.Pointer[downstream]
+	idx   int
+	u     Upstream
 
 	// changes counts the upstream's announcements of a change of its
 	// tools (upstreamTransport, in wire order); listedAt is the count a
@@ -151,27 +154,38 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 	}
 }
 
+// hearsChanges reports whether the upstream's announcements of a change
+// of its tools reach the connection between calls. A stdio upstream's do.
+// A URL upstream's would come on the standing GET stream, which the SDK's
+// HTTP client opens only on a connection of its own type, and the
+// gateway's wire layer (upstreamTransport) wraps that connection: no such
+// stream is opened, nothing announced between calls is heard, and a call
+// to a URL upstream lists its tools again before it is decided.
+func (c *upconn) hearsChanges() bool { return len(c.u.Command) > 0 }
+
 // shared reports whether the connection serves every session given it
 // rather than one.
-func (c *upconn) shared() bool { return c.d == nil }
+func (c *upconn) shared() bool { return c.owner.Load() == nil }
 
 // ended reports whether what the connection serves is gone: its session,
 // or for a shared connection the gateway.
 func (c *upconn) ended() bool {
-	if c.d == nil {
+	d := c.owner.Load()
+	if d == nil {
 		c.g.closeMu.Lock()
 		defer c.g.closeMu.Unlock()
 		return c.g.isClosed
 	}
-	return c.d.closed.Load()
+	return d.closed.Load()
 }
 
 // sessionID is the id of the connection's session, "" when shared.
 func (c *upconn) sessionID() string {
-	if c.d == nil {
+	d := c.owner.Load()
+	if d == nil {
 		return ""
 	}
-	return c.d.sessionID()
+	return d.sessionID()
 }
 
 // healthy resets the backoff after a call that the upstream answered.
@@ -239,8 +253,8 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		// The operator's choice (Upstream.ProtocolVersion): at
 		// 2026-07-28 the upstream's questions come in a call's answer.
 		version = c.u.ProtocolVersion
-	case !c.shared() && !sessionless(c.d.protocolVersion()):
-		version = c.d.protocolVersion()
+	case !c.shared() && !sessionless(c.owner.Load().protocolVersion()):
+		version = c.owner.Load().protocolVersion()
 	}
 	cs, err := client.Connect(withoutClientRevision{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
@@ -258,22 +272,22 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 func (c *upconn) sessionClient() *mcp.Client {
 	return mcp.NewClient(c.g.impl, &mcp.ClientOptions{
 		Logger:         sdkLogger(c.g.opts.Logger),
-		Capabilities:   c.d.clientCapabilities(),
+		Capabilities:   c.owner.Load().clientCapabilities(),
 		MultiRoundTrip: noAutoInput,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			go c.d.upstreamToolsChanged(c.idx)
+			go c.owner.Load().upstreamToolsChanged(c.idx)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			c.d.notifyListChanged(promptsChanged)
+			c.owner.Load().notifyListChanged(promptsChanged)
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			c.d.notifyListChanged(resourcesChanged)
+			c.owner.Load().notifyListChanged(resourcesChanged)
 		},
 		ResourceUpdatedHandler: func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
-			_ = c.d.server.ResourceUpdated(context.WithoutCancel(ctx), r.Params)
+			_ = c.owner.Load().server.ResourceUpdated(context.WithoutCancel(ctx), r.Params)
 		},
 		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-			if ss := c.d.serverSession(); ss != nil {
+			if ss := c.owner.Load().serverSession(); ss != nil {
 				_ = ss.Log(context.WithoutCancel(ctx), r.Params)
 			}
 		},
@@ -281,7 +295,7 @@ func (c *upconn) sessionClient() *mcp.Client {
 			// A call's progress goes with the call; another request's
 			// (the client's own token, passed on) to the session.
 			if !c.g.progress.deliver(r.Params) {
-				if ss := c.d.serverSession(); ss != nil {
+				if ss := c.owner.Load().serverSession(); ss != nil {
 					_ = ss.NotifyProgress(context.WithoutCancel(ctx), r.Params)
 				}
 			}
