@@ -30,9 +30,14 @@ func SetExchangeClock(g *Gateway, now func() time.Time) {
 	}
 }
 
-// SetKeptIdle makes g close a kept upstream session after d unused, and
-// returns a count of the sessions kept. Call it before g serves anything.
-func SetKeptIdle(g *Gateway, d time.Duration) (kept func() int) {
+// SetKeptIdle makes g close a kept upstream session after d unused, by
+// the clock now (nil: time.Now), and returns a count of the sessions kept
+// and a function that closes those kept past their time at once. Call it
+// before g serves anything.
+func SetKeptIdle(g *Gateway, d time.Duration, now func() time.Time) (kept func() int, expire func()) {
 	g.kept.idleFor = d
-	return g.kept.count
+	if now != nil {
+		g.kept.now = now
+	}
+	return g.kept.count, g.kept.expire
 }

@@ -90,7 +90,7 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 func (c *upconn) listOnce(ctx context.Context) ([]wire[*mcp.Tool], error) {
 	cctx, cancel := context.WithTimeout(ctx, c.g.opts.ConnectTimeout)
 	defer cancel()
-	cs, err := c.connect(cctx)
+	cs, _, err := c.connect(cctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}

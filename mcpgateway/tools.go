@@ -54,7 +54,7 @@ func (g *Gateway) relist(ctx context.Context, c *upconn, cs *mcp.ClientSession) 
 func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSession, unlessSame bool) error {
 	// A change announced while the list is read leaves the upstream
 	// stale, and the next call lists once more.
-	gen := c.changes.Load()
+	gen, under := c.changes.Load(), c.streamUnder()
 	tools, rest, err := listWireTools(ctx, g.opts, cs)
 	if err != nil {
 		return err
@@ -84,6 +84,7 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 	}
 	if old := c.listing.Load(); unlessSame && old != nil && sameListing(old, l) {
 		c.listedAt.Store(gen)
+		c.listedUnder.Store(under)
 		return nil
 	}
 	set, err := g.opts.Baseline.Load(ctx)
@@ -126,6 +127,7 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 	}
 	c.listing.Store(l)
 	c.listedAt.Store(gen)
+	c.listedUnder.Store(under)
 	g.mu.Lock()
 	err = g.publishLocked(set)
 	g.mu.Unlock()
@@ -555,6 +557,13 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 			lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
 			err = d.g.relistUnless(lctx, up, cs, !up.stale())
 			cancel()
+			if errors.Is(err, mcp.ErrSessionMissing) {
+				// The upstream ended the session (restarted, or timed it
+				// out while it was kept): nothing was sent, so connect
+				// anew, which lists, once.
+				up.close()
+				cs, err = up.session(ctx)
+			}
 		}
 		if err != nil {
 			return errorResult("", "gatehost: %v; nothing was sent", err), nil
@@ -635,7 +644,33 @@ func clientMeta(m mcp.Meta) mcp.Meta {
 
 // forwardCall sends an accepted call upstream under the call timeout and
 // returns the upstream's result with the run id added to _meta.
+//
+// An upstream that answers the call's first request with 404, as it does
+// for a session it no longer knows (restarted, or timed out while the
+// session was kept), ran nothing (basic/transports, "Session
+// Management"): the gateway connects anew, which lists the tools, and
+// sends the call once more, on the same definitions only.
 func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, runID string) (mcp.Result, error) {
+	seen := up.listing.Load()
+	res, err := d.forwardCallOn(ctx, up, name, p, runID, true)
+	if !errors.Is(err, errSessionUnknown) {
+		return res, err
+	}
+	up.close()
+	if _, err := up.session(ctx); err != nil {
+		return errorResult(runID, "gatehost: accepted, but upstream %s no longer knows the session and %v; nothing was sent", up.u.Name, err), nil
+	}
+	if up.stale() || up.listing.Load() != seen {
+		return errorResult(runID, "gatehost: upstream %s no longer knew the session and lists its tools otherwise now; nothing was sent, call again", up.u.Name), nil
+	}
+	return d.forwardCallOn(ctx, up, name, p, runID, false)
+}
+
+// errSessionUnknown: the upstream answered a call's first request with 404
+// (mcp.ErrSessionMissing), so ran nothing (forwardCall).
+var errSessionUnknown = errors.New("the upstream no longer knows the session")
+
+func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, runID string, again bool) (mcp.Result, error) {
 	cs, err := up.session(ctx)
 	if err == nil {
 		err = d.authorize(ctx, up, runID)
@@ -662,6 +697,9 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	}
 	callUpstream := func() (*mcp.CallToolResult, error) { return cs.CallTool(cctx, params) }
 	res, err := recovered(callUpstream)
+	if again && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+		return nil, errSessionUnknown
+	}
 	for round := 1; err == nil && res.NeedsInput(); round++ {
 		// The upstream asks for input in its answer (upinput.go).
 		answer, responses, ierr := d.upstreamInput(cctx, up, res, round, runID)

@@ -41,6 +41,10 @@ type upconn struct {
 	changes, listedAt atomic.Uint64
 	// listing is the connection's latest complete tools/list.
 	listing atomic.Pointer[listing]
+	// streamOpens counts the GET streams opened to the upstream
+	// (standing.go); listedUnder is the count the listing was read under
+	// (streamUnder). hearsChanges needs them equal.
+	streamOpens, listedUnder atomic.Uint64
 
 	// connecting admits one connection attempt at a time (a semaphore
 	// a waiter can leave when its context ends).
@@ -50,6 +54,8 @@ type upconn struct {
 	client  *mcp.Client
 	rootsOn bool // placeholder root toggle, see rootsChanged
 	cs      *mcp.ClientSession
+	// wire is cs's connection, through the gateway's wire layer.
+	wire *upstreamConn
 	// live ends when cs is dropped (close, or the connection going away):
 	// calls in flight on cs end with it rather than at their timeout.
 	live     context.Context
@@ -92,7 +98,7 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	// it waits no longer than ConnectTimeout.
 	cctx, cancel := context.WithTimeout(ctx, c.g.opts.ConnectTimeout)
 	defer cancel()
-	cs, err := c.connect(cctx)
+	cs, w, err := c.connect(cctx, true)
 	if err == nil {
 		err = c.g.relist(cctx, c, cs)
 		if err != nil {
@@ -108,9 +114,12 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
 	c.g.health.ok(c.u.Name)
-	c.cs = cs
+	c.cs, c.wire = cs, w
 	c.live, c.endLive = context.WithCancel(context.Background())
 	go c.watch(cs)
+	if w.injected != nil {
+		go c.listen(cs, w)
+	}
 	return cs, nil
 }
 
@@ -155,13 +164,36 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 }
 
 // hearsChanges reports whether the upstream's announcements of a change
-// of its tools reach the connection between calls. A stdio upstream's do.
-// A URL upstream's would come on the standing GET stream, which the SDK's
-// HTTP client opens only on a connection of its own type, and the
-// gateway's wire layer (upstreamTransport) wraps that connection: no such
-// stream is opened, nothing announced between calls is heard, and a call
-// to a URL upstream lists its tools again before it is decided.
-func (c *upconn) hearsChanges() bool { return len(c.u.Command) > 0 }
+// of its tools reach the connection between calls, and have since its
+// listing was read. A stdio upstream's do. A URL upstream's come on the GET
+// stream the gateway holds (standing.go): they reach it while the stream
+// is open, and a listing read before the stream (last) opened may have
+// missed one. Otherwise a call to the upstream lists its tools again
+// before it is decided (callTool).
+func (c *upconn) hearsChanges() bool {
+	if len(c.u.Command) > 0 {
+		return true
+	}
+	w := c.currentWire()
+	return w != nil && w.hearing.Load() && c.listedUnder.Load() == c.streamOpens.Load()
+}
+
+// currentWire is the wire connection of the connection's session, nil
+// when there is none.
+func (c *upconn) currentWire() *upstreamConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wire
+}
+
+// streamUnder is what a listing starting now is read under: the count of
+// GET streams opened when one is open (standing.go), 0 when none is.
+func (c *upconn) streamUnder() uint64 {
+	if w := c.currentWire(); w != nil && w.hearing.Load() {
+		return c.streamOpens.Load()
+	}
+	return 0
+}
 
 // shared reports whether the connection serves every session given it
 // rather than one.
@@ -216,8 +248,10 @@ func (c *upconn) close() {
 
 // connect starts the upstream's session with the downstream client's
 // capabilities, so that what the upstream may ask of the client is what
-// the client declared.
-func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+// the client declared. With standing, a URL upstream's connection is
+// made ready for the GET stream the gateway holds (standing.go), which
+// the caller starts once the session is the connection's.
+func (c *upconn) connect(ctx context.Context, standing bool) (*mcp.ClientSession, *upstreamConn, error) {
 	var t mcp.Transport
 	if len(c.u.Command) > 0 {
 		cmd := exec.Command(c.u.Command[0], c.u.Command[1:]...)
@@ -230,7 +264,8 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL,
 			HTTPClient: &http.Client{Transport: credTransport{c: c, base: c.g.upstreamHTTP}}}
 	}
-	t = &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
+	ut := &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
+	t = ut
 	var client *mcp.Client
 	if c.shared() {
 		client = c.sharedClient()
@@ -256,14 +291,30 @@ func (c *upconn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	case !c.shared() && !sessionless(c.owner.Load().protocolVersion()):
 		version = c.owner.Load().protocolVersion()
 	}
+	// The revision 2026-07-28 has no GET stream (SEP-2575); a connection
+	// of a request that keeps nothing (kept.go) ends before anything
+	// would come on one.
+	ut.standing = standing && c.u.URL != "" && version < "2026-07-28" && !c.oneRequest()
 	cs, err := client.Connect(withoutClientRevision{ctx}, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.mu.Lock()
 	c.client = client
 	c.mu.Unlock()
-	return cs, nil
+	return cs, ut.conn, nil
+}
+
+// oneRequest reports whether the connection serves one sessionless
+// request and will not be kept after it.
+func (c *upconn) oneRequest() bool {
+	d := c.owner.Load()
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.perRequest && d.keptKey == ""
 }
 
 // sessionClient is the client of a connection that serves one session:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,9 +30,16 @@ const metaNamespace = "gatehost/"
 //   - the result of a request sent with a rawCapture in its context is
 //     kept as it came on the wire (after that removal), for the gateway
 //     to pass on what the SDK's types would drop or add to (rawCall).
+//
+// With standing, messages also come from the GET stream the gateway holds
+// (standing.go), merged with the connection's own in the order they are
+// read.
 type upstreamTransport struct {
 	mcp.Transport
 	onToolsChanged func()
+	standing       bool
+	// conn is the connection Connect made.
+	conn *upstreamConn
 }
 
 func (t *upstreamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -39,13 +47,67 @@ func (t *upstreamTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &upstreamConn{Connection: c, onToolsChanged: t.onToolsChanged}, nil
+	t.conn = &upstreamConn{Connection: c, onToolsChanged: t.onToolsChanged}
+	if t.standing {
+		t.conn.injected = make(chan jsonrpc.Message)
+		t.conn.closed = make(chan struct{})
+		t.conn.in = make(chan readResult)
+	}
+	return t.conn, nil
 }
 
 type upstreamConn struct {
 	mcp.Connection
 	onToolsChanged func()
 	pending        sync.Map // jsonrpc.ID of a request sent → *rawCapture
+
+	// The standing stream (standing.go), when there is one: hearing while
+	// it is open; its messages come in on injected, the connection's own
+	// on in (pump); closed ends both.
+	hearing   atomic.Bool
+	injected  chan jsonrpc.Message
+	in        chan readResult
+	closed    chan struct{}
+	pumpOnce  sync.Once
+	closeOnce sync.Once
+}
+
+type readResult struct {
+	m   jsonrpc.Message
+	err error
+}
+
+// inject passes m, read from the standing stream, to the connection's
+// reader; false once the connection is closed.
+func (c *upstreamConn) inject(m jsonrpc.Message) bool {
+	select {
+	case c.injected <- m:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// pump reads the connection's own messages into in until it fails.
+func (c *upstreamConn) pump(ctx context.Context) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		select {
+		case c.in <- readResult{m, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *upstreamConn) Close() error {
+	if c.closed != nil {
+		c.closeOnce.Do(func() { close(c.closed) })
+	}
+	return c.Connection.Close()
 }
 
 func (c *upstreamConn) Write(ctx context.Context, m jsonrpc.Message) error {
@@ -58,7 +120,24 @@ func (c *upstreamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 }
 
 func (c *upstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
+	var m jsonrpc.Message
+	var err error
+	if c.injected == nil {
+		m, err = c.Connection.Read(ctx)
+	} else {
+		// The SDK reads from one loop whose context lives as long as the
+		// connection: the pump reads under the first.
+		c.pumpOnce.Do(func() { go c.pump(ctx) })
+		select {
+		case r := <-c.in:
+			m, err = r.m, r.err
+		case m = <-c.injected:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, mcp.ErrConnectionClosed
+		}
+	}
 	if err != nil {
 		return m, err
 	}
