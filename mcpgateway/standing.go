@@ -10,7 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/gatehost/gatehost/internal/sse"
 )
 
 // A Streamable HTTP server sends what is not the answer to a request (a
@@ -45,14 +46,6 @@ func (c *upconn) listen(cs *mcp.ClientSession, w *upstreamConn) {
 	last, wait := "", standingRetryMin
 	for ctx.Err() == nil {
 		resp, err := c.openStanding(ctx, client, cs.ID(), version, last)
-		if errors.Is(err, errSessionGone) {
-			// The upstream ended the session: the connection is dropped
-			// (and not kept), and its next use connects anew.
-			if c.current() == cs {
-				c.close()
-			}
-			return
-		}
 		if errors.Is(err, errNoStanding) {
 			c.g.opts.Logger.Info("mcp gateway: upstream holds no stream open to the gateway; each call lists its tools first",
 				"upstream", c.u.Name, "reason", err)
@@ -64,11 +57,14 @@ func (c *upconn) listen(cs *mcp.ClientSession, w *upstreamConn) {
 			// again first (hearsChanges).
 			c.streamOpens.Add(1)
 			w.hearing.Store(true)
-			var got bool
-			last, got, err = c.readStanding(resp, w, last)
+			opened := time.Now()
+			last, err = c.readStanding(resp, w, last)
 			w.hearing.Store(false)
 			_ = resp.Body.Close()
-			if got {
+			if time.Since(opened) >= standingRetryMax {
+				// Only a stream that held resets the wait: one that ends
+				// after each event is opened again at most every
+				// standingRetryMax.
 				wait = standingRetryMin
 			}
 		}
@@ -87,13 +83,8 @@ func (c *upconn) listen(cs *mcp.ClientSession, w *upstreamConn) {
 	}
 }
 
-var (
-	// errNoStanding: the upstream offers no GET stream.
-	errNoStanding = errors.New("no GET stream offered")
-	// errSessionGone: the upstream answered 404 for the session, which
-	// it ended (basic/transports, "Session Management").
-	errSessionGone = errors.New("the upstream ended the session")
-)
+// errNoStanding: the upstream offers no GET stream.
+var errNoStanding = errors.New("no GET stream offered")
 
 // openStanding sends the GET that opens the stream of session id, resuming
 // after the event last when there is one.
@@ -118,9 +109,10 @@ func (c *upconn) openStanding(ctx context.Context, client *http.Client, id, vers
 	switch {
 	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
 		return resp, nil
-	case resp.StatusCode == http.StatusNotFound && id != "":
-		_ = resp.Body.Close()
-		return nil, errSessionGone
+	// 405 is the answer the transport names; some servers answer 404 or
+	// another 4xx to the GET while their POSTs work (as the SDK's client,
+	// the gateway takes those for no stream: whether the session is
+	// still known is for the next POST to say).
 	case resp.StatusCode == http.StatusMethodNotAllowed, resp.StatusCode == http.StatusOK,
 		resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests:
 		_ = resp.Body.Close()
@@ -130,29 +122,36 @@ func (c *upconn) openStanding(ctx context.Context, client *http.Client, id, vers
 	return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 }
 
+// standingEventMax bounds one event of the stream: what comes on it (list
+// changes, log messages, the upstream's requests) is small next to a
+// call's result.
+const standingEventMax = 1 << 20
+
 // readStanding passes the messages of the open stream resp into w until
-// the stream ends, and returns the last event id seen and whether any
-// message came. An event larger than MaxResultBytes, or one that is not a
-// JSON-RPC message, ends the stream: it is opened again, and the calls
-// meanwhile list first.
-func (c *upconn) readStanding(resp *http.Response, w *upstreamConn, last string) (string, bool, error) {
-	got := false
-	for ev, err := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: c.g.opts.MaxResultBytes}) {
-		if err != nil {
-			return last, got, err
+// the stream ends, and returns the last event id seen and why it ended
+// (never nil). An event larger than standingEventMax (or MaxResultBytes,
+// if smaller), or one whose data is not a JSON-RPC message, ends the
+// stream: it is opened again, and the calls meanwhile list first.
+func (c *upconn) readStanding(resp *http.Response, w *upstreamConn, last string) (string, error) {
+	max := min(standingEventMax, c.g.opts.MaxResultBytes)
+	err := sse.Read(resp.Body, max, func(ev sse.Event) error {
+		last = ev.LastID
+		// As the SDK's client: only message events carry messages; an
+		// event without data is a keep-alive or a priming event.
+		if (ev.Type != "" && ev.Type != "message") || len(ev.Data) == 0 {
+			return nil
 		}
-		last = ev.LastEventID
-		if ev.Data == "" {
-			continue // a keep-alive, or a priming event
-		}
-		m, err := jsonrpc.DecodeMessage([]byte(ev.Data))
+		m, err := jsonrpc.DecodeMessage(ev.Data)
 		if err != nil {
-			return last, got, fmt.Errorf("event %q: %w", ev.LastEventID, err)
+			return fmt.Errorf("event %q: %w", last, err)
 		}
 		if !w.inject(m) {
-			return last, got, mcp.ErrConnectionClosed
+			return mcp.ErrConnectionClosed
 		}
-		got = true
+		return nil
+	})
+	if err == nil {
+		err = errors.New("stream ended")
 	}
-	return last, got, errors.New("stream ended")
+	return last, err
 }

@@ -2,8 +2,6 @@ package mcpgateway
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,21 +23,7 @@ func FuzzStandingStream(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		const maxEvent = 4096
-		c := &upconn{g: &Gateway{opts: Options{MaxResultBytes: maxEvent}}}
-		w := &upstreamConn{injected: make(chan jsonrpc.Message), closed: make(chan struct{})}
-		var got []jsonrpc.Message
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for m := range w.injected {
-				got = append(got, m)
-			}
-		}()
-		resp := &http.Response{Body: io.NopCloser(bytes.NewReader(body))}
-		_, _, err := c.readStanding(resp, w, "")
-		close(w.injected)
-		<-done
+		got, _, err := readStandingAll(bytes.NewReader(body), 4096)
 		if err == nil {
 			t.Fatal("readStanding ended without an error")
 		}

@@ -552,18 +552,9 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		if err := d.authorize(ctx, up, ""); err != nil {
 			return errorResult("", "gatehost: %v; nothing was sent", err), nil
 		}
-		cs, err := up.session(ctx)
+		_, err := up.session(ctx)
 		if err == nil && (up.stale() || !up.hearsChanges()) {
-			lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
-			err = d.g.relistUnless(lctx, up, cs, !up.stale())
-			cancel()
-			if errors.Is(err, mcp.ErrSessionMissing) {
-				// The upstream ended the session (restarted, or timed it
-				// out while it was kept): nothing was sent, so connect
-				// anew, which lists, once.
-				up.close()
-				cs, err = up.session(ctx)
-			}
+			err = d.listForCall(ctx, up)
 		}
 		if err != nil {
 			return errorResult("", "gatehost: %v; nothing was sent", err), nil
@@ -615,12 +606,20 @@ func (d *downstream) callTool(ctx context.Context, req mcp.Request) (mcp.Result,
 		// (a file catalog's tool): there is nowhere to send it.
 		return errorResult(dec.RunID, "gatehost: no upstream of this gateway serves %q; nothing was sent", p.Name), nil
 	}
+	if !up.stale() && !up.hearsChanges() {
+		// What the upstream announced since the listing the decision was
+		// made on may not have been heard (no stream open, or one opened
+		// since: a confirmation can take minutes): list again first.
+		if err := d.listForCall(ctx, up); err != nil {
+			return errorResult(dec.RunID, "gatehost: accepted, but %v; nothing was sent", err), nil
+		}
+	}
 	if up.stale() || up.listing.Load() != c.seen {
 		// The upstream announced (or listed) a change after the decision
 		// was made: the call would meet a definition nobody decided on.
 		return errorResult(dec.RunID, "gatehost: upstream %s changed its tools while the call was decided; nothing was sent, call again", up.u.Name), nil
 	}
-	return d.tracedForward(ctx, up, r.name, p, dec)
+	return d.tracedForward(ctx, up, r.name, p, dec, c.seen)
 }
 
 // forwardedMeta are the keys of a call's _meta that are forwarded: the
@@ -642,21 +641,44 @@ func clientMeta(m mcp.Meta) mcp.Meta {
 	return out
 }
 
+// listForCall lists the upstream's tools before a call is decided or sent
+// (callTool): unless they are the same as the listing it has, when the
+// announcement of a change may have passed unheard; always, when one was
+// heard. An upstream that no longer knows the session (restarted, or timed
+// it out while it was kept) answers 404 (mcp.ErrSessionMissing) and ran
+// nothing: the gateway connects anew, which lists, once.
+func (d *downstream) listForCall(ctx context.Context, up *upconn) error {
+	cs, err := up.session(ctx)
+	if err != nil {
+		return err
+	}
+	lctx, cancel := context.WithTimeout(ctx, d.g.opts.ConnectTimeout)
+	err = d.g.relistUnless(lctx, up, cs, !up.stale())
+	cancel()
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		up.closeIf(cs)
+		_, err = up.session(ctx)
+	}
+	return err
+}
+
 // forwardCall sends an accepted call upstream under the call timeout and
 // returns the upstream's result with the run id added to _meta.
 //
-// An upstream that answers the call's first request with 404, as it does
-// for a session it no longer knows (restarted, or timed out while the
-// session was kept), ran nothing (basic/transports, "Session
+// An upstream that answers the POST of the call itself with 404, as it
+// does for a session it no longer knows (restarted, or timed out while
+// the session was kept), ran nothing (basic/transports, "Session
 // Management"): the gateway connects anew, which lists the tools, and
-// sends the call once more, on the same definitions only.
-func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, runID string) (mcp.Result, error) {
-	seen := up.listing.Load()
+// sends the call once more, on the definitions it was decided on (seen)
+// only. A 404 seen anywhere else (another request's, or the resumption of
+// the call's own stream after it ran) ends the call as a lost connection.
+func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, runID string, seen *listing) (mcp.Result, error) {
 	res, err := d.forwardCallOn(ctx, up, name, p, runID, true)
-	if !errors.Is(err, errSessionUnknown) {
+	var refused *sessionRefused
+	if !errors.As(err, &refused) {
 		return res, err
 	}
-	up.close()
+	up.closeIf(refused.cs)
 	if _, err := up.session(ctx); err != nil {
 		return errorResult(runID, "gatehost: accepted, but upstream %s no longer knows the session and %v; nothing was sent", up.u.Name, err), nil
 	}
@@ -666,9 +688,11 @@ func (d *downstream) forwardCall(ctx context.Context, up *upconn, name string, p
 	return d.forwardCallOn(ctx, up, name, p, runID, false)
 }
 
-// errSessionUnknown: the upstream answered a call's first request with 404
-// (mcp.ErrSessionMissing), so ran nothing (forwardCall).
-var errSessionUnknown = errors.New("the upstream no longer knows the session")
+// sessionRefused: the upstream answered the POST of a call with 404
+// (mcp.ErrSessionMissing) on the session cs, so ran nothing (forwardCall).
+type sessionRefused struct{ cs *mcp.ClientSession }
+
+func (*sessionRefused) Error() string { return "the upstream no longer knows the session" }
 
 func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, runID string, again bool) (mcp.Result, error) {
 	cs, err := up.session(ctx)
@@ -695,10 +719,13 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 		params.Meta = d.withClientCapabilities(params.Meta)
 		params.InputResponses, params.RequestState = roundTripFrom(ctx).upstreamPart()
 	}
-	callUpstream := func() (*mcp.CallToolResult, error) { return cs.CallTool(cctx, params) }
+	var posted postRefusal
+	callUpstream := func() (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.WithValue(cctx, postRefusalKey{}, &posted), params)
+	}
 	res, err := recovered(callUpstream)
-	if again && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
-		return nil, errSessionUnknown
+	if again && posted.refused.Load() && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+		return nil, &sessionRefused{cs: cs}
 	}
 	for round := 1; err == nil && res.NeedsInput(); round++ {
 		// The upstream asks for input in its answer (upinput.go).

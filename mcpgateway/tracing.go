@@ -66,10 +66,10 @@ func (d *downstream) continueTrace(ctx context.Context, req mcp.Request, meta mc
 
 // tracedForward is forwardCall inside a SpanForward span under the
 // decision's, which the upstream receives as its parent.
-func (d *downstream) tracedForward(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, dec *host.Decision) (mcp.Result, error) {
+func (d *downstream) tracedForward(ctx context.Context, up *upconn, name string, p *mcp.CallToolParamsRaw, dec *host.Decision, seen *listing) (mcp.Result, error) {
 	tp := d.g.Host().TracerProvider()
 	if tp == nil {
-		return d.forwardCall(ctx, up, name, p, dec.RunID)
+		return d.forwardCall(ctx, up, name, p, dec.RunID, seen)
 	}
 	ctx, span := tp.Tracer(TracerName).Start(trace.ContextWithSpanContext(ctx, dec.SpanContext()), SpanForward,
 		trace.WithSpanKind(trace.SpanKindClient),
@@ -80,7 +80,7 @@ func (d *downstream) tracedForward(ctx context.Context, up *upconn, name string,
 	maps.Copy(pc.Meta, p.Meta)
 	delete(pc.Meta, "tracestate") // the client's, for its own span: ours replaces both
 	traceContext.Inject(ctx, metaCarrier(pc.Meta))
-	res, err := d.forwardCall(ctx, up, name, &pc, dec.RunID)
+	res, err := d.forwardCall(ctx, up, name, &pc, dec.RunID, seen)
 	switch r, _ := res.(*mcp.CallToolResult); {
 	case err != nil:
 		span.SetAttributes(host.AttrErrorType.String("protocol_error"))

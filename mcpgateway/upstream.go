@@ -114,6 +114,9 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
 	c.g.health.ok(c.u.Name)
+	if r := cs.InitializeResult(); r != nil && r.Capabilities != nil && r.Capabilities.Tools != nil {
+		w.announces = r.Capabilities.Tools.ListChanged
+	}
 	c.cs, c.wire = cs, w
 	c.live, c.endLive = context.WithCancel(context.Background())
 	go c.watch(cs)
@@ -167,15 +170,16 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 // of its tools reach the connection between calls, and have since its
 // listing was read. A stdio upstream's do. A URL upstream's come on the GET
 // stream the gateway holds (standing.go): they reach it while the stream
-// is open, and a listing read before the stream (last) opened may have
-// missed one. Otherwise a call to the upstream lists its tools again
-// before it is decided (callTool).
+// is open, if the upstream declared it announces them (tools.listChanged),
+// and a listing read before the stream (last) opened may have missed one.
+// Otherwise a call to the upstream lists its tools again before it is
+// decided and before it is sent (callTool).
 func (c *upconn) hearsChanges() bool {
 	if len(c.u.Command) > 0 {
 		return true
 	}
 	w := c.currentWire()
-	return w != nil && w.hearing.Load() && c.listedUnder.Load() == c.streamOpens.Load()
+	return w != nil && w.announces && w.hearing.Load() && c.listedUnder.Load() == c.streamOpens.Load()
 }
 
 // currentWire is the wire connection of the connection's session, nil
@@ -243,6 +247,14 @@ func (c *upconn) close() {
 	c.mu.Unlock()
 	if cs != nil {
 		c.g.background(func() { _ = cs.Close() })
+	}
+}
+
+// closeIf closes the connection if cs is still its session: a caller that
+// saw cs fail does not close the session another caller has made since.
+func (c *upconn) closeIf(cs *mcp.ClientSession) {
+	if c.current() == cs {
+		c.close()
 	}
 }
 

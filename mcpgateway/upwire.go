@@ -65,6 +65,7 @@ type upstreamConn struct {
 	// it is open; its messages come in on injected, the connection's own
 	// on in (pump); closed ends both.
 	hearing   atomic.Bool
+	announces bool // the upstream declared tools.listChanged
 	injected  chan jsonrpc.Message
 	in        chan readResult
 	closed    chan struct{}
@@ -116,8 +117,22 @@ func (c *upstreamConn) Write(ctx context.Context, m jsonrpc.Message) error {
 			rc.register(c, r.ID)
 		}
 	}
-	return c.Connection.Write(ctx, m)
+	err := c.Connection.Write(ctx, m)
+	if pr, ok := ctx.Value(postRefusalKey{}).(*postRefusal); ok && errors.Is(err, mcp.ErrSessionMissing) {
+		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+			pr.refused.Store(true)
+		}
+	}
+	return err
 }
+
+// postRefusal, in a request's context, learns whether the upstream refused
+// the request's own POST with 404 (mcp.ErrSessionMissing): then it ran
+// nothing, which the same error read from elsewhere does not say
+// (forwardCall).
+type postRefusal struct{ refused atomic.Bool }
+
+type postRefusalKey struct{}
 
 func (c *upstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	var m jsonrpc.Message
