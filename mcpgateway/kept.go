@@ -16,8 +16,9 @@ import (
 
 // A sessionless request over HTTP (MCP 2026-07-28) is a gateway session of
 // its own, and each of its URL upstreams a connection of its own:
-// initialize, a tools/list for the pins, the call, and the session's close,
-// four exchanges with the upstream for one call. When such a request ends,
+// initialize, notifications/initialized, a tools/list for the pins, the
+// call, and the session's DELETE, five exchanges with the upstream for one
+// call. When such a request ends,
 // its URL upstreams' sessions are kept instead, for the next sessionless
 // request of the same authenticated principal with the same capabilities
 // at the same revision, which takes them over with their listing: a

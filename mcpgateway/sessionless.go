@@ -193,8 +193,8 @@ func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error
 	kept := d.keptKey
 	d.mu.Unlock()
 	// Before the session is registered, while its connections are its
-	// own: a session-scoped upstream's connection kept from this
-	// principal's last request takes the fresh one's place.
+	// own: a URL upstream's connection kept from this principal's last
+	// request takes the fresh one's place (kept.go keeps no other).
 	for i, c := range d.ups {
 		if c == nil || c.shared() {
 			continue
