@@ -43,6 +43,9 @@ type MCP struct {
 	MaxListPages            int           `mapstructure:"max_list_pages"`
 	MaxListItems            int           `mapstructure:"max_list_items"`
 	MaxListBytes            byteSize      `mapstructure:"max_list_bytes"`
+	// MaxUpstreamRequestsPerMinute bounds what one upstream connection
+	// asks of the client (roots, sampling, elicitation).
+	MaxUpstreamRequestsPerMinute int `mapstructure:"max_upstream_requests_per_minute"`
 }
 
 // MCPUpstream is one upstream MCP server: a command gatehost spawns (stdio)

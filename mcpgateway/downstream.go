@@ -132,7 +132,7 @@ func (g *Gateway) newDownstream(shared bool) *downstream {
 			d.ups = append(d.ups, nil) // chosen at the first use (conns)
 			continue
 		}
-		c := &upconn{g: g, idx: i, u: u, connecting: make(chan struct{}, 1)}
+		c := g.newUpconn(i, u)
 		c.owner.Store(d)
 		d.ups = append(d.ups, c)
 	}
@@ -864,6 +864,9 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
 				return c.cutOff(ctx, rec)
 			}
+			if err := c.admitAsk(rec); err != nil {
+				return nil, err
+			}
 			if d.isSessionless() {
 				// The client's revision forbids a request to it during a
 				// call, and the gateway carries none of an upstream's
@@ -909,14 +912,20 @@ func (c *upconn) fromSharedUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		rec := map[string]any{"upstream": c.u.Name, "method": method, "shared": true}
 		switch method {
+		case "roots/list", "sampling/createMessage", "elicitation/create":
+			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
+				return c.cutOff(ctx, rec)
+			}
+			if err := c.admitAsk(rec); err != nil {
+				return nil, err
+			}
+		}
+		switch method {
 		case "roots/list":
 			rec["outcome"] = "answered: no roots (shared upstream)"
 			c.g.recordEdge(kindUpstreamRequest, rec)
 			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 		case "sampling/createMessage", "elicitation/create":
-			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
-				return c.cutOff(ctx, rec)
-			}
 			rec["outcome"] = "refused: shared upstream (not attributable to one session)"
 			c.g.recordEdge(kindUpstreamRequest, rec)
 			c.g.opts.Logger.Warn("mcp gateway: request of a shared upstream to the client refused; configure the upstream session_scoped to relay it",

@@ -227,6 +227,13 @@ func newUpstreamHTTP(base http.RoundTripper, maxSessions int) *http.Transport {
 
 // background runs f in a goroutine that Close waits for, or in the caller
 // once Close has begun waiting (a WaitGroup must not grow while waited on).
+// newUpconn is the connection at index idx to the upstream u, not yet
+// connected.
+func (g *Gateway) newUpconn(idx int, u Upstream) *upconn {
+	return &upconn{g: g, idx: idx, u: u, connecting: make(chan struct{}, 1),
+		asks: newAskBudget(g.opts.MaxUpstreamRequestsPerMinute)}
+}
+
 func (g *Gateway) background(f func()) {
 	g.closeMu.Lock()
 	if g.isClosed {
@@ -269,7 +276,7 @@ func New(ctx context.Context, cfg host.Config, opts Options) (*Gateway, error) {
 			continue
 		}
 		for range max(u.Processes, 1) {
-			g.pools[i] = append(g.pools[i], &upconn{g: g, idx: i, u: u, connecting: make(chan struct{}, 1)})
+			g.pools[i] = append(g.pools[i], g.newUpconn(i, u))
 		}
 	}
 	g.approvals, err = approval.New(approval.Options{Store: o.ApprovalStore, TTL: o.ApprovalTTL, Logger: o.Logger,

@@ -52,6 +52,11 @@ const (
 	// is shown whole in an approval prompt; a call with more cannot be
 	// approved that way (what cannot be shown cannot be approved).
 	DefaultMaxApprovalArgumentBytes = 16 << 10
+	// DefaultMaxUpstreamRequestsPerMinute is the budget of requests one
+	// upstream connection may make of the client: enough for a server
+	// that samples many times in one call, and a bound on what a server
+	// that floods can make the gateway record or a person see.
+	DefaultMaxUpstreamRequestsPerMinute = 120
 )
 
 // Elicitation modes (Options.Elicitation).
@@ -208,6 +213,14 @@ type Options struct {
 	MaxListPages, MaxListItems, MaxListBytes int
 	// MaxApprovalArgumentBytes: see DefaultMaxApprovalArgumentBytes.
 	MaxApprovalArgumentBytes int
+	// MaxUpstreamRequestsPerMinute bounds the requests one upstream
+	// connection makes of the client (roots/list, sampling/createMessage,
+	// elicitation/create), as a token bucket of this many refilled evenly
+	// over a minute; default DefaultMaxUpstreamRequestsPerMinute. One
+	// past it is refused with a JSON-RPC error and never reaches the
+	// client; refusals are recorded at most once a second, each record
+	// counting those it stands for.
+	MaxUpstreamRequestsPerMinute int
 	// Baseline holds the tool definitions trusted across sessions, processes
 	// and replicas (package baseline); nil keeps them in memory for the
 	// gateway's life. See docs/MCP-GATEWAY.md "The edge: trust baseline,
@@ -325,6 +338,7 @@ func (o Options) normalize() (Options, error) {
 		{"max_list_items", &o.MaxListItems, DefaultMaxListItems},
 		{"max_list_bytes", &o.MaxListBytes, DefaultMaxListBytes},
 		{"max_approval_argument_bytes", &o.MaxApprovalArgumentBytes, DefaultMaxApprovalArgumentBytes},
+		{"max_upstream_requests_per_minute", &o.MaxUpstreamRequestsPerMinute, DefaultMaxUpstreamRequestsPerMinute},
 	} {
 		if *n.v < 0 {
 			return bad(n.field, "negative value %d", *n.v)

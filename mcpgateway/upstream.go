@@ -49,6 +49,10 @@ type upconn struct {
 	// connecting admits one connection attempt at a time (a semaphore
 	// a waiter can leave when its context ends).
 	connecting chan struct{}
+	// asks is the budget of the upstream's requests of the client;
+	// relists coalesces its tools/list_changed announcements (budget.go).
+	asks    *askBudget
+	relists serialRuns
 
 	mu      sync.Mutex
 	client  *mcp.Client
@@ -236,6 +240,7 @@ func (c *upconn) healthy() {
 // is signalled only after CommandTransport's grace period, which no caller
 // should wait out.
 func (c *upconn) close() {
+	c.flushRefusals()
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
@@ -338,7 +343,7 @@ func (c *upconn) sessionClient() *mcp.Client {
 		Capabilities:   c.owner.Load().clientCapabilities(),
 		MultiRoundTrip: noAutoInput,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			go c.owner.Load().upstreamToolsChanged(c.idx)
+			c.relists.trigger(func() { c.owner.Load().upstreamToolsChanged(c.idx) })
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
 			c.owner.Load().notifyListChanged(promptsChanged)
@@ -379,7 +384,7 @@ func (c *upconn) sharedClient() *mcp.Client {
 		Capabilities:   &mcp.ClientCapabilities{},
 		MultiRoundTrip: noAutoInput,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			go c.g.sharedToolsChanged(c)
+			c.relists.trigger(func() { c.g.sharedToolsChanged(c) })
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
 			c.g.eachSessionOf(c, func(d *downstream) { d.notifyListChanged(promptsChanged) })

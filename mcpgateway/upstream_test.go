@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,7 +30,11 @@ var noteSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":
 //     write_note, and the SDK announces notifications/tools/list_changed;
 //     {mode: "prompt"} adds a prompt (notifications/prompts/list_changed);
 //   - crash exits the process mid-call; hang never answers; garbage writes
-//     a line that is not JSON-RPC; big answers with size bytes of text.
+//     a line that is not JSON-RPC; big answers with size bytes of text;
+//   - ask asks the client {via: ""} an elicitation (spoof: one imitating
+//     gatehost's prompt), "roots", "sample", "raw_elicit"; "roots_flood"
+//     asks for the roots n times; "announce" writes n tools/list_changed
+//     frames; "lists" answers how many tools/list it has received.
 //
 // hooks, when not nil, let a test see hang start and end: started is
 // closed when the call arrives, cancelled when its context ends (the
@@ -48,6 +53,15 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 		_ = json.Unmarshal(req.Params.Arguments, &m)
 		return m
 	}
+	var lists atomic.Int64 // tools/list requests received
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	s.AddTool(&mcp.Tool{Name: "read_note", InputSchema: noteSchema, Annotations: ro},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -121,6 +135,28 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 					return text("roots failed: " + err.Error()), nil
 				}
 				return text(fmt.Sprint("roots: ", len(r.Roots))), nil
+			case "roots_flood":
+				// Asks for the roots n times, as a server that floods.
+				ok, refused := 0, 0
+				n, _ := args(req)["n"].(float64)
+				for range int(n) {
+					if _, err := req.Session.ListRoots(ctx, nil); err != nil {
+						refused++
+					} else {
+						ok++
+					}
+				}
+				return text(fmt.Sprintf("ok %d refused %d", ok, refused)), nil
+			case "announce":
+				// Announces a change of its tools n times, as frames of
+				// its own (the SDK announces a change once).
+				n, _ := args(req)["n"].(float64)
+				for range int(n) {
+					fmt.Fprintln(os.Stdout, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+				}
+				return text("announced"), nil
+			case "lists":
+				return text(fmt.Sprint("lists ", lists.Load())), nil
 			case "sample":
 				_, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1,
 					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})

@@ -30,6 +30,8 @@ func gatewayOptions(c config.MCP) (mcpgateway.Options, error) {
 		MaxListPages:            c.MaxListPages,
 		MaxListItems:            c.MaxListItems,
 		MaxListBytes:            int(min(c.MaxListBytes, 1<<40)),
+
+		MaxUpstreamRequestsPerMinute: c.MaxUpstreamRequestsPerMinute,
 	}
 	names := make([]string, 0, len(c.Upstreams))
 	for n := range c.Upstreams {
