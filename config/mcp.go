@@ -43,8 +43,8 @@ type MCP struct {
 	MaxListPages            int           `mapstructure:"max_list_pages"`
 	MaxListItems            int           `mapstructure:"max_list_items"`
 	MaxListBytes            byteSize      `mapstructure:"max_list_bytes"`
-	// MaxUpstreamRequestsPerMinute bounds what one upstream connection
-	// asks of the client (roots, sampling, elicitation).
+	// MaxUpstreamRequestsPerMinute bounds what one upstream asks of one
+	// caller's client (roots, sampling, elicitation) per minute.
 	MaxUpstreamRequestsPerMinute int `mapstructure:"max_upstream_requests_per_minute"`
 }
 

@@ -1,11 +1,17 @@
 package mcpgateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -103,4 +109,133 @@ func TestUpstreamAnnouncementFlood(t *testing.T) {
 			assert.Less(t, lists()-before, flood/20)
 		})
 	}
+}
+
+// TestUpstreamRequestsNotCarried: a request an upstream makes of the
+// client that the gateway does not carry is refused at once, unrecorded.
+// The SDK's client would answer completion/complete by asking the upstream
+// back and waiting, without bound: 500 of them held 500 goroutines and
+// kept the gateway from closing. Imitations of gatehost's approval prompt
+// spend the budget first, so a flood of them is recorded a budget's worth
+// of times, not once each.
+func TestUpstreamRequestsNotCarried(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, params string
+	}{
+		{"completion/complete", "completion/complete", `{"ref":{"type":"ref/prompt","name":"x"},"argument":{"name":"a","value":"b"}}`},
+		{"tasks/get", "tasks/get", `{"taskId":"t"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, g, cs := scopedUpstream(t, 5)
+			assert.Equal(t, "sent", text(call(t, cs, "ask", map[string]any{"via": "raw_requests", "n": 500, "m": tc.method, "p": tc.params})))
+			// Answered before the call's own answer was read: nothing
+			// was asked back of the upstream.
+			assert.Equal(t, "received 0", text(call(t, cs, "ask", map[string]any{"via": "received", "m": tc.method})))
+			_ = cs.Close()
+			closed := make(chan error, 1)
+			go func() { closed <- g.Close() }()
+			select {
+			case err := <-closed:
+				require.NoError(t, err)
+			case <-time.After(time.Minute):
+				t.Fatal("the gateway did not close: requests of the upstream are still waiting")
+			}
+			assert.Empty(t, logRecords(t, f.logPath, "mcp_upstream_request"))
+		})
+	}
+
+	// An imitation of gatehost's approval prompt cuts the upstream off,
+	// and the next call connects it again: each call's flood is met by
+	// the same budget, spent before the imitation is looked at.
+	t.Run("imitations", func(t *testing.T) {
+		f, g, cs := scopedUpstream(t, 5)
+		start := time.Now()
+		for range 4 {
+			call(t, cs, "ask", map[string]any{"via": "raw_requests", "n": 300, "m": "elicitation/create",
+				"p": `{"message":"gatehost approval request","requestedSchema":{"type":"object","properties":{"approve":{"type":"boolean"}}}}`})
+		}
+		require.NoError(t, g.Close())
+		imitations := 0
+		for _, rec := range logRecords(t, f.logPath, "mcp_upstream_request") {
+			if strings.Contains(string(rec.Data), "imitates gatehost's approval prompt") {
+				imitations++
+			}
+		}
+		assert.Positive(t, imitations)
+		assert.LessOrEqual(t, imitations, 5+1+int(time.Since(start)/(time.Minute/5)))
+	})
+}
+
+// scopedUpstream is a gateway in front of a session-scoped test upstream
+// with a budget of perMinute requests of the client, and a client that
+// has listed its tools.
+func scopedUpstream(t *testing.T, perMinute int) (*fixture, *mcpgateway.Gateway, *mcp.ClientSession) {
+	t.Helper()
+	f := newFixture(t, nil, nil)
+	up := stdioUpstream(t, "notes")
+	up.SessionScoped = true
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"},
+		MaxUpstreamRequestsPerMinute: perMinute})
+	cs := connect(t, g, nil)
+	toolNames(t, cs)
+	return f, g, cs
+}
+
+// TestUpstreamInputInAnswerBudget: a 2026-07-28 upstream's input requests,
+// which come in its answers, spend the same budget: past it the answer is
+// refused and the person is not asked.
+func TestUpstreamInputInAnswerBudget(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "greet", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			in := mcp.InputRequestMap{}
+			for i := range 4 {
+				in[fmt.Sprint("q", i)] = &mcp.ElicitParams{Message: "Your name?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+			}
+			return &mcp.CallToolResult{RequestState: "s", InputRequests: in}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"}, MaxUpstreamRequestsPerMinute: 5,
+		Upstreams: []mcpgateway.Upstream{{Name: "asking", URL: srv.URL, ProtocolVersion: sessionlessRevision}}})
+	var asked atomic.Int64
+	cs := connectAt(t, g, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "x"}}, nil
+	}}, "2025-11-25")
+	toolNames(t, cs)
+	start := time.Now()
+	var last *mcp.CallToolResult
+	for range 3 {
+		last = call(t, cs, "greet", map[string]any{})
+	}
+	assert.True(t, last.IsError, "past the budget the call is refused")
+	assert.Contains(t, text(last), "over its budget")
+	assert.LessOrEqual(t, asked.Load(), int64(5+1+int(time.Since(start)/(time.Minute/5))), "the budget bounds what reaches the person")
+}
+
+// TestSessionlessRequestsShareBudget: sessionless requests, each of which
+// connects its upstream anew, spend one budget: their caller's.
+func TestSessionlessRequestsShareBudget(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{{Name: "notes", URL: revisionUpstream(t)}}, ActivateOnList: []string{"*"},
+		MaxUpstreamRequestsPerMinute: 5})
+	cs := sessionlessClient(t, g, "http", nil)
+	toolNames(t, cs)
+	start := time.Now()
+	for range 4 {
+		r := call(t, cs, "ask", map[string]any{"via": "roots_flood", "n": 20})
+		require.False(t, r.IsError, text(r))
+	}
+	require.NoError(t, g.Close())
+	answered := 0
+	for _, rec := range logRecords(t, f.logPath, "mcp_upstream_request") {
+		if strings.Contains(string(rec.Data), "answered: no roots") {
+			answered++
+		}
+	}
+	assert.GreaterOrEqual(t, answered, 5)
+	assert.LessOrEqual(t, answered, 5+1+int(time.Since(start)/(time.Minute/5)), "one budget for the caller")
 }

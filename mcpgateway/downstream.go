@@ -843,9 +843,10 @@ func mergedResult[T any](key string, items []wire[T], err error) (mcp.Result, er
 	return listResult(key, items, nil)
 }
 
-// fromUpstream is the upstream clients' receiving middleware: requests the
-// upstream makes of the client go to the downstream client, recorded in
-// the event log. An elicitation is labelled with the upstream it comes
+// fromUpstream is the upstream clients' receiving middleware: what the
+// upstream sends passes asked (budget.go) first; requests the upstream
+// makes of the client go to the downstream client, recorded in the event
+// log. An elicitation is labelled with the upstream it comes
 // from, so that it cannot pass for gatehost's own approval prompt; one that
 // imitates that prompt is refused and the upstream disconnected.
 func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
@@ -853,37 +854,37 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 		return withCodes(c.fromSharedUpstream(next))
 	}
 	return withCodes(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if err := c.asked(method); err != nil {
+			return nil, err
+		}
+		if !isAsk(method) {
+			return next(ctx, method, req) // ping, notifications
+		}
 		d := c.owner.Load() // a kept connection changes owner (kept.go)
 		ss := d.serverSession()
-		switch method {
-		case "roots/list", "sampling/createMessage", "elicitation/create":
-			if ss == nil {
-				return nil, fmt.Errorf("gatehost mcp gateway: no client session for %s", method)
-			}
-			rec := map[string]any{"upstream": c.u.Name, "method": method, "session": d.sessionID()}
-			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
-				return c.cutOff(ctx, rec)
-			}
-			if err := c.admitAsk(rec); err != nil {
-				return nil, err
-			}
-			if d.isSessionless() {
-				// The client's revision forbids a request to it during a
-				// call, and the gateway carries none of an upstream's
-				// into a call's answer.
-				if method == "roots/list" {
-					rec["outcome"] = "answered: no roots (sessionless client)"
-					d.g.recordEdge(kindUpstreamRequest, rec)
-					return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
-				}
-				rec["outcome"] = "refused: the client's revision takes no request during a call"
-				d.g.recordEdge(kindUpstreamRequest, rec)
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-					Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: the client's protocol revision takes no request during a call", method)}
-			}
-			rec["outcome"] = "relayed"
-			d.g.recordEdge(kindUpstreamRequest, rec)
+		if ss == nil {
+			return nil, fmt.Errorf("gatehost mcp gateway: no client session for %s", method)
 		}
+		rec := map[string]any{"upstream": c.u.Name, "method": method, "session": d.sessionID()}
+		if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
+			return c.cutOff(ctx, rec)
+		}
+		if d.isSessionless() {
+			// The client's revision forbids a request to it during a
+			// call, and the gateway carries none of an upstream's
+			// into a call's answer.
+			if method == "roots/list" {
+				rec["outcome"] = "answered: no roots (sessionless client)"
+				d.g.recordEdge(kindUpstreamRequest, rec)
+				return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+			}
+			rec["outcome"] = "refused: the client's revision takes no request during a call"
+			d.g.recordEdge(kindUpstreamRequest, rec)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: the client's revision takes no request during a call", method)}
+		}
+		rec["outcome"] = "relayed"
+		d.g.recordEdge(kindUpstreamRequest, rec)
 		switch p := req.GetParams().(type) {
 		case *mcp.ListRootsParams:
 			return ss.ListRoots(ctx, p)
@@ -910,15 +911,15 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 // connection: refused unanswered, and the upstream disconnected.
 func (c *upconn) fromSharedUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if err := c.asked(method); err != nil {
+			return nil, err
+		}
+		if !isAsk(method) {
+			return next(ctx, method, req) // ping, notifications
+		}
 		rec := map[string]any{"upstream": c.u.Name, "method": method, "shared": true}
-		switch method {
-		case "roots/list", "sampling/createMessage", "elicitation/create":
-			if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
-				return c.cutOff(ctx, rec)
-			}
-			if err := c.admitAsk(rec); err != nil {
-				return nil, err
-			}
+		if ep, ok := req.GetParams().(*mcp.ElicitParams); ok && imitatesApproval(ep) {
+			return c.cutOff(ctx, rec)
 		}
 		switch method {
 		case "roots/list":
@@ -935,6 +936,33 @@ func (c *upconn) fromSharedUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// isAsk reports whether method is a request an upstream may make of the
+// client that the gateway carries (or answers) and records.
+func isAsk(method string) bool {
+	switch method {
+	case "roots/list", "sampling/createMessage", "elicitation/create":
+		return true
+	}
+	return false
+}
+
+// asked is the gate of everything an upstream sends the client: its
+// notifications and ping pass; a request the gateway carries spends the
+// budget (admitAsk) before anything else is done with it, an imitation of
+// gatehost's prompt included; any other request (the SDK's client would
+// answer completion/complete by asking the upstream back, and wait) is
+// refused, unrecorded.
+func (c *upconn) asked(method string) error {
+	switch {
+	case isAsk(method):
+		return c.admitAsk(method)
+	case method == "ping" || strings.HasPrefix(method, "notifications/"):
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("gatehost mcp gateway: %s is not a request an upstream may make of the client through the gateway", method)}
 }
 
 // upstreamLabel starts every elicitation an upstream sends, so that the

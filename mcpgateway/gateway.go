@@ -127,7 +127,9 @@ type Gateway struct {
 	// appendRecord appends an approval record to the host's event log;
 	// nil when the host has none. ownLog is the log when New opened it.
 	appendRecord func(eventlog.Record) error
-	ownLog       *eventlog.Log
+	// asks are the budgets of upstreams' requests of the client (budget.go).
+	asks   askBudgets
+	ownLog *eventlog.Log
 
 	mu sync.Mutex // serialises catalog publication
 	// routes maps an exposed tool name to its upstream; replaced whole.
@@ -230,8 +232,7 @@ func newUpstreamHTTP(base http.RoundTripper, maxSessions int) *http.Transport {
 // newUpconn is the connection at index idx to the upstream u, not yet
 // connected.
 func (g *Gateway) newUpconn(idx int, u Upstream) *upconn {
-	return &upconn{g: g, idx: idx, u: u, connecting: make(chan struct{}, 1),
-		asks: newAskBudget(g.opts.MaxUpstreamRequestsPerMinute)}
+	return &upconn{g: g, idx: idx, u: u, connecting: make(chan struct{}, 1)}
 }
 
 func (g *Gateway) background(f func()) {
@@ -491,6 +492,10 @@ func (g *Gateway) Close() error {
 	g.isClosed = true
 	g.closeMu.Unlock()
 	g.closing.Wait()
+	// Every connection's handlers have returned (the SDK's Close waits
+	// for them): what the budgets refused is recorded before the log
+	// closes.
+	g.asks.recordAll()
 	g.upstreamHTTP.CloseIdleConnections()
 	return g.closeHost()
 }

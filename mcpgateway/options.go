@@ -53,7 +53,7 @@ const (
 	// approved that way (what cannot be shown cannot be approved).
 	DefaultMaxApprovalArgumentBytes = 16 << 10
 	// DefaultMaxUpstreamRequestsPerMinute is the budget of requests one
-	// upstream connection may make of the client: enough for a server
+	// upstream may make of one caller's client: enough for a server
 	// that samples many times in one call, and a bound on what a server
 	// that floods can make the gateway record or a person see.
 	DefaultMaxUpstreamRequestsPerMinute = 120
@@ -213,13 +213,13 @@ type Options struct {
 	MaxListPages, MaxListItems, MaxListBytes int
 	// MaxApprovalArgumentBytes: see DefaultMaxApprovalArgumentBytes.
 	MaxApprovalArgumentBytes int
-	// MaxUpstreamRequestsPerMinute bounds the requests one upstream
-	// connection makes of the client (roots/list, sampling/createMessage,
-	// elicitation/create), as a token bucket of this many refilled evenly
-	// over a minute; default DefaultMaxUpstreamRequestsPerMinute. One
-	// past it is refused with a JSON-RPC error and never reaches the
-	// client; refusals are recorded at most once a second, each record
-	// counting those it stands for.
+	// MaxUpstreamRequestsPerMinute bounds the requests one upstream makes
+	// of one caller's client (roots/list, sampling/createMessage,
+	// elicitation/create; a shared process's, of all its callers'), as a
+	// token bucket of this many refilled evenly over a minute; default
+	// DefaultMaxUpstreamRequestsPerMinute. One past it is refused with a
+	// JSON-RPC error and never reaches the client; refusals are recorded
+	// within about a second, each record counting those it stands for.
 	MaxUpstreamRequestsPerMinute int
 	// Baseline holds the tool definitions trusted across sessions, processes
 	// and replicas (package baseline); nil keeps them in memory for the

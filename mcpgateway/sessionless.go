@@ -200,8 +200,10 @@ func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error
 			continue
 		}
 		if k := d.g.kept.take(kept, i); k != nil {
-			k.owner.Store(d)
+			// In this order: a listing of k under way reads its new
+			// owner's connections once it sees the owner.
 			d.ups[i] = k
+			k.owner.Store(d)
 		}
 	}
 	d.g.sessions.Store(d, struct{}{})

@@ -83,8 +83,7 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 		l.digests[t.Name], l.defs[t.Name] = d, w.raw
 	}
 	if old := c.listing.Load(); unlessSame && old != nil && sameListing(old, l) {
-		c.listedAt.Store(gen)
-		c.listedUnder.Store(under)
+		c.storeListing(nil, gen, under)
 		return nil
 	}
 	set, err := g.opts.Baseline.Load(ctx)
@@ -125,9 +124,9 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 		// re-list of an unchanged upstream (callTool compares them).
 		l = old
 	}
-	c.listing.Store(l)
-	c.listedAt.Store(gen)
-	c.listedUnder.Store(under)
+	if !c.storeListing(l, gen, under) {
+		return nil // a listing read later is the connection's already
+	}
 	g.mu.Lock()
 	err = g.publishLocked(set)
 	g.mu.Unlock()
@@ -135,6 +134,28 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 		_ = g.checkPolicies() // a verdict is logged, recorded and on /readyz
 	}
 	return err
+}
+
+// storeListing makes l (nil: the listing the connection has) the
+// connection's listing, read from change count gen under stream count
+// under, unless a listing read later is the connection's already.
+// Listings of one connection run concurrently (a client's tools/list, a
+// call's, the one after an announcement), and one that started earlier
+// but ends last must not pass its older definitions off as current with
+// the newer count (stale would then be false). It reports whether it
+// stored.
+func (c *upconn) storeListing(l *listing, gen, under uint64) bool {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	if at, u := c.listedAt.Load(), c.listedUnder.Load(); gen < at || gen == at && under < u {
+		return false
+	}
+	if l != nil {
+		c.listing.Store(l)
+	}
+	c.listedAt.Store(gen)
+	c.listedUnder.Store(under)
+	return true
 }
 
 // sameListing reports whether a and b list the same tools, in the same

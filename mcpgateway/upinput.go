@@ -210,6 +210,14 @@ func (d *downstream) checkInputRequests(up *upconn, in mcp.InputRequestMap, outc
 	for _, id := range slices.Sorted(maps.Keys(in)) {
 		ir := in[id]
 		rec := map[string]any{"upstream": up.u.Name, "session": d.sessionID(), "input_request": quoted(id), "in_answer": true}
+		if m := inputMethod(ir); m != "" {
+			// Spent before anything else is done with it, as a request
+			// made during a call (fromUpstream): over the budget, the
+			// whole answer is refused and nothing reaches the person.
+			if err := up.admitAsk(m); err != nil {
+				return nil, fmt.Errorf("upstream %s: %w", up.u.Name, err)
+			}
+		}
 		switch p := ir.(type) {
 		case *mcp.ElicitParams:
 			rec["method"] = "elicitation/create"
@@ -244,6 +252,20 @@ func (d *downstream) checkInputRequests(up *upconn, in mcp.InputRequestMap, outc
 		out[id] = ir
 	}
 	return out, nil
+}
+
+// inputMethod is the method of the request an input request stands for,
+// or "" for a kind the gateway does not carry.
+func inputMethod(ir mcp.InputRequest) string {
+	switch ir.(type) {
+	case *mcp.ElicitParams:
+		return "elicitation/create"
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		return "sampling/createMessage"
+	case *mcp.ListRootsParams:
+		return "roots/list"
+	}
+	return ""
 }
 
 // withoutGatehostMeta is m without gatehost's namespace: only gatehost

@@ -39,8 +39,10 @@ type upconn struct {
 	// complete listing started at. While they differ (stale) no call to
 	// the upstream is decided on the listing it has.
 	changes, listedAt atomic.Uint64
-	// listing is the connection's latest complete tools/list.
+	// listing is the connection's latest complete tools/list; listMu
+	// orders its stores with listedAt's and listedUnder's (storeListing).
 	listing atomic.Pointer[listing]
+	listMu  sync.Mutex
 	// streamOpens counts the GET streams opened to the upstream
 	// (standing.go); listedUnder is the count the listing was read under
 	// (streamUnder). hearsChanges needs them equal.
@@ -49,9 +51,8 @@ type upconn struct {
 	// connecting admits one connection attempt at a time (a semaphore
 	// a waiter can leave when its context ends).
 	connecting chan struct{}
-	// asks is the budget of the upstream's requests of the client;
-	// relists coalesces its tools/list_changed announcements (budget.go).
-	asks    *askBudget
+	// relists coalesces the upstream's tools/list_changed announcements
+	// (budget.go).
 	relists serialRuns
 
 	mu      sync.Mutex
@@ -240,7 +241,6 @@ func (c *upconn) healthy() {
 // is signalled only after CommandTransport's grace period, which no caller
 // should wait out.
 func (c *upconn) close() {
-	c.flushRefusals()
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil

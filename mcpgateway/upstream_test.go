@@ -34,7 +34,9 @@ var noteSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":
 //   - ask asks the client {via: ""} an elicitation (spoof: one imitating
 //     gatehost's prompt), "roots", "sample", "raw_elicit"; "roots_flood"
 //     asks for the roots n times; "announce" writes n tools/list_changed
-//     frames; "lists" answers how many tools/list it has received.
+//     frames; "raw_requests" writes n requests {m, p} without awaiting
+//     them; "lists" answers how many tools/list it has received,
+//     "received" how many requests of method m.
 //
 // hooks, when not nil, let a test see hang start and end: started is
 // closed when the call arrives, cancelled when its context ends (the
@@ -53,12 +55,14 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 		_ = json.Unmarshal(req.Params.Arguments, &m)
 		return m
 	}
-	var lists atomic.Int64 // tools/list requests received
+	var received sync.Map // method → *atomic.Int64, the requests received
+	count := func(method string) *atomic.Int64 {
+		n, _ := received.LoadOrStore(method, new(atomic.Int64))
+		return n.(*atomic.Int64)
+	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" {
-				lists.Add(1)
-			}
+			count(method).Add(1)
 			return next(ctx, method, req)
 		}
 	})
@@ -155,8 +159,21 @@ func newTestUpstream(hk *hooks) *mcp.Server {
 					fmt.Fprintln(os.Stdout, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 				}
 				return text("announced"), nil
+			case "raw_requests":
+				// Sends n requests of method m with params p as frames of
+				// its own, without waiting for their answers.
+				n, _ := args(req)["n"].(float64)
+				m, _ := args(req)["m"].(string)
+				p, _ := args(req)["p"].(string)
+				for i := range int(n) {
+					fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":"raw-%d","method":%q,"params":%s}`+"\n", i, m, p)
+				}
+				return text("sent"), nil
 			case "lists":
-				return text(fmt.Sprint("lists ", lists.Load())), nil
+				return text(fmt.Sprint("lists ", count("tools/list").Load())), nil
+			case "received":
+				m, _ := args(req)["m"].(string)
+				return text(fmt.Sprint("received ", count(m).Load())), nil
 			case "sample":
 				_, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1,
 					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
