@@ -35,6 +35,7 @@ const maxIdleBudgets = 1024
 // connect anew, and reconnects all spend the same one.
 type askBudget struct {
 	g     *Gateway
+	reg   *askBudgets
 	lim   *rate.Limiter
 	label map[string]any // upstream and principal, for the records
 
@@ -46,8 +47,13 @@ type askBudget struct {
 
 // askBudgets are the gateway's budgets, by key (askKey).
 type askBudgets struct {
-	mu sync.Mutex
-	by map[string]*askBudget
+	mu      sync.Mutex
+	by      map[string]*askBudget
+	sweepAt int  // the size at which idle budgets are dropped next
+	closed  bool // recordAll ran: refusals are recorded at once
+	// flushes counts the flush timers set and not yet done, for
+	// recordAll to wait on.
+	flushes sync.WaitGroup
 }
 
 // budget returns the connection's budget: its own when the connection is
@@ -64,6 +70,13 @@ func (c *upconn) budget() *askBudget {
 		d.mu.Lock()
 		key += d.key
 		label["principal"] = principalLabel(d.principal)
+		if d.principal == nil && d.id != "" && !sessionless(d.version) {
+			// Anonymous callers are one principal; each session of
+			// them has a budget of its own, so that one cannot spend
+			// another's. Sessionless anonymous requests share one.
+			key += "\x00" + d.id
+			label["session"] = d.id
+		}
 		d.mu.Unlock()
 	}
 	return c.g.asks.get(c.g, key, label)
@@ -78,15 +91,18 @@ func (r *askBudgets) get(g *Gateway, key string, label map[string]any) *askBudge
 	if r.by == nil {
 		r.by = map[string]*askBudget{}
 	}
-	if len(r.by) >= maxIdleBudgets {
+	if len(r.by) >= max(r.sweepAt, maxIdleBudgets) {
 		for k, b := range r.by {
 			if b.idle() {
 				delete(r.by, k)
 			}
 		}
+		// With many budgets in use at once, the next sweep waits for
+		// as many more: each costs a pass over them all.
+		r.sweepAt = 2 * len(r.by)
 	}
 	n := g.opts.MaxUpstreamRequestsPerMinute
-	b := &askBudget{g: g, lim: rate.NewLimiter(rate.Limit(float64(n)/60), n), label: label}
+	b := &askBudget{g: g, reg: r, lim: rate.NewLimiter(rate.Limit(float64(n)/60), n), label: label}
 	r.by[key] = b
 	return b
 }
@@ -109,18 +125,26 @@ func (c *upconn) admitAsk(method string) error {
 	if b.lim.Allow() {
 		return nil
 	}
+	// The registry's lock first, as get takes them; under it a timer is
+	// added to flushes only before recordAll waits on them.
+	b.reg.mu.Lock()
 	b.mu.Lock()
 	if b.refused == nil {
 		b.refused = map[string]int{}
 	}
 	b.refused[method]++
 	var due map[string]int
-	if wait := refusalRecordEvery - time.Since(b.last); wait <= 0 {
+	if wait := refusalRecordEvery - time.Since(b.last); wait <= 0 || b.reg.closed {
 		due = b.take()
 	} else if b.flush == nil {
-		b.flush = time.AfterFunc(wait, b.record)
+		b.reg.flushes.Add(1)
+		b.flush = time.AfterFunc(wait, func() {
+			defer b.reg.flushes.Done()
+			b.record()
+		})
 	}
 	b.mu.Unlock()
+	b.reg.mu.Unlock()
 	if due != nil {
 		b.write(due)
 	}
@@ -134,7 +158,9 @@ func (b *askBudget) take() map[string]int {
 	due := b.refused
 	b.refused, b.last = nil, time.Now()
 	if b.flush != nil {
-		b.flush.Stop()
+		if b.flush.Stop() {
+			b.reg.flushes.Done() // it will not run
+		}
 		b.flush = nil
 	}
 	return due
@@ -164,10 +190,13 @@ func (b *askBudget) write(due map[string]int) {
 		"upstream", b.label["upstream"], "refused", n, "per_minute", b.g.opts.MaxUpstreamRequestsPerMinute)
 }
 
-// recordAll writes every budget's pending refusals; Close calls it once
-// no connection is left to make more, before the event log closes.
+// recordAll writes every budget's pending refusals, and waits for the
+// flush timers already running; Close calls it once no connection is
+// left to make more, before the event log closes. Refusals after it are
+// recorded at once.
 func (r *askBudgets) recordAll() {
 	r.mu.Lock()
+	r.closed = true
 	all := make([]*askBudget, 0, len(r.by))
 	for _, b := range r.by {
 		all = append(all, b)
@@ -176,6 +205,7 @@ func (r *askBudgets) recordAll() {
 	for _, b := range all {
 		b.record()
 	}
+	r.flushes.Wait()
 }
 
 // serialRuns runs a function in the background at most once at a time:

@@ -239,3 +239,22 @@ func TestSessionlessRequestsShareBudget(t *testing.T) {
 	assert.GreaterOrEqual(t, answered, 5)
 	assert.LessOrEqual(t, answered, 5+1+int(time.Since(start)/(time.Minute/5)), "one budget for the caller")
 }
+
+// TestAnonymousSessionsBudgets: anonymous callers are one principal, but
+// each of their sessions has a budget of its own: what one session's
+// upstream asks does not spend another's.
+func TestAnonymousSessionsBudgets(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	up := stdioUpstream(t, "notes")
+	up.SessionScoped = true
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"},
+		MaxUpstreamRequestsPerMinute: 5})
+	a, b := connect(t, g, nil), connect(t, g, nil)
+	toolNames(t, a)
+	toolNames(t, b)
+	var ok, refused int
+	_, err := fmt.Sscanf(text(call(t, a, "ask", map[string]any{"via": "roots_flood", "n": 50})), "ok %d refused %d", &ok, &refused)
+	require.NoError(t, err)
+	require.Positive(t, refused, "a's budget is spent")
+	assert.Equal(t, "ok 1 refused 0", text(call(t, b, "ask", map[string]any{"via": "roots_flood", "n": 1})))
+}

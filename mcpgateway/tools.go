@@ -55,6 +55,7 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 	// A change announced while the list is read leaves the upstream
 	// stale, and the next call lists once more.
 	gen, under := c.changes.Load(), c.streamUnder()
+	seq := c.listSeq.Add(1)
 	tools, rest, err := listWireTools(ctx, g.opts, cs)
 	if err != nil {
 		return err
@@ -83,7 +84,9 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 		l.digests[t.Name], l.defs[t.Name] = d, w.raw
 	}
 	if old := c.listing.Load(); unlessSame && old != nil && sameListing(old, l) {
-		c.storeListing(nil, gen, under)
+		// What was read is old's definitions: old is stored back, with
+		// this listing's counts, unless a listing begun later is stored.
+		c.storeListing(old, seq, gen, under)
 		return nil
 	}
 	set, err := g.opts.Baseline.Load(ctx)
@@ -124,8 +127,8 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 		// re-list of an unchanged upstream (callTool compares them).
 		l = old
 	}
-	if !c.storeListing(l, gen, under) {
-		return nil // a listing read later is the connection's already
+	if !c.storeListing(l, seq, gen, under) {
+		return nil // a listing begun later is the connection's already
 	}
 	g.mu.Lock()
 	err = g.publishLocked(set)
@@ -136,23 +139,22 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 	return err
 }
 
-// storeListing makes l (nil: the listing the connection has) the
-// connection's listing, read from change count gen under stream count
-// under, unless a listing read later is the connection's already.
-// Listings of one connection run concurrently (a client's tools/list, a
-// call's, the one after an announcement), and one that started earlier
-// but ends last must not pass its older definitions off as current with
-// the newer count (stale would then be false). It reports whether it
-// stored.
-func (c *upconn) storeListing(l *listing, gen, under uint64) bool {
+// storeListing makes l the connection's listing, read from change count
+// gen under stream count under by the listing begun seq-th (listSeq),
+// unless a listing begun later is stored already. Listings of one
+// connection run concurrently (a client's tools/list, a call's, the one
+// after an announcement), and one begun earlier but ended last must not
+// pass its older definitions off with a newer listing's counts (stale
+// would then be false); the one begun last read the upstream after every
+// other's counts were taken. It reports whether it stored.
+func (c *upconn) storeListing(l *listing, seq, gen, under uint64) bool {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
-	if at, u := c.listedAt.Load(), c.listedUnder.Load(); gen < at || gen == at && under < u {
+	if seq < c.storedSeq {
 		return false
 	}
-	if l != nil {
-		c.listing.Store(l)
-	}
+	c.storedSeq = seq
+	c.listing.Store(l)
 	c.listedAt.Store(gen)
 	c.listedUnder.Store(under)
 	return true

@@ -39,10 +39,14 @@ type upconn struct {
 	// complete listing started at. While they differ (stale) no call to
 	// the upstream is decided on the listing it has.
 	changes, listedAt atomic.Uint64
-	// listing is the connection's latest complete tools/list; listMu
-	// orders its stores with listedAt's and listedUnder's (storeListing).
-	listing atomic.Pointer[listing]
-	listMu  sync.Mutex
+	// listing is the connection's latest complete tools/list. listSeq
+	// numbers the listings as they begin; listMu orders the stores of
+	// listing, listedAt and listedUnder by it, storedSeq being the
+	// number of the listing stored (storeListing).
+	listing   atomic.Pointer[listing]
+	listSeq   atomic.Uint64
+	listMu    sync.Mutex
+	storedSeq uint64
 	// streamOpens counts the GET streams opened to the upstream
 	// (standing.go); listedUnder is the count the listing was read under
 	// (streamUnder). hearsChanges needs them equal.
