@@ -881,7 +881,7 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			rec["outcome"] = "refused: the client's revision takes no request during a call"
 			d.g.recordEdge(kindUpstreamRequest, rec)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: the client's revision takes no request during a call", method)}
+				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: the client's protocol revision takes no request during a call", method)}
 		}
 		rec["outcome"] = "relayed"
 		d.g.recordEdge(kindUpstreamRequest, rec)

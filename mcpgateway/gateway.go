@@ -227,14 +227,14 @@ func newUpstreamHTTP(base http.RoundTripper, maxSessions int) *http.Transport {
 	return t
 }
 
-// background runs f in a goroutine that Close waits for, or in the caller
-// once Close has begun waiting (a WaitGroup must not grow while waited on).
 // newUpconn is the connection at index idx to the upstream u, not yet
 // connected.
 func (g *Gateway) newUpconn(idx int, u Upstream) *upconn {
 	return &upconn{g: g, idx: idx, u: u, connecting: make(chan struct{}, 1)}
 }
 
+// background runs f in a goroutine that Close waits for, or in the caller
+// once Close has begun waiting (a WaitGroup must not grow while waited on).
 func (g *Gateway) background(f func()) {
 	g.closeMu.Lock()
 	if g.isClosed {
