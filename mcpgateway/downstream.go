@@ -884,7 +884,10 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: the client's protocol revision takes no request during a call", method)}
 		}
 		rec["outcome"] = "relayed"
-		d.g.recordEdge(kindUpstreamRequest, rec)
+		if err := d.g.recordEdge(kindUpstreamRequest, rec); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: %v", method, errNotRecorded)}
+		}
 		switch p := req.GetParams().(type) {
 		case *mcp.ListRootsParams:
 			return ss.ListRoots(ctx, p)

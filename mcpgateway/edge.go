@@ -185,11 +185,14 @@ func (g *Gateway) requestPrincipal(req mcp.Request) (*abi.Principal, bool) {
 	return v.(principalRef).p, true
 }
 
-// recordEdge appends one record of the edge to the event log; a failure
-// is logged (what it records was refused anyway).
-func (g *Gateway) recordEdge(kind string, data map[string]any) {
+// recordEdge appends one record of the edge to the event log. A failure
+// is logged and returned: where the record is of something refused, the
+// caller goes on; where it is of something the gateway is about to carry
+// (an upstream's request relayed to the person), the caller refuses it,
+// since nothing reaches the person unrecorded (errNotRecorded).
+func (g *Gateway) recordEdge(kind string, data map[string]any) error {
 	if g.appendRecord == nil {
-		return
+		return nil
 	}
 	b, err := json.Marshal(data)
 	if err == nil {
@@ -197,8 +200,14 @@ func (g *Gateway) recordEdge(kind string, data map[string]any) {
 	}
 	if err != nil {
 		g.opts.Logger.Error("mcp gateway: edge record not written", "kind", kind, "error", err)
+		return fmt.Errorf("%w: %w", errNotRecorded, err)
 	}
+	return nil
 }
+
+// errNotRecorded: the event log did not take the record of something the
+// gateway would carry, so it is not carried.
+var errNotRecorded = errors.New("not recorded in the event log")
 
 // principalRefHeader carries, inside the process only, a reference from an
 // HTTP request to its caller's principal. The MCP SDK runs method handlers

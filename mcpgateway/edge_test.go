@@ -527,3 +527,56 @@ func TestConfigNamesWhileAnUpstreamIsDown(t *testing.T) {
 	require.Error(t, err, "refused at initialize, as with every upstream up")
 	assert.Contains(t, err.Error(), `"mcp.notes:delete_not" matches no tool`)
 }
+
+// TestUpstreamRequestNotRecorded: what an upstream asks the person reaches
+// the person only once it is recorded. With the event log refusing the
+// record, an elicitation made during a call, and one made in a
+// 2026-07-28 answer (asked by the gateway of an older client, or passed
+// in the gateway's answer to a 2026-07-28 client), is refused unshown.
+func TestUpstreamRequestNotRecorded(t *testing.T) {
+	elicits := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+	for _, tc := range []struct {
+		name    string
+		url     bool   // the asking 2026-07-28 upstream, else the notes upstream asking during a call
+		version string // the client's revision
+	}{
+		{name: "during a call", version: "2025-11-25"},
+		{name: "in an answer, asked of a 2025 client", url: true, version: "2025-11-25"},
+		{name: "in an answer, passed to a 2026 client", url: true, version: sessionlessRevision},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			up := stdioUpstream(t, "notes")
+			up.SessionScoped = true
+			if tc.url {
+				up = mcpgateway.Upstream{Name: "asking", URL: askingUpstream(t, "Your name?"), ProtocolVersion: sessionlessRevision}
+			}
+			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"}})
+			mcpgateway.FailRecords(g, "mcp_upstream_request")
+			var asked atomic.Int32
+			opts := &mcp.ClientOptions{Capabilities: elicits, ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Alice"}}, nil
+			}}
+			var cs *mcp.ClientSession
+			if tc.version == sessionlessRevision {
+				cs = sessionlessClient(t, g, "http", opts)
+			} else {
+				cs = connectAt(t, g, opts, tc.version)
+			}
+			toolNames(t, cs)
+			var r *mcp.CallToolResult
+			if tc.url {
+				r = call(t, cs, "greet", map[string]any{})
+				require.True(t, r.IsError, text(r))
+				assert.Contains(t, text(r), "not recorded")
+			} else {
+				r = call(t, cs, "ask", map[string]any{})
+				// The upstream's tool reports the error its request got.
+				assert.NotContains(t, text(r), "answer: accept")
+			}
+			assert.Zero(t, asked.Load(), "never shown to the person")
+			assert.NotContains(t, text(r), "hello Alice")
+		})
+	}
+}

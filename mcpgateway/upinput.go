@@ -248,7 +248,9 @@ func (d *downstream) checkInputRequests(up *upconn, in mcp.InputRequestMap, outc
 			return nil, d.refuseInput(up, rec, "refused: gatehost's own input request key", errImitation)
 		}
 		rec["outcome"] = outcome
-		d.g.recordEdge(kindUpstreamRequest, rec)
+		if err := d.g.recordEdge(kindUpstreamRequest, rec); err != nil {
+			return nil, fmt.Errorf("upstream %s asked for input: %w", up.u.Name, err)
+		}
 		out[id] = ir
 	}
 	return out, nil
