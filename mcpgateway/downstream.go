@@ -888,17 +888,18 @@ func (c *upconn) fromUpstream(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: fmt.Sprintf("gatehost mcp gateway: %s is refused: %v", method, errNotRecorded)}
 		}
+		rctx := c.calls.relate(ctx, d)
 		switch p := req.GetParams().(type) {
 		case *mcp.ListRootsParams:
-			return ss.ListRoots(ctx, p)
+			return ss.ListRoots(rctx, p)
 		case *mcp.CreateMessageWithToolsParams:
-			return ss.CreateMessageWithTools(ctx, p)
+			return ss.CreateMessageWithTools(rctx, p)
 		case *mcp.CreateMessageParams:
-			return ss.CreateMessage(ctx, p)
+			return ss.CreateMessage(rctx, p)
 		case *mcp.ElicitParams:
 			labelled := *p
 			labelled.Message = upstreamLabel(c.u.Name) + p.Message
-			return ss.Elicit(ctx, &labelled)
+			return ss.Elicit(rctx, &labelled)
 		}
 		return next(ctx, method, req)
 	})

@@ -580,3 +580,45 @@ func TestUpstreamRequestNotRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamRequestOnCallStream: what an upstream asks during a call
+// reaches an HTTP client on that call's own response stream, so a client
+// without the standalone SSE stream (optional in Streamable HTTP) is asked
+// too; a client with it gets the request the same way.
+func TestUpstreamRequestOnCallStream(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		standalone bool
+		url        bool // the upstream over Streamable HTTP, else a session-scoped process
+	}{
+		{name: "no standalone stream, process upstream"},
+		{name: "no standalone stream, HTTP upstream", url: true},
+		{name: "standalone stream, process upstream", standalone: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil, nil)
+			up := stdioUpstream(t, "notes")
+			up.SessionScoped = true
+			if tc.url {
+				s := newTestUpstream(nil)
+				srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+				t.Cleanup(srv.Close)
+				up = mcpgateway.Upstream{Name: "notes", URL: srv.URL}
+			}
+			g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{up}, ActivateOnList: []string{"*"}})
+			gw := httptest.NewServer(g.Handler())
+			t.Cleanup(gw.Close)
+			var asked atomic.Int32
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked.Add(1)
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				}}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: gw.URL, DisableStandaloneSSE: !tc.standalone}, sessionful)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			toolNames(t, cs)
+			assert.Equal(t, "answer: decline", text(call(t, cs, "ask", map[string]any{})))
+			assert.EqualValues(t, 1, asked.Load())
+		})
+	}
+}

@@ -58,6 +58,8 @@ type upconn struct {
 	// relists coalesces the upstream's tools/list_changed announcements
 	// (budget.go).
 	relists serialRuns
+	// calls are the calls in flight on the connection (related.go).
+	calls callsInFlight
 
 	mu      sync.Mutex
 	client  *mcp.Client
