@@ -289,9 +289,13 @@ func (e *Engine) request(c Call) (cedar.Request, requestEntities, *toolEntry, er
 		return cedar.Request{}, requestEntities{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: err}
 	}
 	argRec := av.(types.Record)
+	paths, err := pathsValue(te.ts.Paths, argRec)
+	if err != nil {
+		return cedar.Request{}, requestEntities{}, nil, &RequestError{Code: CodeArgumentUnrepresentable, Err: err}
+	}
 	cm := types.RecordMap{
 		"arguments": argRec,
-		"paths":     pathsValue(te.ts.Paths, argRec),
+		"paths":     paths,
 		"tool":      te.tool,
 		"now":       types.NewDatetime(c.Now.UTC()),
 	}

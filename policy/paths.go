@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"fmt"
 	"path"
 	"strings"
 
@@ -29,16 +31,25 @@ func IsPathArgument(name string) bool {
 
 // CleanPath is the lexical form of p a policy compares: path.Clean's
 // ("." segments dropped, ".." applied to the segment before it, repeated
-// "/" made one, no trailing "/"), after backslashes are read as "/". It
-// reads no disk: a symbolic link is invisible to it. "" stays "".
-// A relative path stays relative, so it never matches a pattern that
-// starts with "/".
+// "/" made one, no trailing "/"). It reads no disk: a symbolic link is
+// invisible to it. "" stays "". A relative path stays relative, so it
+// never matches a pattern that starts with "/". A backslash is left as it
+// is: context.paths never holds a path with one (ErrAmbiguousPath).
 func CleanPath(p string) string {
 	if p == "" {
 		return ""
 	}
-	return path.Clean(strings.ReplaceAll(p, `\`, "/"))
+	return path.Clean(p)
 }
+
+// ErrAmbiguousPath: a path argument holds a backslash. A POSIX server
+// reads it as an ordinary character of a name ("public\x" is one file
+// beside public/), a Windows server as a separator (a file in public/),
+// and the gate cannot know which the server does: whichever reading the
+// policy compared, the other could place the call elsewhere. The call is
+// inconclusive (argument_unrepresentable); paths are written with "/",
+// which Windows servers read too.
+var ErrAmbiguousPath = errors.New(`a backslash is a separator on Windows and a name's character elsewhere; write paths with "/"`)
 
 // pathsType is the record type of context.paths for a tool's arguments
 // record: each top-level path argument that is a String or Set<String>,
@@ -56,9 +67,17 @@ func pathsType(args Type) Type {
 	return t
 }
 
-// pathsValue cleans the path arguments of an arguments record value.
-func pathsValue(pt Type, args types.Record) types.Record {
+// pathsValue cleans the path arguments of an arguments record value; a
+// path with a backslash is an error naming its argument
+// (ErrAmbiguousPath).
+func pathsValue(pt Type, args types.Record) (types.Record, error) {
 	rm := types.RecordMap{}
+	clean := func(name string, s types.String) (types.String, error) {
+		if strings.Contains(string(s), `\`) {
+			return "", fmt.Errorf("arguments.%s: %q: %w", name, string(s), ErrAmbiguousPath)
+		}
+		return types.String(CleanPath(string(s))), nil
+	}
 	for _, a := range pt.Attrs {
 		v, ok := args.Get(types.String(a.Name))
 		if !ok {
@@ -66,16 +85,24 @@ func pathsValue(pt Type, args types.Record) types.Record {
 		}
 		switch x := v.(type) {
 		case types.String:
-			rm[types.String(a.Name)] = types.String(CleanPath(string(x)))
+			c, err := clean(a.Name, x)
+			if err != nil {
+				return types.Record{}, err
+			}
+			rm[types.String(a.Name)] = c
 		case types.Set:
 			var out []types.Value
 			for e := range x.All() {
 				if s, ok := e.(types.String); ok {
-					out = append(out, types.String(CleanPath(string(s))))
+					c, err := clean(a.Name, s)
+					if err != nil {
+						return types.Record{}, err
+					}
+					out = append(out, c)
 				}
 			}
 			rm[types.String(a.Name)] = types.NewSet(out...)
 		}
 	}
-	return types.NewRecord(rm)
+	return types.NewRecord(rm), nil
 }

@@ -19,7 +19,7 @@ func TestPolicyExamples(t *testing.T) {
 	dir := filepath.Join(repoRoot, "examples/policies")
 	code, out, errOut := runCLI("policy", "test", filepath.Join(dir, "filesystem.test.json"), filepath.Join(dir, "github.test.json"))
 	assert.Equal(t, 0, code, "%s%s", out, errOut)
-	assert.Contains(t, out, "filesystem.test.json: 22/22 cases")
+	assert.Contains(t, out, "filesystem.test.json: 23/23 cases")
 	assert.Contains(t, out, "github.test.json: 15/15 cases")
 
 	code, out, errOut = runCLI("policy", "test", filepath.Join(dir, "rate-limit.test.json"))
