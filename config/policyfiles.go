@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/policy"
 )
@@ -56,20 +57,11 @@ func policyStageConfig(raw json.RawMessage, rel func(string) string) (json.RawMe
 	if err != nil || len(bytes.TrimSpace(raw)) == 0 {
 		return raw, err
 	}
-	var cfg struct {
-		Policies []policy.Source   `json:"policies"`
-		Claims   map[string]string `json:"claims"`
-	}
-	if json.Unmarshal(raw, &cfg) != nil {
+	if json.Unmarshal(raw, &policy.StageConfig{}) != nil {
 		return raw, nil // the gate's config schema says why
 	}
-	for name, t := range cfg.Claims {
-		if _, err := policy.ParseClaimType(t); err != nil {
-			return nil, fmt.Errorf("claims.%s: %w", name, err)
-		}
-	}
-	if _, err := policy.Parse(cfg.Policies); err != nil {
-		return nil, fmt.Errorf("policies: %w", err)
+	if _, _, err := policy.ParseStageConfig(raw); err != nil {
+		return nil, err
 	}
 	return raw, nil
 }
@@ -131,46 +123,76 @@ func validatePolicyStages(cfg *host.Config, l *Loaded) error {
 		return nil
 	}
 	builtins, gateway := l.Builtins, strings.ToLower(l.MCP.Pipeline)
-	var tools []abi.Tool
-	for _, t := range cfg.Catalog.Snapshot().List() {
-		tools = append(tools, t.ABI())
-	}
+	tools := abiTools(cfg.Catalog.Snapshot())
 	for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
 		if strings.ToLower(name) == gateway {
 			continue
 		}
 		for i, st := range cfg.Pipelines[name].Stages {
-			if builtins[st.Plugin] != PolicyGate || len(bytes.TrimSpace(st.Config)) == 0 {
+			if builtins[st.Plugin] != PolicyGate {
 				continue
 			}
-			var sc struct {
-				Policies []policy.Source   `json:"policies"`
-				Claims   map[string]string `json:"claims"`
-				Windows  []string          `json:"windows"`
-			}
-			if json.Unmarshal(st.Config, &sc) != nil {
-				continue // the gate's config schema says why
-			}
-			o := policy.Options{Claims: map[string]policy.ClaimType{}}
-			for n, t := range sc.Claims {
-				o.Claims[n], _ = policy.ParseClaimType(t) // checked by policyStageConfig
-			}
-			o.Windows = sc.Windows
-			if err := policyWindows(cfg.CounterWindows, sc.Windows); err != nil {
-				return fmt.Errorf("pipelines.%s.stages[%d].config.windows: %w", name, i, err)
-			}
-			set, err := policy.Parse(sc.Policies)
-			if err != nil {
-				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: %w", name, i, err)
-			}
-			s, err := policy.NewSchema(tools, o)
-			if err != nil {
-				return fmt.Errorf("pipelines.%s.stages[%d].config: %w", name, i, err)
-			}
-			if ps := s.Validate(set); len(ps) > 0 {
-				return fmt.Errorf("pipelines.%s.stages[%d].config.policies: against the catalog: %w", name, i, &policy.ValidationError{Problems: ps})
+			if err := checkPolicyStage(fmt.Sprintf("pipelines.%s.stages[%d].config", name, i), st.Config, tools, cfg.CounterWindows); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkPolicyGates type-checks what validatePolicyStages could not tell
+// apart before the host loaded the modules: the stages of a policy gate
+// given by path (its descriptor names it policy), against the host's
+// catalog.
+func (l *Loaded) checkPolicyGates(h *host.Host) error {
+	gateway := strings.ToLower(l.MCP.Pipeline)
+	var tools []abi.Tool
+	for _, p := range h.Pipelines() {
+		if p.Name == gateway {
+			continue
+		}
+		for i, st := range h.Stages(p.Name) {
+			if st.Gate != PolicyGate || l.Builtins[st.Plugin] == PolicyGate {
+				continue
+			}
+			if tools == nil {
+				tools = abiTools(h.Catalog().Snapshot())
+			}
+			if err := checkPolicyStage(fmt.Sprintf("pipelines.%s.stages[%d].config", p.Name, i), st.Config, tools, l.Host.CounterWindows); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func abiTools(snap *catalog.Snapshot) []abi.Tool {
+	tools := []abi.Tool{}
+	for _, t := range snap.List() {
+		tools = append(tools, t.ABI())
+	}
+	return tools
+}
+
+// checkPolicyStage reads a policy stage's config as the gate does
+// (policy.ParseStageConfig), checks that the host counts every window it
+// declares, and type-checks its policies against tools. The error is
+// prefixed with what it is about: the stage config key (".windows",
+// ".policies") or none.
+func checkPolicyStage(prefix string, raw json.RawMessage, tools []abi.Tool, counted []time.Duration) error {
+	set, o, err := policy.ParseStageConfig(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	if err := policyWindows(counted, o.Windows); err != nil {
+		return fmt.Errorf("%s.windows: %w", prefix, err)
+	}
+	s, err := policy.NewSchema(tools, o)
+	if err != nil {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	if ps := s.Validate(set); len(ps) > 0 {
+		return fmt.Errorf("%s.policies: against the catalog: %w", prefix, &policy.ValidationError{Problems: ps})
 	}
 	return nil
 }

@@ -40,6 +40,10 @@ func (l *Loaded) CheckToolReferences(h *host.Host) error {
 			msgs = append(msgs, err.Error())
 		}
 	}
+	if err := l.checkPolicyGates(h); err != nil {
+		errs = append(errs, err)
+		msgs = append(msgs, err.Error())
+	}
 	if len(errs) == 0 {
 		return nil
 	}

@@ -324,10 +324,12 @@ func findAnnotations(v any, ptr string, fn func(string, map[string]any)) {
 	}
 }
 
-// StageInfo is one stage of a loaded pipeline: its name, its gate's name
-// (the descriptor's) and its validated config (nil for none).
+// StageInfo is one stage of a loaded pipeline: its name, its plugin's
+// name in the config, its gate's name (the descriptor's) and its
+// validated config (nil for none).
 type StageInfo struct {
 	Name   string
+	Plugin string
 	Gate   string
 	Config json.RawMessage
 }
@@ -342,7 +344,7 @@ func (h *Host) Stages(pipeline string) []StageInfo {
 	}
 	out := make([]StageInfo, 0, len(p.stages))
 	for _, s := range p.stages {
-		out = append(out, StageInfo{Name: s.cfg.Name, Gate: s.plugin.descriptor.Name, Config: slices.Clone(s.config)})
+		out = append(out, StageInfo{Name: s.cfg.Name, Plugin: s.cfg.Plugin, Gate: s.plugin.descriptor.Name, Config: slices.Clone(s.config)})
 	}
 	return out
 }

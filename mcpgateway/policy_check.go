@@ -190,24 +190,9 @@ func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot, pendi
 				tools = append(tools, t.ABI())
 			}
 		}
-		var sc struct {
-			Policies []policy.Source   `json:"policies"`
-			Claims   map[string]string `json:"claims"`
-		}
-		if err := json.Unmarshal(st.Config, &sc); err != nil {
-			return nil, fmt.Errorf("stage %s: config: %w", st.Name, err)
-		}
-		o := policy.Options{Claims: map[string]policy.ClaimType{}}
-		for n, t := range sc.Claims {
-			ct, err := policy.ParseClaimType(t)
-			if err != nil {
-				return nil, fmt.Errorf("stage %s: claims.%s: %w", st.Name, n, err)
-			}
-			o.Claims[n] = ct
-		}
-		set, err := policy.Parse(sc.Policies)
+		set, o, err := policy.ParseStageConfig(st.Config)
 		if err != nil {
-			return nil, fmt.Errorf("stage %s: policies: %w", st.Name, err)
+			return nil, fmt.Errorf("stage %s: config: %w", st.Name, err)
 		}
 		s, err := policy.NewSchema(tools, o)
 		if err != nil {

@@ -3,9 +3,11 @@ package mcpgateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -242,4 +244,29 @@ when { context.session.calls["mcp.notes:read_note"] >= 3 };
 	require.True(t, r.IsError, "the fourth read, in the fourth request: %s", text(r))
 	assert.Equal(t, []string{"policy_forbid"}, findingCodes(t, r))
 	assert.Contains(t, text(r), "at most 3 reads per session")
+}
+
+// TestPolicyWindowsChecked: the gateway reads a policy stage's config as
+// the gate does, windows included: a rate limit over a declared window
+// type-checks and decides calls (the third write in the hour is refused),
+// and never refuses every call as invalid.
+func TestPolicyWindowsChecked(t *testing.T) {
+	cfg, err := json.Marshal(map[string]any{"windows": []string{"1h"}, "policies": []map[string]string{{"file": "rate.cedar", "text": notesPolicy + `
+@id("writes-per-hour")
+forbid (principal, action == Action::"mcp.notes:write_note", resource)
+when { context.session.window["1h"].calls["mcp.notes:write_note"] >= 2 };
+`}}})
+	require.NoError(t, err)
+	f := newFixtureWith(t, confirmNonIdempotent, []host.StageConfig{{Plugin: "policy", Capabilities: []string{"catalog", "counters"}, Config: cfg}}, nil,
+		func(c *host.Config) { c.CounterWindows = []time.Duration{time.Hour} })
+	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		ActivateOnList: []string{"*"}, Baseline: openBaseline(t, fileBaseline(t))})
+	cs := connect(t, g, nil)
+	toolNames(t, cs)
+	for i, want := range []bool{false, false, true} {
+		r := call(t, cs, "write_note", map[string]any{"name": fmt.Sprintf("pub%d", i), "text": "x"})
+		assert.NotContains(t, findingCodes(t, r), "policy_invalid", text(r))
+		assert.Equal(t, want, r.IsError, "write %d: %s", i, text(r))
+	}
+	assert.True(t, g.Readiness().Ready)
 }

@@ -160,3 +160,48 @@ pipelines:
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "builtin  policy")
 }
+
+// TestPolicyGateByPathChecked: a policy gate given by path, not as the
+// built-in, is type-checked against the file catalog once its module is
+// loaded (its descriptor names it policy), as the built-in is at load: a
+// misspelt argument or an undeclared window refuses the config, naming
+// the stage and the nearest real name, instead of deciding calls.
+func TestPolicyGateByPathChecked(t *testing.T) {
+	mod, err := testwasm.Go("plugins/policy/wasm")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	examples := filepath.Join(repoRoot, "examples/policies")
+	for _, tc := range []struct {
+		name, config string
+		exit         int
+		want         []string
+	}{
+		{name: "valid", config: `{policies: [{file: p.cedar, text: 'permit(principal, action, resource) when { context.paths has path && context.paths.path like "/srv/share/public/*" };'}]}`,
+			exit: exitAccepted},
+		{name: "misspelt argument", config: `{policies: [{file: p.cedar, text: 'permit(principal, action, resource); forbid(principal, action == Action::"mcp.fs:write_file", resource) when { context.arguments.pth like "/srv/*" };'}]}`,
+			exit: exitUsage, want: []string{"pipelines.calls.stages[0].config.policies: against the catalog: p.cedar:1:", `did you mean "path"`}},
+		{name: "window the host does not count", config: `{windows: [1h], policies: [{file: p.cedar, text: 'permit(principal, action, resource);'}]}`,
+			exit: exitUsage, want: []string{"pipelines.calls.stages[0].config.windows: window 1h is not one the host counts"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := filepath.Join(dir, "gatehost.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(`event_log: {path: events.jsonl}
+cache_dir: `+testwasm.CacheDir()+`
+catalog: {sources: [{path: `+filepath.Join(examples, "server-filesystem.tools.json")+`, format: mcp, server: fs}]}
+plugins: {cedar: {path: `+mod+`}}
+pipelines:
+  calls:
+    subject: tool_call
+    stages:
+      - {plugin: cedar, timeout: 60s, capabilities: [catalog], config: `+tc.config+`}
+`), 0o644))
+			call := filepath.Join(dir, "call.json")
+			require.NoError(t, os.WriteFile(call, []byte(`{"tool":"write_file","parameters":{"path":"/srv/share/public/a.md","content":"x"}}`), 0o644))
+			code, out, errOut := runCLI("check", "--config", cfg, call)
+			assert.Equal(t, tc.exit, code, "%s%s", out, errOut)
+			for _, w := range tc.want {
+				assert.Contains(t, errOut, w)
+			}
+		})
+	}
+}

@@ -10,7 +10,6 @@
 package policy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,14 +68,8 @@ var Gate = sdk.Gate{
 	Evaluate: evaluate,
 }
 
-// Config is the stage config.
-type Config struct {
-	Policies []cedarpolicy.Source `json:"policies"`
-	Claims   map[string]string    `json:"claims,omitempty"`
-	// Windows declares the counting windows the policies read in
-	// context.session (docs/POLICY.md): each must be one the host counts.
-	Windows []string `json:"windows,omitempty"`
-}
+// Config is the stage config (policy.StageConfig).
+type Config = cedarpolicy.StageConfig
 
 // ConfigError is a stage config the gate cannot use.
 type ConfigError struct{ Err error }
@@ -84,30 +77,10 @@ type ConfigError struct{ Err error }
 func (e *ConfigError) Error() string { return "policy: config: " + e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// NewEngine parses a stage config into an engine.
+// NewEngine parses a stage config into an engine
+// (policy.ParseStageConfig).
 func NewEngine(raw json.RawMessage) (*cedarpolicy.Engine, error) {
-	var cfg Config
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-		raw = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return nil, &ConfigError{Err: err}
-	}
-	o := cedarpolicy.Options{Claims: map[string]cedarpolicy.ClaimType{}}
-	for name, t := range cfg.Claims {
-		ct, err := cedarpolicy.ParseClaimType(t)
-		if err != nil {
-			return nil, &ConfigError{Err: fmt.Errorf("claims.%s: %w", name, err)}
-		}
-		o.Claims[name] = ct
-	}
-	o.Windows = cfg.Windows
-	if err := cedarpolicy.ValidateOptions(o); err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("windows: %w", err)}
-	}
-	set, err := cedarpolicy.Parse(cfg.Policies)
+	set, o, err := cedarpolicy.ParseStageConfig(raw)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
