@@ -125,7 +125,9 @@ type Schema struct {
 	Text  string
 	Tools []ToolSchema
 	// Claims are the declared claims, defaults included.
-	Claims   map[string]ClaimType
+	Claims map[string]ClaimType
+	// windows are the declared counting windows' names, sorted.
+	windows  []string
 	resolved *resolved.Schema
 }
 
@@ -193,7 +195,7 @@ func groupsOf(t abi.Tool) []string {
 
 // NewSchema generates the Cedar schema of a catalog's tools.
 func NewSchema(tools []abi.Tool, o Options) (*Schema, error) {
-	s := &Schema{Claims: o.claims()}
+	s := &Schema{Claims: o.claims(), windows: o.windows()}
 	sorted := slices.Clone(tools)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	nsSet := map[string]bool{}
@@ -212,7 +214,7 @@ func NewSchema(tools []abi.Tool, o Options) (*Schema, error) {
 	for i, ts := range s.Tools {
 		ids[i] = ts.Action
 	}
-	writeSessionTypes(&b, ids, o.windows())
+	writeSessionTypes(&b, ids, s.windows)
 	claims := Type{Kind: KindRecord}
 	for _, n := range sortedKeys(s.Claims) {
 		claims.Attrs = append(claims.Attrs, Attr{Name: n, Type: claimType(s.Claims[n])})

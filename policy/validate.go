@@ -96,16 +96,21 @@ func (s *Schema) Validate(set *Set) []Problem {
 		}
 		// The first place a name is written is where it is reported.
 		sort.SliceStable(found, func(i, j int) bool { return problemLess(found[i], found[j], false) })
-		seen := map[string]bool{}
+		seen := map[string]int{} // key → index in out
 		for _, pr := range found {
 			key := pr.Kind + "\x00" + pr.Name + "\x00" + pr.Message
 			if pr.Name != "" {
 				key = pr.Kind + "\x00" + pr.Name
 			}
-			if seen[key] {
+			if i, ok := seen[key]; ok {
+				// checkNames knows where a nested name was looked for
+				// and what is near it; the validator does not.
+				if out[i].Suggestion == "" && pr.Suggestion != "" {
+					out[i] = pr
+				}
 				continue
 			}
-			seen[key] = true
+			seen[key] = len(out)
 			out = append(out, pr)
 		}
 	}

@@ -1,11 +1,13 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/policy"
 )
 
@@ -96,4 +98,60 @@ func TestParseErrors(t *testing.T) {
 	set, err := policy.Parse([]policy.Source{{File: "a.cedar", Text: "\n  permit(principal, action, resource);"}})
 	require.NoError(t, err)
 	assert.Equal(t, "a.cedar:2:3", set.Policies[0].ID, "without @id a policy is named by its place")
+}
+
+// TestValidateNestedNames: names below the top of context.arguments and
+// within context.session are checked at every depth, has included (Cedar's
+// validator types a has of a missing attribute as false, so a misspelt
+// rule behind it would be dead): a nested argument's attribute, an
+// attribute of an object that declares none, a window not declared, a
+// tool's wire name where the counts are keyed by id.
+func TestValidateNestedNames(t *testing.T) {
+	tools := []abi.Tool{{ID: "mcp.x:deploy", Name: "deploy", InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"options":{"type":"object","properties":{"force":{"type":"boolean"},"region":{"type":"string"}}},
+		"free":{"type":"object","additionalProperties":true}}}`)}}
+	forbid := "@id(\"p\") forbid(principal, action == Action::\"mcp.x:deploy\", resource) when { "
+	for _, tc := range []struct {
+		name, cond string
+		windows    []string
+		want       policy.Problem // Line 1 always
+	}{
+		{"a nested argument's attribute behind has", "context.arguments has options && context.arguments.options has forse && context.arguments.options.forse };", nil,
+			policy.Problem{Column: 142, Kind: policy.KindArgument, Name: "forse", Suggestion: "force"}},
+		{"the same in an if", "if context.arguments has options then context.arguments.options has forse else false };", nil,
+			policy.Problem{Column: 147, Kind: policy.KindArgument, Name: "forse", Suggestion: "force"}},
+		{"an attribute of an object that declares none", "context.arguments has free && context.arguments.free has danger };", nil,
+			policy.Problem{Column: 136, Kind: policy.KindArgument, Name: "danger"}},
+		{"a window not declared", `context.session.window has "1h" && context.session.window["1h"].calls["mcp.x:deploy"] > 5 };`, nil,
+			policy.Problem{Column: 107, Kind: policy.KindAttribute, Name: "1h"}},
+		{"a window other than the declared", `context.session.window has "1d" && context.session.window["1d"].calls["mcp.x:deploy"] > 5 };`, []string{"1h"},
+			policy.Problem{Column: 107, Kind: policy.KindAttribute, Name: "1d", Suggestion: "1h"}},
+		{"a wire name where counts take the id", `context.session.calls has "deploy" && context.session.calls["deploy"] > 3 };`, nil,
+			policy.Problem{Column: 106, Kind: policy.KindAttribute, Name: "deploy", Suggestion: "mcp.x:deploy"}},
+		{"a misspelt id in a declared window", `context.session.principal.window["1h"].calls["mcp.x:deplo"] > 3 };`, []string{"1h"},
+			policy.Problem{Column: 125, Kind: policy.KindAttribute, Name: "mcp.x:deplo", Suggestion: "mcp.x:deploy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := policy.NewSchema(tools, policy.Options{Windows: tc.windows})
+			require.NoError(t, err)
+			ps := s.Validate(mustSet(t, forbid+tc.cond))
+			require.NotEmpty(t, ps, "the policy type-checks")
+			got := ps[0]
+			t.Log(got)
+			assert.Equal(t, tc.want.Kind, got.Kind)
+			assert.Equal(t, tc.want.Name, got.Name)
+			assert.Equal(t, tc.want.Suggestion, got.Suggestion)
+			assert.Equal(t, [2]int{1, tc.want.Column}, [2]int{got.Line, got.Column}, "line and column")
+		})
+	}
+	// The right names pass.
+	s, err := policy.NewSchema(tools, policy.Options{Windows: []string{"1h"}})
+	require.NoError(t, err)
+	for _, cond := range []string{
+		"context.arguments has options && context.arguments.options has force && context.arguments.options.force };",
+		`context.session.window["1h"].calls["mcp.x:deploy"] > 5 && context.session.principal.window["1h"].calls["mcp.x:deploy"] > 5 };`,
+		`context.session.calls["mcp.x:deploy"] > 3 };`,
+	} {
+		assert.Empty(t, s.Validate(mustSet(t, forbid+cond)), cond)
+	}
 }
