@@ -40,6 +40,10 @@ type Attr struct {
 	Name     string
 	Type     Type
 	Required bool
+	// Nullable: the input schema allows null (["T","null"], or an anyOf
+	// or oneOf with a null branch), which is then an absent attribute.
+	// A null the schema does not allow is an error.
+	Nullable bool
 }
 
 // Omitted is a property of an input schema that has no Cedar type: it is
@@ -99,7 +103,7 @@ func recordOf(m map[string]any, path string, depth int, om *[]Omitted) Type {
 			*om = append(*om, Omitted{Path: p, Reason: why})
 			continue
 		}
-		t.Attrs = append(t.Attrs, Attr{Name: n, Type: at, Required: req[n] && !nullable})
+		t.Attrs = append(t.Attrs, Attr{Name: n, Type: at, Required: req[n] && !nullable, Nullable: nullable})
 	}
 	return t
 }
@@ -360,8 +364,13 @@ func (t Type) Value(v any, path string) (types.Value, error) {
 		rm := types.RecordMap{}
 		for _, a := range t.Attrs {
 			x, ok := m[a.Name]
-			if !ok || x == nil {
+			switch {
+			case !ok, x == nil && a.Nullable:
 				continue
+			case x == nil:
+				// A server may read a null its schema does not allow as
+				// "no limit"; the policy cannot tell it from absent.
+				return nil, &ArgumentError{Path: join(path, a.Name), Reason: "null, which its schema does not allow"}
 			}
 			av, err := a.Type.Value(x, join(path, a.Name))
 			if err != nil {

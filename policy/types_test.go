@@ -46,7 +46,8 @@ func TestFromJSONSchema(t *testing.T) {
 }
 
 func TestValue(t *testing.T) {
-	typ, _ := policy.FromJSONSchema(json.RawMessage(`{"properties":{"i":{"type":"integer"},"n":{"type":"number"},"s":{"type":"string"},"a":{"type":"array","items":{"type":"string"}}}}`))
+	typ, _ := policy.FromJSONSchema(json.RawMessage(`{"properties":{"i":{"type":"integer"},"n":{"type":"number"},"s":{"type":"string"},"a":{"type":"array","items":{"type":"string"}},
+		"o":{"type":["string","null"]},"p":{"anyOf":[{"type":"integer"},{"type":"null"}]}}}`))
 	dec := func(s string) any {
 		d := json.NewDecoder(stringsReader(s))
 		d.UseNumber()
@@ -70,7 +71,8 @@ func TestValue(t *testing.T) {
 		{"sets drop duplicates", `{"a":["x","x"]}`, `{"a":["x"]}`, ""},
 		{"a set element of the wrong type", `{"a":["x",1]}`, "", "a[1]"},
 		{"undeclared properties are dropped", `{"s":"x","zz":1}`, `{"s":"x"}`, ""},
-		{"null is absent", `{"s":null}`, `{}`, ""},
+		{"null is absent where the schema allows it", `{"o":null,"p":null}`, `{}`, ""},
+		{"null is refused where the schema does not allow it", `{"s":null}`, "", "s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, err := typ.Value(dec(tc.args), "")
