@@ -161,13 +161,13 @@ func (g *Gateway) unlistedUpstreams(set *baseline.Set) []string {
 	return out
 }
 
-// pendingProblem reports whether p names a tool of an upstream in pending.
+// pendingProblem reports whether p names a tool, or the namespace, of an
+// upstream in pending.
 func pendingProblem(p policy.Problem, pending []string) bool {
-	if p.Kind != policy.KindTool {
-		return false
-	}
 	for _, u := range pending {
-		if strings.HasPrefix(p.Name, "mcp."+u+":") {
+		switch {
+		case p.Kind == policy.KindTool && strings.HasPrefix(p.Name, "mcp."+u+":"),
+			p.Kind == policy.KindEntity && p.Name == "mcp."+u:
 			return true
 		}
 	}

@@ -187,11 +187,7 @@ func (s *Schema) sessionNames(rest []string) ([]string, bool) {
 	case "window":
 		return []string{"calls"}, true
 	}
-	ids := make([]string, len(s.Tools))
-	for i, t := range s.Tools {
-		ids[i] = t.Action
-	}
-	return ids, true
+	return s.toolIDs(), true
 }
 
 func (s *Schema) checkName(set *Set, p Policy, path []string, name string, tools []ToolSchema) (Problem, bool) {
@@ -199,16 +195,25 @@ func (s *Schema) checkName(set *Set, p Policy, path []string, name string, tools
 	if !ok || slices.Contains(names, name) {
 		return Problem{}, false
 	}
-	pr := Problem{File: p.File, Line: p.Line, Column: p.Column, Policy: p.ID, Kind: kind, Name: name,
-		Message: fmt.Sprintf("%s %q", what, name)}
-	pr.Suggestion, _ = editdist.Closest(name, names)
 	leaf := path[len(path)-1]
+	pr := problemAt(set, p, kind, name, what, names, []string{leaf + "." + name, leaf + `["` + name + `"]`, "has " + name, `has "` + name + `"`})
 	if a := s.nearestAction(name); pr.Suggestion == "" && path[0] == "context" && leaf == "calls" && slices.Contains(names, a) {
 		pr.Suggestion = a // the counts are keyed by id, not by wire name
 	}
+	return pr, true
+}
+
+// problemAt is the problem of a name policy p reads that is not among
+// names: what (the message, before the quoted name), the nearest of
+// names, and the place where any of patterns first finds it in p's text
+// (else the policy's).
+func problemAt(set *Set, p Policy, kind, name, what string, names, patterns []string) Problem {
+	pr := Problem{File: p.File, Line: p.Line, Column: p.Column, Policy: p.ID, Kind: kind, Name: name,
+		Message: fmt.Sprintf("%s %q", what, name)}
+	pr.Suggestion, _ = editdist.Closest(name, names)
 	text, base := set.text(p)
-	if i := firstOf(text, name, []string{leaf + "." + name, leaf + `["` + name + `"]`, "has " + name, `has "` + name + `"`}); i >= 0 {
+	if i := firstOf(text, name, patterns); i >= 0 {
 		pr.Line, pr.Column = set.position(p.src, base+i)
 	}
-	return pr, true
+	return pr
 }

@@ -87,6 +87,7 @@ func (s *Schema) Validate(set *Set) []Problem {
 		// at one place, its message is kept over checkNames' plainer one.
 		sort.SliceStable(found, func(i, j int) bool { return problemLess(found[i], found[j], true) })
 		found = append(found, s.checkNames(set, p)...)
+		found = append(found, s.checkLiterals(set, p)...)
 		// An unknown action or entity type leaves no action the policy applies to: the
 		// scope complaint that follows says nothing more.
 		if slices.ContainsFunc(found, func(pr Problem) bool { return pr.Kind == KindTool || pr.Kind == KindEntity }) {

@@ -134,14 +134,8 @@ func TestValidateNestedNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := policy.NewSchema(tools, policy.Options{Windows: tc.windows})
 			require.NoError(t, err)
-			ps := s.Validate(mustSet(t, forbid+tc.cond))
-			require.NotEmpty(t, ps, "the policy type-checks")
-			got := ps[0]
-			t.Log(got)
-			assert.Equal(t, tc.want.Kind, got.Kind)
-			assert.Equal(t, tc.want.Name, got.Name)
-			assert.Equal(t, tc.want.Suggestion, got.Suggestion)
-			assert.Equal(t, [2]int{1, tc.want.Column}, [2]int{got.Line, got.Column}, "line and column")
+			tc.want.Line = 1
+			assertFirstProblem(t, s.Validate(mustSet(t, forbid+tc.cond)), tc.want)
 		})
 	}
 	// The right names pass.
@@ -154,4 +148,52 @@ func TestValidateNestedNames(t *testing.T) {
 	} {
 		assert.Empty(t, s.Validate(mustSet(t, forbid+cond)), cond)
 	}
+}
+
+// TestValidateLiterals: a value a policy compares that the catalog never
+// has is refused like a misspelt name: a Server id that is no upstream's
+// namespace, in the scope or a condition, and a string compared with
+// context.tool's effect, namespace or id that no tool has.
+func TestValidateLiterals(t *testing.T) {
+	tools, _ := githubTools(t)
+	s, err := policy.NewSchema(tools, githubClaims)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, text string
+		want       policy.Problem
+	}{
+		{"a Server id without mcp.", `@id("p") forbid(principal, action, resource == Server::"github");`,
+			policy.Problem{Column: 57, Kind: policy.KindEntity, Name: "github", Suggestion: "mcp.github"}},
+		{"a Server id in a condition", `@id("p") forbid(principal, action, resource) when { resource in Server::"mcp.gihub" };`,
+			policy.Problem{Column: 74, Kind: policy.KindEntity, Name: "mcp.gihub", Suggestion: "mcp.github"}},
+		{"a group where an effect is compared", `@id("p") forbid(principal, action, resource) when { context.tool.effect == "destructive" };`,
+			policy.Problem{Column: 77, Kind: policy.KindType, Name: "destructive"}},
+		{"a namespace no upstream has", `@id("p") forbid(principal, action, resource) when { "github" == context.tool.namespace };`,
+			policy.Problem{Column: 54, Kind: policy.KindEntity, Name: "github", Suggestion: "mcp.github"}},
+		{"a tool id no tool has", `@id("p") forbid(principal, action, resource) when { context.tool.id != "mcp.github:merge_pull_requst" };`,
+			policy.Problem{Column: 73, Kind: policy.KindTool, Name: "mcp.github:merge_pull_requst", Suggestion: "mcp.github:merge_pull_request"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.want.Line = 1
+			assertFirstProblem(t, s.Validate(mustSet(t, tc.text)), tc.want)
+		})
+	}
+	for _, text := range []string{
+		`@id("p") forbid(principal, action, resource == Server::"mcp.github") when { context.tool.effect == "non_idempotent" && context.tool.namespace == "mcp.github" && context.tool.id != "mcp.github:merge_pull_request" };`,
+	} {
+		assert.Empty(t, s.Validate(mustSet(t, text)), text)
+	}
+}
+
+// assertFirstProblem checks the first of ps against want's kind, name,
+// suggestion, line and column.
+func assertFirstProblem(t *testing.T, ps []policy.Problem, want policy.Problem) {
+	t.Helper()
+	require.NotEmpty(t, ps, "the policy type-checks")
+	got := ps[0]
+	t.Log(got)
+	assert.Equal(t, want.Kind, got.Kind)
+	assert.Equal(t, want.Name, got.Name)
+	assert.Equal(t, want.Suggestion, got.Suggestion)
+	assert.Equal(t, [2]int{want.Line, want.Column}, [2]int{got.Line, got.Column}, "line and column")
 }
