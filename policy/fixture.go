@@ -211,6 +211,10 @@ func (f *Fixture) Run(eng *Engine, lookup Lookup) []CaseResult {
 			cr.Codes = append(cr.Codes, fd.Code)
 		}
 		var why []string
+		if name := c.Counts.unknownTool(lookup); name != "" {
+			// Counted as 0 it would pass a case meant to be over a limit.
+			why = append(why, fmt.Sprintf("counts name %q, which is no tool of the catalog", name))
+		}
 		if resp.Verdict != c.Expect.Verdict {
 			why = append(why, fmt.Sprintf("verdict %s, want %s", resp.Verdict, c.Expect.Verdict))
 		}
@@ -250,6 +254,32 @@ func (c *CaseCounts) check(declared []string) error {
 		}
 	}
 	return nil
+}
+
+// unknownTool is the first tool name c counts that lookup does not know
+// (in sorted order), or "".
+func (c *CaseCounts) unknownTool(lookup Lookup) string {
+	if c == nil {
+		return ""
+	}
+	var names []string
+	add := func(m map[string]int64) {
+		for name := range m {
+			if _, ok := lookup(name); !ok {
+				names = append(names, name)
+			}
+		}
+	}
+	add(c.Calls)
+	for _, m := range []map[string]map[string]int64{c.Windows, c.Principal} {
+		for _, w := range m {
+			add(w)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return slices.Min(names)
 }
 
 // answer is the counters.get answer of c (nil: all 0) over the catalog's
