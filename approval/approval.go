@@ -9,10 +9,11 @@
 //
 // The rule (docs/RATIONALE.md "Approvals"):
 //
-//   - An Approval binds a Binding: the pipeline, the session, the tool's
-//     canonical id and schema digest in the run's pinned catalog snapshot,
-//     and the SHA-256 of the native subject exactly as the host records
-//     it (host.NativeSubject; the decision record's subject_sha256).
+//   - An Approval binds a Binding: the pipeline, the session, the caller
+//     (CallerOf the run's principal), the tool's canonical id and schema
+//     digest in the run's pinned catalog snapshot, and the SHA-256 of the
+//     native subject exactly as the host records it (host.NativeSubject;
+//     the decision record's subject_sha256).
 //   - It is usable while now < ExpiresAt (Usable): at ExpiresAt it is
 //     expired.
 //   - It is used at most once, by the first presentation that names it,
@@ -29,6 +30,7 @@ package approval
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -70,6 +72,7 @@ const (
 	CodeUsed                 = "approval_used"
 	CodePipelineMismatch     = "approval_pipeline_mismatch"
 	CodeSessionMismatch      = "approval_session_mismatch"
+	CodeCallerMismatch       = "approval_caller_mismatch"
 	CodeSubjectMismatch      = "approval_subject_mismatch"
 	CodeToolMismatch         = "approval_tool_mismatch"
 	CodeSchemaDigestMismatch = "approval_schema_digest_mismatch"
@@ -99,6 +102,11 @@ var (
 type Binding struct {
 	Pipeline string `json:"pipeline"`
 	Session  string `json:"session,omitempty"`
+	// CallerKey is who makes the call (CallerOf its principal):
+	// principals sharing a session never take each other's approvals.
+	// Empty in what an earlier version stored: such a binding matches no
+	// call.
+	CallerKey string `json:"caller_key,omitempty"`
 	// Tool is the tool's canonical catalog id, SchemaDigest its schema
 	// digest in the catalog snapshot.
 	Tool         string `json:"tool"`
@@ -116,6 +124,8 @@ func (a Binding) Mismatch(b Binding) string {
 		return CodePipelineMismatch
 	case a.Session != b.Session:
 		return CodeSessionMismatch
+	case a.CallerKey == "" || a.CallerKey != b.CallerKey:
+		return CodeCallerMismatch
 	case a.SubjectSHA256 != b.SubjectSHA256:
 		return CodeSubjectMismatch
 	case a.Tool != b.Tool:
@@ -124,6 +134,17 @@ func (a Binding) Mismatch(b Binding) string {
 		return CodeSchemaDigestMismatch
 	}
 	return ""
+}
+
+// CallerOf is the Binding.CallerKey of a call principal p makes: its method,
+// issuer and subject as a JSON array, unambiguous whatever they hold, or
+// "anonymous" for a caller the front end could not name (no auth).
+func CallerOf(p *abi.Principal) string {
+	if p == nil {
+		return "anonymous"
+	}
+	b, _ := json.Marshal([]string{p.Method, p.Issuer, p.Subject}) // strings always marshal
+	return string(b)
 }
 
 // Approval is a person's yes to one call, as minted.

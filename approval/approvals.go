@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -98,45 +99,48 @@ type Origin struct {
 	RequestID string
 }
 
-// Mint makes an approval of the call b, approved by approver, usable for
-// the TTL. The approval is stored, then recorded (KindMinted, the Answer
-// if any): its id is returned only once both are done, so nobody can
-// present an approval that is not in the log; if the record fails it is
-// taken again (burned) and the error wraps ErrNotRecorded. Other errors:
-// ErrFull, ErrStore, or an invalid binding.
-func (s *Approvals) Mint(ctx context.Context, b Binding, approver, answer string, from Origin) (Approval, error) {
-	return s.mint(ctx, b, approver, nil, "", answer, time.Time{}, from)
-}
-
-// mint is Mint with an approver's principal, the request decided, and an
-// expiry (zero: the TTL from now). text is the elicitation's answer
-// (Mint) or the approver's note (a request's).
-func (s *Approvals) mint(ctx context.Context, b Binding, approver string, by *abi.Principal, request, text string, expires time.Time, from Origin) (Approval, error) {
-	now := s.o.Now()
-	if expires.IsZero() {
-		expires = now.Add(s.o.TTL)
+// Mint makes the approval of the call b that a person gave at the MCP
+// client (approvals.elicitation: form), approver ApproverMCPClient, usable
+// for the TTL. No principal approves it, so no rule applies: an
+// approver's approval is minted only by Desk.Decide, which applies the
+// desk's Rule, whatever route the approver comes through. The approval is
+// stored, then recorded (KindMinted, the answer): its id is returned only
+// once both are done, so nobody can present an approval that is not in
+// the log; if the record fails it is taken again (burned) and the error
+// wraps ErrNotRecorded. Other errors: ErrFull, ErrStore, or an invalid
+// binding.
+func (s *Approvals) Mint(ctx context.Context, b Binding, answer string, from Origin) (Approval, error) {
+	if err := checkCaller(b); err != nil {
+		return Approval{}, err
 	}
+	now := s.o.Now()
 	// To the microsecond, as every store keeps it.
-	a := Approval{ID: NewID(), Binding: b, ExpiresAt: expires.UTC().Truncate(time.Microsecond), Approver: approver,
-		ApprovedBy: by, Request: request}
+	a := Approval{ID: NewID(), Binding: b, ExpiresAt: now.Add(s.o.TTL).UTC().Truncate(time.Microsecond), Approver: ApproverMCPClient}
 	if err := s.o.Store.Add(ctx, a, now, s.o.MaxOutstanding); err != nil {
 		return Approval{}, err
 	}
-	rec := Record{Approval: a}
-	if request == "" {
-		rec.Answer = text
-	} else {
-		rec.Note = text
-	}
-	if err := s.record(KindMinted, "", from, now, rec); err != nil {
+	if err := s.record(KindMinted, "", from, now, Record{Approval: a, Answer: answer}); err != nil {
 		if _, _, terr := s.o.Store.Take(context.WithoutCancel(ctx), a.ID, now); terr != nil {
 			s.o.Logger.Error("approval: not recorded, and not burned: unusable only once expired", "approval_id", a.ID, "err", terr)
 		}
 		return Approval{}, err
 	}
-	s.o.Logger.Info("approval minted", "approval_id", a.ID, "pipeline", b.Pipeline, "session", b.Session,
-		"tool", b.Tool, "approver", approver, "expires_at", a.ExpiresAt)
+	s.logMinted(a)
 	return a, nil
+}
+
+func (s *Approvals) logMinted(a Approval) {
+	s.o.Logger.Info("approval minted", "approval_id", a.ID, "pipeline", a.Pipeline, "session", a.Session,
+		"caller", a.CallerKey, "tool", a.Tool, "approver", a.Approver, "expires_at", a.ExpiresAt)
+}
+
+// checkCaller refuses a binding that names no caller: it would match no
+// call (Binding.Mismatch).
+func checkCaller(b Binding) error {
+	if b.CallerKey == "" {
+		return errors.New("approval: the binding names no caller")
+	}
+	return nil
 }
 
 // Refuse records that a person's approval of b was asked and not given
@@ -155,7 +159,8 @@ func (s *Approvals) Refuse(b Binding, code, answer string, from Origin) error {
 // ErrNotRecorded) means the run must not happen.
 func (s *Approvals) Confirm(ctx context.Context, req host.ConfirmationRequest) (*abi.Confirmation, error) {
 	now := s.o.Now()
-	presented := Binding{Pipeline: req.Pipeline, Session: req.Session, SubjectSHA256: req.SubjectSHA256, Tool: req.ToolName}
+	presented := Binding{Pipeline: req.Pipeline, Session: req.Session, CallerKey: CallerOf(req.Principal),
+		SubjectSHA256: req.SubjectSHA256, Tool: req.ToolName}
 	if req.Tool != nil {
 		presented.Tool, presented.SchemaDigest = req.Tool.ID, req.Tool.SchemaDigest
 	}
@@ -173,6 +178,9 @@ func (s *Approvals) Confirm(ctx context.Context, req host.ConfirmationRequest) (
 		if found {
 			rec.Approval = st.Approval
 			code = verdict(st, presented, req.Tool != nil, now)
+			if st.Request != "" && !st.Used {
+				s.useRequest(ctx, st.Approval, now)
+			}
 		}
 	}
 	from := Origin{RunID: req.RunID, RequestID: req.RequestID}
@@ -190,6 +198,24 @@ func (s *Approvals) Confirm(ctx context.Context, req host.ConfirmationRequest) (
 	s.o.Logger.Info("approval used", "approval_id", rec.ID, "pipeline", req.Pipeline, "run_id", req.RunID,
 		"session", req.Session, "tool", rec.Tool)
 	return &abi.Confirmation{Tool: rec.Tool, Token: rec.ID}, nil
+}
+
+// useRequest marks the request an approval was minted for used once the
+// approval is taken, whatever the presentation's outcome, when it was
+// presented directly (X-Gatehost-Confirmation) rather than claimed
+// through Desk.Use: the caller's next identical call then asks anew
+// instead of meeting a request whose approval is spent. A failure costs
+// only that: the approval is spent either way.
+func (s *Approvals) useRequest(ctx context.Context, a Approval, now time.Time) {
+	_, err := s.o.Store.UpdateRequest(context.WithoutCancel(ctx), a.Request, now, func(r Request) (Request, error) {
+		if r.ApprovalID != a.ID {
+			return r, fmt.Errorf("%w: another approval", ErrDecided)
+		}
+		return r.Use(now)
+	})
+	if err != nil && !errors.Is(err, ErrDecided) && !errors.Is(err, ErrNoRequest) && !errors.Is(err, ErrRequestExpired) {
+		s.o.Logger.Warn("approval: used, and its request not marked used", "approval_id", a.ID, "request_id", a.Request, "err", err)
+	}
 }
 
 // verdict is the rule applied to an approval just taken: "" when it

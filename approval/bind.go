@@ -33,12 +33,13 @@ type Call struct {
 	Arguments json.RawMessage
 }
 
-// Bind returns the tool call input (in format f) to pipeline in session
-// as h will record it: the binding is the SHA-256 of the native subject
+// Bind returns the tool call input (in format f) to pipeline in session,
+// made by caller (nil: a caller the front end cannot name), as h will
+// record it: the binding is the caller, the SHA-256 of the native subject
 // the host makes of it (host.Host.NativeSubject), and the tool's id and
 // schema digest in h's current catalog snapshot. Errors: ErrUnparsable,
 // ErrNotInCatalog, or h's error reading the input.
-func Bind(h *host.Host, pipeline, session string, input []byte, f subject.Format) (Call, error) {
+func Bind(h *host.Host, pipeline, session string, caller *abi.Principal, input []byte, f subject.Format) (Call, error) {
 	native, err := h.NativeSubject(pipeline, input, f)
 	if err != nil {
 		return Call{}, err
@@ -59,6 +60,6 @@ func Bind(h *host.Host, pipeline, session string, input []byte, f subject.Format
 		args = json.RawMessage("{}")
 	}
 	sum := sha256.Sum256(native)
-	return Call{Binding: Binding{Pipeline: pipeline, Session: session, Tool: t.ID, SchemaDigest: t.SchemaDigest,
+	return Call{Binding: Binding{Pipeline: pipeline, Session: session, CallerKey: CallerOf(caller), Tool: t.ID, SchemaDigest: t.SchemaDigest,
 		SubjectSHA256: hex.EncodeToString(sum[:])}, Tool: t, Arguments: args}, nil
 }

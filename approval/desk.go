@@ -53,6 +53,7 @@ type Desk struct {
 	o       DeskOptions
 	a       *Approvals
 	st      Store
+	rule    atomic.Pointer[Rule]
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each change
 	page    atomic.Pointer[string]
@@ -81,6 +82,7 @@ func NewDesk(o DeskOptions) (*Desk, error) {
 	}
 	d := &Desk{o: o, a: o.Approvals, st: o.Approvals.o.Store, changed: make(chan struct{})}
 	d.page.Store(&page)
+	d.rule.Store(&o.Rule)
 	return d, nil
 }
 
@@ -106,8 +108,19 @@ func (d *Desk) SetPageURL(s string) error {
 	return nil
 }
 
-// Rule returns who may decide.
-func (d *Desk) Rule() Rule { return d.o.Rule }
+// Rule returns who may decide now.
+func (d *Desk) Rule() Rule { return *d.rule.Load() }
+
+// SetRule replaces who may decide, as a front end's reload reads the
+// approvers and their credentials again: every decision and every page
+// request after it applies r.
+func (d *Desk) SetRule(r Rule) error {
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("approval: desk: %w", err)
+	}
+	d.rule.Store(&r)
+	return nil
+}
 
 // TTL is how long a request waits, and its approval lasts.
 func (d *Desk) TTL() time.Duration { return d.a.TTL() }
@@ -126,8 +139,11 @@ func (d *Desk) PageURL() string { return *d.page.Load() }
 
 // Open opens a request for the call r describes (its ID, State and times
 // are set here), or returns the one already open for the same binding
-// (created false). r.Arguments are the call's, whole.
+// (created false): the same call by the same caller. The binding's caller
+// is set here from r.Caller, so that a request is always bound to the
+// principal it shows. r.Arguments are the call's, whole.
 func (d *Desk) Open(ctx context.Context, r Request) (Request, bool, error) {
+	r.CallerKey = CallerOf(r.Caller)
 	now := d.a.Now()
 	r.ID, r.State = NewRequestID(), StatePending
 	r.CreatedAt = now.UTC().Truncate(time.Microsecond)
@@ -161,13 +177,20 @@ func (d *Desk) List(ctx context.Context) ([]Request, error) {
 	return d.st.Requests(ctx, d.a.Now())
 }
 
-// Decide is an approver's answer to request id. The rule (Rule.MayDecide)
-// is applied first; an approval is minted (stored and recorded, naming
-// the approver) before the request is marked approved, and burned again
-// if another approver decided first. A denial is recorded as
-// approval_refused with CodeDenied. Errors: ErrNoRequest, ErrDecided,
-// ErrRequestExpired, ErrNotApprover, ErrSelfApproval, and the store's and
-// log's.
+// Decide is an approver's answer to request id: the one way an
+// approver's decision is made, whatever route it comes through (the
+// approval page, gatehost serve's POST /v1/approvals). The rule
+// (Rule.MayDecide) is applied first. Then the decision is taken, once
+// across every process sharing the store (Request.Apply under the store's
+// lock: of concurrent decisions one wins, the others get ErrDecided and
+// neither record nor mint anything); then it is recorded (approval_minted
+// naming the approver, or approval_refused with CodeDenied); and only then
+// is an approval stored, so none is usable before the log shows it. A
+// decision that cannot be recorded, or whose approval cannot be stored,
+// is undone (the request is pending again) and the error returned
+// (ErrNotRecorded, ErrFull, the store's): nothing is decided unrecorded.
+// Errors also: ErrNoRequest, ErrDecided, ErrRequestExpired,
+// ErrNotApprover, ErrSelfApproval.
 func (d *Desk) Decide(ctx context.Context, id string, by *abi.Principal, approve bool, note string) (Request, error) {
 	if len(note) > MaxNoteBytes {
 		return Request{}, fmt.Errorf("approval: note is %d bytes, at most %d", len(note), MaxNoteBytes)
@@ -176,50 +199,69 @@ func (d *Desk) Decide(ctx context.Context, id string, by *abi.Principal, approve
 	if err != nil {
 		return Request{}, err
 	}
-	if err := d.o.Rule.MayDecide(by, r); err != nil {
+	if err := d.Rule().MayDecide(by, r); err != nil {
 		return r, err
 	}
-	if !r.Pending(d.a.Now()) {
+	now := d.a.Now()
+	if !r.Pending(now) {
 		if r.State != StatePending {
 			return r, fmt.Errorf("%w: %s", ErrDecided, r.State)
 		}
 		return r, ErrRequestExpired
 	}
-	from := Origin{}
+	by = withoutCredential(by)
 	dec := Decision{Approve: approve, By: by, Note: note}
-	var minted Approval
+	rec := Record{Approval: Approval{Binding: r.Binding, Approver: PrincipalName(by), ApprovedBy: by, Request: r.ID}, Note: note}
+	kind, code := KindRefused, CodeDenied
 	if approve {
+		if err := checkCaller(r.Binding); err != nil {
+			return r, err // stored by an earlier version: it approves nothing
+		}
 		// The approval lasts the TTL from the decision, so that a person
 		// deciding late leaves the agent time to retry.
-		minted, err = d.a.mint(ctx, r.Binding, PrincipalName(by), by, r.ID, note, time.Time{}, from)
-		if err != nil {
+		rec.ID, rec.ExpiresAt = NewID(), now.Add(d.a.TTL()).UTC().Truncate(time.Microsecond)
+		if err := rec.Approval.Check(); err != nil {
 			return r, err
 		}
-		dec.ApprovalID, dec.ExpiresAt = minted.ID, minted.ExpiresAt
+		dec.ApprovalID, dec.ExpiresAt = rec.ID, rec.ExpiresAt
+		kind, code = KindMinted, ""
 	}
-	now := d.a.Now()
 	got, err := d.st.UpdateRequest(ctx, id, now, func(r Request) (Request, error) { return r.Apply(dec, now) })
 	if err != nil {
-		if approve {
-			// Another approver was first, or the store failed: the
-			// approval minted here must not outlive the decision.
-			if _, _, terr := d.st.Take(context.WithoutCancel(ctx), minted.ID, d.a.Now()); terr != nil {
-				d.o.Logger.Error("approval: minted for a request not decided, and not burned", "approval_id", minted.ID, "err", terr)
-			}
-		}
-		return got, err
+		return r, err
 	}
-	if !approve {
-		rec := Record{Approval: Approval{Binding: r.Binding, Approver: PrincipalName(by), ApprovedBy: by, Request: r.ID}, Note: note}
-		if err := d.a.record(KindRefused, CodeDenied, from, d.a.Now(), rec); err != nil {
-			// The request is denied whatever the log says; a denial
-			// approves nothing.
-			d.o.Logger.Error("approval: denial not recorded", "request_id", id, "err", err)
-		}
+	err = d.a.record(kind, code, Origin{}, now, rec)
+	if err == nil && approve {
+		err = d.st.Add(ctx, rec.Approval, now, d.a.MaxOutstanding())
+	}
+	if err != nil {
+		d.undo(ctx, got, r.ExpiresAt, now)
+		d.o.Logger.Error("approval: decision not recorded or not stored; undone", "request_id", id, "approver", PrincipalName(by), "err", err)
+		return r, err
+	}
+	if approve {
+		d.a.logMinted(rec.Approval)
 	}
 	d.o.Logger.Info("approval decided", "request_id", id, "state", got.State, "approver", PrincipalName(by))
 	d.broadcast()
 	return got, nil
+}
+
+// undo makes request decided, as Decide left it, pending again with its
+// expiry, unless it changed since (used by a front end that read it in
+// between: its approval was never stored, so it confirmed nothing).
+func (d *Desk) undo(ctx context.Context, decided Request, expires, now time.Time) {
+	_, err := d.st.UpdateRequest(context.WithoutCancel(ctx), decided.ID, now, func(r Request) (Request, error) {
+		if r.State != decided.State || r.ApprovalID != decided.ApprovalID || !r.DecidedAt.Equal(decided.DecidedAt) {
+			return r, fmt.Errorf("%w: %s since", ErrDecided, r.State)
+		}
+		r.State, r.ExpiresAt = StatePending, expires
+		r.DecidedBy, r.DecidedAt, r.Note, r.ApprovalID = nil, time.Time{}, "", ""
+		return r, nil
+	})
+	if err != nil {
+		d.o.Logger.Error("approval: a decision not recorded could not be undone; it approves nothing", "request_id", decided.ID, "err", err)
+	}
 }
 
 // Use claims the approval of request id, approved: the caller alone

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -66,12 +67,25 @@ func claimHolds(v any, want string) bool {
 	return false
 }
 
-// Rule is who may approve: one of Approvers, and, unless AllowSelf, not
-// the principal that made the call (separation of duties).
+// Rule is who may approve: one of Approvers, signed in with a credential
+// the front end still accepts (SignedIn), and, unless AllowSelf, not the
+// principal that made the call (separation of duties).
 type Rule struct {
 	Approvers []Approver
 	AllowSelf bool
+	// SignedIn reports whether p still holds the credential it signed in
+	// with (an approver token still loaded: ClaimCredential), so that a
+	// removed credential ends its sign-ins at once rather than when their
+	// cookies expire. Nil: every principal's sign-in holds (OIDC sign-ins
+	// carry no credential the front end could check again).
+	SignedIn func(p *abi.Principal) bool
 }
+
+// ClaimCredential is the claim in which a front end's sign-in carries a
+// fingerprint of the credential it used (never the credential itself),
+// for Rule.SignedIn to check against the credentials loaded now. Desk
+// keeps it out of what it stores and records.
+const ClaimCredential = "gatehost_credential"
 
 // Check validates the rule's approvers.
 func (r Rule) Check() error {
@@ -83,13 +97,17 @@ func (r Rule) Check() error {
 	return nil
 }
 
-// MayApprove reports whether p is an approver at all (ErrNotApprover).
-// With no approvers configured nobody is.
+// MayApprove reports whether p is an approver at all (ErrNotApprover),
+// signed in with a credential still accepted (ErrNotApprover too). With no
+// approvers configured nobody is.
 func (r Rule) MayApprove(p *abi.Principal) error {
-	if slices.ContainsFunc(r.Approvers, func(a Approver) bool { return a.Matches(p) }) {
-		return nil
+	if !slices.ContainsFunc(r.Approvers, func(a Approver) bool { return a.Matches(p) }) {
+		return ErrNotApprover
 	}
-	return ErrNotApprover
+	if r.SignedIn != nil && !r.SignedIn(p) {
+		return fmt.Errorf("%w: the credential it signed in with is no longer accepted", ErrNotApprover)
+	}
+	return nil
 }
 
 // MayDecide reports whether p may decide req: ErrNotApprover,
@@ -102,6 +120,24 @@ func (r Rule) MayDecide(p *abi.Principal, req Request) error {
 		return ErrSelfApproval
 	}
 	return nil
+}
+
+// withoutCredential is p without ClaimCredential: what is stored and
+// recorded of an approver.
+func withoutCredential(p *abi.Principal) *abi.Principal {
+	if p == nil {
+		return nil
+	}
+	if _, ok := p.Claims[ClaimCredential]; !ok {
+		return p
+	}
+	q := *p
+	q.Claims = maps.Clone(p.Claims)
+	delete(q.Claims, ClaimCredential)
+	if len(q.Claims) == 0 {
+		q.Claims = nil
+	}
+	return &q
 }
 
 // SamePrincipal reports whether a and b are one principal: the same

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/approval/approvaltest"
 	"github.com/gatehost/gatehost/host/eventlog"
@@ -85,10 +86,10 @@ func TestMintNotRecorded(t *testing.T) {
 		return log.Append(r)
 	}})
 	require.NoError(t, err)
-	ap, err := apps.Mint(ctx, approvaltest.Call, "alice", "", approval.Origin{})
+	ap, err := apps.Mint(ctx, approvaltest.Call, "", approval.Origin{})
 	require.NoError(t, err)
 	fail = true
-	_, err = apps.Mint(ctx, approvaltest.Call, "alice", "", approval.Origin{})
+	_, err = apps.Mint(ctx, approvaltest.Call, "", approval.Origin{})
 	require.ErrorIs(t, err, approval.ErrNotRecorded)
 	_, err = apps.Confirm(ctx, approvaltest.Present("r1", ap.ID, approvaltest.Call, true))
 	require.ErrorIs(t, err, approval.ErrNotRecorded)
@@ -106,4 +107,77 @@ func TestCheckTTL(t *testing.T) {
 	}{{time.Second, true}, {24 * time.Hour, true}, {5 * time.Minute, true}, {999 * time.Millisecond, false}, {24*time.Hour + 1, false}, {0, false}} {
 		assert.Equal(t, c.ok, approval.CheckTTL(c.d) == nil, "%s", c.d)
 	}
+}
+
+// TestDecideNotRecorded: a decision the log refuses does not take effect:
+// the request is pending again, no approval exists, and the approver is
+// told; once the log takes records the request can be decided.
+func TestDecideNotRecorded(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
+			ctx := context.Background()
+			st := approval.NewMemory()
+			fail := true
+			log := &approvaltest.Log{}
+			clock := &approvaltest.Clock{}
+			clock.Set(approvaltest.Epoch)
+			apps, err := approval.New(approval.Options{Store: st, Now: clock.Now, Record: func(r eventlog.Record) error {
+				if fail {
+					return errors.New("disk full")
+				}
+				return log.Append(r)
+			}})
+			require.NoError(t, err)
+			d, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: approvaltest.Rule})
+			require.NoError(t, err)
+			r, _, err := d.Open(ctx, approval.Request{Binding: approvaltest.Call, Caller: approvaltest.Caller, Arguments: []byte(`{}`)})
+			require.NoError(t, err)
+			_, err = d.Decide(ctx, r.ID, approvaltest.Approver, approve, "")
+			require.ErrorIs(t, err, approval.ErrNotRecorded)
+			got, err := d.Get(ctx, r.ID)
+			require.NoError(t, err)
+			assert.Equal(t, approval.StatePending, got.State, "undone")
+			assert.Empty(t, got.ApprovalID)
+			assert.Equal(t, r.ExpiresAt, got.ExpiresAt)
+
+			fail = false
+			got, err = d.Decide(ctx, r.ID, approvaltest.Approver, approve, "")
+			require.NoError(t, err)
+			if approve {
+				conf, err := apps.Confirm(ctx, approvaltest.Present("run", got.ApprovalID, approvaltest.Call, true))
+				require.NoError(t, err)
+				assert.NotNil(t, conf)
+			}
+		})
+	}
+}
+
+// TestDecideSignedOut: an approver whose credential the rule no longer
+// accepts decides nothing, and what is stored and recorded of an approver
+// never holds the credential's fingerprint.
+func TestDecideSignedOut(t *testing.T) {
+	ctx := context.Background()
+	log := &approvaltest.Log{}
+	apps, err := approval.New(approval.Options{Record: log.Append})
+	require.NoError(t, err)
+	valid := "fp-1"
+	rule := approvaltest.Rule
+	rule.SignedIn = func(p *abi.Principal) bool { return p.Claims[approval.ClaimCredential] == valid }
+	d, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: rule})
+	require.NoError(t, err)
+	r, _, err := d.Open(ctx, approval.Request{Binding: approvaltest.Call, Caller: approvaltest.Caller, Arguments: []byte(`{}`)})
+	require.NoError(t, err)
+	by := *approvaltest.Approver
+	by.Claims = map[string]any{"groups": []any{"approvers"}, approval.ClaimCredential: "fp-1"}
+	valid = "fp-2" // the credential was replaced
+	_, err = d.Decide(ctx, r.ID, &by, true, "")
+	require.ErrorIs(t, err, approval.ErrNotApprover)
+	require.ErrorIs(t, d.Rule().MayApprove(&by), approval.ErrNotApprover, "every page request asks the rule")
+
+	valid = "fp-1"
+	got, err := d.Decide(ctx, r.ID, &by, true, "")
+	require.NoError(t, err)
+	assert.NotContains(t, got.DecidedBy.Claims, approval.ClaimCredential)
+	assert.Equal(t, "approvers", got.DecidedBy.Claims["groups"].([]any)[0])
+	assert.NotContains(t, string(log.All()[0].Data), approval.ClaimCredential)
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 
+	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
 	"github.com/gatehost/gatehost/approval/notify"
 	"github.com/gatehost/gatehost/config"
@@ -36,9 +38,19 @@ func ApproverTokens(l *config.Loaded, extra string, agents *identity.Tokens) (*i
 // ApprovalRule is who may approve: approvals.approvers, or, when the
 // config names none and approver tokens exist, every approver token
 // (issuer identity.ApproverTokensName). With neither, nobody: the logger says so,
-// and calls that need a person are refused.
+// and calls that need a person are refused. An approver token's principal
+// (ApproverPrincipal) approves only while its token is one of approvers:
+// a token removed or replaced ends its sign-ins at the next request.
 func ApprovalRule(l *config.Loaded, approvers *identity.Tokens, logger *slog.Logger) approval.Rule {
 	r := l.Approvals.Rule
+	r.SignedIn = func(p *abi.Principal) bool {
+		if p.Method != abi.MethodToken || p.Issuer != identity.ApproverTokensName {
+			return true
+		}
+		fp, _ := p.Claims[approval.ClaimCredential].(string)
+		c := approvers.ByFingerprint(fp)
+		return c != nil && c.Name == p.Subject
+	}
 	if len(r.Approvers) == 0 {
 		if !approvers.Empty() {
 			r.Approvers = []approval.Approver{{Method: "token", Issuer: identity.ApproverTokensName}}
@@ -48,6 +60,35 @@ func ApprovalRule(l *config.Loaded, approvers *identity.Tokens, logger *slog.Log
 		}
 	}
 	return r
+}
+
+// ApproverPrincipal is the principal of approver token c, on the
+// approval page and on gatehost serve's POST /v1/approvals alike: issuer
+// identity.ApproverTokensName, subject the token's name, and the token's
+// fingerprint (never the token) for ApprovalRule to check again.
+func ApproverPrincipal(c *identity.Credential) *abi.Principal {
+	return &abi.Principal{Method: abi.MethodToken, Issuer: identity.ApproverTokensName, Subject: c.Name,
+		Claims: map[string]any{approval.ClaimCredential: c.Fingerprint()}}
+}
+
+// ErrApprovalsChanged: a reload would change part of the approvals:
+// section a front end holds for its life.
+var ErrApprovalsChanged = errors.New("changed; a reload applies only approvals.approvers and approvals.allow_self_approval (restart to change the rest)")
+
+// CheckApprovalsReload is the one reload rule of the approvals: section
+// in gatehost serve and gatehost mcp: who may approve
+// (approvals.approvers, approvals.allow_self_approval) may change, and the
+// front end then applies ApprovalRule of the reloaded config and approver
+// tokens to its desk (approval.Desk.SetRule); any other change (store,
+// ttl, page, webhooks, …) is refused with ErrApprovalsChanged, since the
+// store and the page live as long as the process.
+func CheckApprovalsReload(running, l *config.Loaded) error {
+	a, b := running.Approvals, l.Approvals
+	a.Rule, b.Rule, a.Deprecated, b.Deprecated = approval.Rule{}, approval.Rule{}, nil, nil
+	if !reflect.DeepEqual(a, b) {
+		return fmt.Errorf("config %s: approvals: %w", l.File, ErrApprovalsChanged)
+	}
+	return nil
 }
 
 // OpenNotifier builds the approvals.webhooks notifier, reading each

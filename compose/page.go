@@ -36,7 +36,7 @@ func ApprovalPage(ctx context.Context, l *config.Loaded, desk *approval.Desk, ap
 			if c == nil {
 				return nil
 			}
-			return &abi.Principal{Method: abi.MethodToken, Issuer: identity.ApproverTokensName, Subject: c.Name}
+			return ApproverPrincipal(c)
 		}
 	}
 	if oc := p.OIDC; oc != nil {

@@ -14,8 +14,11 @@ import (
 // after the run's catalog snapshot is pinned, so Tool is the tool the
 // run's stages will see.
 type ConfirmationRequest struct {
-	Pipeline  string
-	Session   string // RunOptions.Session
+	Pipeline string
+	Session  string // RunOptions.Session
+	// Principal is RunOptions.Principal: who makes the call, which an
+	// approval may be bound to.
+	Principal *abi.Principal
 	RunID     string // the run's id, as its event log records carry it
 	RequestID string // RunOptions.RequestID
 	// ToolName is the name the call gives its tool.
@@ -74,7 +77,7 @@ func (h *Host) confirm(ctx context.Context, rn *run, call any) error {
 	top, _ := call.(map[string]any)
 	name, _ := top["tool"].(string)
 	req := ConfirmationRequest{
-		Pipeline: rn.p.name, Session: rn.opts.Session, RunID: rn.id, RequestID: rn.opts.RequestID,
+		Pipeline: rn.p.name, Session: rn.opts.Session, Principal: rn.opts.Principal, RunID: rn.id, RequestID: rn.opts.RequestID,
 		ToolName: name, CatalogGeneration: rn.snap.Generation(), SubjectSHA256: digest(rn.subject), Token: token,
 	}
 	if t, ok := rn.snap.Get(name); ok {

@@ -3,6 +3,7 @@ package identity
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -93,6 +94,29 @@ type Credential struct {
 // session, which every credential may use).
 func (c *Credential) Allows(id string) bool {
 	return id == "" || c.AnySession || slices.Contains(c.Sessions, id)
+}
+
+// Fingerprint names c's token without revealing it: a digest of the
+// token's SHA-256 under a label of its own, so that a sign-in can carry it
+// and be checked again (Tokens.ByFingerprint) against the tokens loaded
+// then, and a token replaced under the same name no longer matches.
+func (c *Credential) Fingerprint() string {
+	sum := sha256.Sum256(append([]byte("gatehost credential fingerprint\x00"), c.sum[:]...))
+	return hex.EncodeToString(sum[:16])
+}
+
+// ByFingerprint returns the credential whose Fingerprint is fp, in
+// constant time; nil when none.
+func (t *Tokens) ByFingerprint(fp string) *Credential {
+	found := -1
+	for i := range t.list() {
+		eq := subtle.ConstantTimeCompare([]byte(fp), []byte(t.creds[i].Fingerprint()))
+		found = subtle.ConstantTimeSelect(eq, i, found)
+	}
+	if found < 0 {
+		return nil
+	}
+	return &t.creds[found]
 }
 
 // Tokens are the accepted bearer tokens of one channel (agents, or

@@ -68,7 +68,7 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 		return dec, nil, nil, nil
 	}
 	// The binding is the host's subject_sha256 of this very call.
-	call, err := approval.Bind(g.Host(), g.opts.Pipeline, c.session, c.params, subject.FormatMCP)
+	call, err := approval.Bind(g.Host(), g.opts.Pipeline, c.session, c.principal, c.params, subject.FormatMCP)
 	if err != nil {
 		return dec, nil, nil, nil
 	}
@@ -291,7 +291,7 @@ func (d *downstream) confirmByForm(ctx context.Context, c call, dec *host.Decisi
 	}
 	// Minted (stored, then recorded) before the second run: an approval
 	// the log or the store refuses is not used.
-	ap, err := g.approvals.Mint(ctx, b, approval.ApproverMCPClient, answer, from)
+	ap, err := g.approvals.Mint(ctx, b, answer, from)
 	if err != nil {
 		g.opts.Logger.Error("mcp gateway: approval not minted; not used", "run_id", dec.RunID, "error", err)
 		return dec, nil, nil, nil

@@ -20,13 +20,16 @@ import (
 	"github.com/gatehost/gatehost/internal/oneline"
 )
 
-// Approvals: a person's confirmation of one tool call, minted through
-// POST /v1/approvals with an approver token and presented by the agent in
-// X-Gatehost-Confirmation. The rule — the binding, expiry, single use, a
-// mismatch burns, the cap, the records — is package approval's, the same
-// as gatehost mcp's; the store is the approvals: section's (memory, a file
-// shared with the machine's other gatehost processes, or the fleet's
-// PostgreSQL store), kept across reloads.
+// Approvals: a person's confirmation of one tool call. A check refused for
+// want of one opens a request; an approver decides it on the approval page
+// or through POST /v1/approvals (approval.Desk.Decide, the one rule of
+// both), and the agent's identical call made again, or presenting the
+// approval in X-Gatehost-Confirmation, runs once. The rule — who may
+// decide, the binding, expiry, single use, a mismatch burns, the cap, the
+// records — is package approval's, the same as gatehost mcp's; the store
+// is the approvals: section's (memory, a file shared with the machine's
+// other gatehost processes, or the fleet's PostgreSQL store), kept across
+// reloads.
 
 const (
 	// DefaultApprovalTTL and MaxApprovalTTL are approval.DefaultTTL and
@@ -128,7 +131,7 @@ type checkAnswer struct {
 // second decision is the answer. Otherwise the answer is d, with the
 // request.
 func (s *Server) askApproval(ctx context.Context, rt *loadedConfig, sr *subjectRequest, opts host.RunOptions, d *host.Decision) (*host.Decision, *approvalView, error) {
-	call, err := approval.Bind(rt.h, sr.name, sr.session, sr.body, sr.format)
+	call, err := approval.Bind(rt.h, sr.name, sr.session, opts.Principal, sr.body, sr.format)
 	if err != nil {
 		return d, &approvalView{State: "unavailable"}, nil
 	}
@@ -148,10 +151,15 @@ func (s *Server) askApproval(ctx context.Context, rt *loadedConfig, sr *subjectR
 	return d, &approvalView{RequestID: r.ID, State: r.State, URL: s.desk.URL(r.ID), ExpiresAt: r.ExpiresAt, Note: r.Note}, nil
 }
 
-// handleMintApproval is POST /v1/approvals?pipeline=NAME[&session=ID][&format=F]
-// with the tool call as the body, in any format the check route takes.
-// withAuth has already required an approver token. It answers 201 with the
-// approval; the minting is in the event log before the approval exists.
+// handleMintApproval is POST /v1/approvals?pipeline=NAME[&session=ID][&format=F][&request=ID]
+// with the tool call as the body, in any format the check route takes: an
+// approver approves the request the agent's check opened for that very
+// call (request= picks one when callers sharing the session made the same
+// call). withAuth has already required an approver token; the decision is
+// the desk's (approval.Desk.Decide), under the rule the approval page
+// applies: approvals.approvers, the token still loaded, and never the
+// caller's own call. It answers 201 with the approval; the decision is in
+// the event log before the approval exists.
 func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	if sw, ok := w.(*statusWriter); ok {
 		defer func() { sw.code = w.Header().Get("X-Gatehost-Error") }()
@@ -159,6 +167,23 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("pipeline")
 	if name == "" {
 		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "pipeline", "required: the tool_call pipeline the approval is for", nil)
+		return
+	}
+	reqID := r.URL.Query().Get("request")
+	if reqID != "" && !approval.ValidRequestID(reqID) {
+		writeError(w, r, http.StatusBadRequest, errInvalidRequest, "request", "not a request id (rq- and 32 lowercase hex digits)", nil)
+		return
+	}
+	// Who may decide is asked first, so that nobody else learns which
+	// calls wait.
+	c := credentialOf(r.Context())
+	if c == nil { // withAuth lets only approver tokens through
+		writeError(w, r, http.StatusForbidden, errForbidden, "Authorization", "an approver token is required", nil)
+		return
+	}
+	by := compose.ApproverPrincipal(c)
+	if err := s.desk.Rule().MayApprove(by); err != nil {
+		s.writeDecideError(w, r, by, err)
 		return
 	}
 	sr := s.openSubjectRequest(w, r, name, "pipeline", func(info host.PipelineInfo, _ string) bool {
@@ -173,10 +198,10 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sr.rt.release()
-	rt, sess := sr.rt, sr.session
 	// The approval binds the native subject exactly as the host will
 	// record the checked call: the host makes it, whatever the format.
-	call, err := approval.Bind(rt.h, name, sess, sr.body, sr.format)
+	// The caller is the request's.
+	call, err := approval.Bind(sr.rt.h, name, sr.session, nil, sr.body, sr.format)
 	switch {
 	case errors.Is(err, approval.ErrUnparsable):
 		writeError(w, r, http.StatusBadRequest, errInvalidSubject, "",
@@ -193,28 +218,64 @@ func (s *Server) handleMintApproval(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	approver := ""
-	if c := credentialOf(r.Context()); c != nil {
-		approver = c.Name
+	list, err := s.desk.List(r.Context())
+	if err != nil {
+		s.writeDecideError(w, r, by, err)
+		return
 	}
-	a, err := s.approvals.Mint(r.Context(), call.Binding, approver, "", approval.Origin{RequestID: r.Header.Get(headerRequestID)})
+	now := s.approvals.Now()
+	var found []string
+	for _, q := range list {
+		b := call.Binding
+		b.CallerKey = q.CallerKey
+		if q.Pending(now) && q.CallerKey != "" && q.Binding == b && (reqID == "" || q.ID == reqID) {
+			found = append(found, q.ID)
+		}
+	}
+	switch len(found) {
+	case 0:
+		writeError(w, r, http.StatusNotFound, errNoRequest, "",
+			"no request waits for this call: the agent's check of it opens one (its answer names the request), then it is approved", nil)
+		return
+	case 1:
+	default:
+		writeError(w, r, http.StatusConflict, errAmbiguousRequest, "request",
+			fmt.Sprintf("%d callers wait for this call (requests %s): name one with request=", len(found), strings.Join(found, ", ")), nil)
+		return
+	}
+	got, err := s.desk.Decide(r.Context(), found[0], by, true, "")
+	if err != nil {
+		s.writeDecideError(w, r, by, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, approval.Approval{ID: got.ApprovalID, Binding: got.Binding, ExpiresAt: got.ExpiresAt,
+		Approver: approval.PrincipalName(got.DecidedBy), ApprovedBy: got.DecidedBy, Request: got.ID})
+}
+
+// writeDecideError answers an approver's decision refused or failed.
+func (s *Server) writeDecideError(w http.ResponseWriter, r *http.Request, by *abi.Principal, err error) {
 	switch {
+	case errors.Is(err, approval.ErrSelfApproval):
+		writeError(w, r, http.StatusForbidden, errSelfApproval, "Authorization", "this approver made the call; another approver must decide it", nil)
+	case errors.Is(err, approval.ErrNotApprover):
+		writeError(w, r, http.StatusForbidden, errNotApprover, "Authorization",
+			"approver "+by.Subject+" may not approve: not one of approvals.approvers, or its token is no longer loaded", nil)
+	case errors.Is(err, approval.ErrDecided):
+		writeError(w, r, http.StatusConflict, errDecided, "", "the request was decided already", nil)
+	case errors.Is(err, approval.ErrNoRequest), errors.Is(err, approval.ErrRequestExpired):
+		writeError(w, r, http.StatusNotFound, errNoRequest, "", "the request expired before it was decided; the agent's next check asks anew", nil)
 	case errors.Is(err, approval.ErrFull):
 		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusTooManyRequests, errTooManyApprovals, "",
 			fmt.Sprintf("%d approvals are outstanding; wait for some to be used or expire", s.approvals.MaxOutstanding()), nil)
-		return
 	case errors.Is(err, approval.ErrNotRecorded):
-		s.logger.Error("gatehost serve: approval not recorded; not issued", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
+		s.logger.Error("gatehost serve: approval not recorded; not issued", "request_id", r.Header.Get(headerRequestID), "err", err)
 		writeError(w, r, http.StatusInternalServerError, errEventLogFailed, "", "the approval could not be recorded; none was issued", nil)
-		return
-	case err != nil:
-		s.logger.Error("gatehost serve: approval store failed; not issued", "pipeline", name, "request_id", r.Header.Get(headerRequestID), "err", err)
+	default:
+		s.logger.Error("gatehost serve: approval store failed; not issued", "request_id", r.Header.Get(headerRequestID), "err", err)
 		w.Header().Set("Retry-After", retryAfter(s.opts.RetryAfter))
 		writeError(w, r, http.StatusServiceUnavailable, errStoreFailure, "", "the approval store failed (the server's log has the cause); none was issued", nil)
-		return
 	}
-	writeJSON(w, http.StatusCreated, a)
 }
 
 // readBody reads the request body within limit, answering the error itself

@@ -33,6 +33,9 @@ const (
 	agentDev   = "agent-dev-0123456789abcdef0123"  // sessions dev, dev2
 	agentOther = "agent-other-0123456789abcdef012" // session other
 	approver   = "approver-0123456789abcdef012345" // name alice
+	agentDev2  = "agent-dev2-0123456789abcdef012"  // session dev, name bot2
+	// aliceName is how the log and the answers name alice.
+	aliceName = "token:gatehost-approvers/alice"
 )
 
 // fakeClock is the approvals' clock: expiry is tested by moving it, not by
@@ -102,7 +105,7 @@ func startApprovalServe(t *testing.T, mod func(*Options)) (*testServer, *fakeClo
 		edgecase.Activate(t, cfg, sess, "merge_pull_request")
 	}
 	tokFile := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokFile, []byte("# agents\n"+agentDev+" sessions=dev,dev2 name=bot\n"+agentOther+"\tsessions=other\n"), 0o600))
+	require.NoError(t, os.WriteFile(tokFile, []byte("# agents\n"+agentDev+" sessions=dev,dev2 name=bot\n"+agentOther+"\tsessions=other\n"+agentDev2+" sessions=dev name=bot2\n"), 0o600))
 	apprFile := filepath.Join(dir, "approvers")
 	require.NoError(t, os.WriteFile(apprFile, []byte(approver+" name=alice\n"), 0o600))
 	t.Setenv(TokenEnv, "")
@@ -147,9 +150,40 @@ func (ts *testServer) mint(t *testing.T, token, pipeline, sess string, body []by
 	return ts.do(t, "POST", approvalsRoute+"?"+q.Encode(), body, hdr...)
 }
 
-// approve mints an approval with the approver token and returns it.
+// ask makes the agent's check of body (format f, "" detects it) without a
+// confirmation, which opens the approval request an approver decides, and
+// returns the request's id.
+func (ts *testServer) ask(t *testing.T, token, pipeline, sess string, f subject.Format, body []byte) string {
+	t.Helper()
+	q := url.Values{}
+	if sess != "" {
+		q.Set("session", sess)
+	}
+	if f != "" {
+		q.Set("format", string(f))
+	}
+	a := ts.do(t, "POST", "/v1/pipelines/"+pipeline+"/check?"+q.Encode(), body, "Authorization", "Bearer "+token)
+	require.Equal(t, 200, a.status, string(a.body))
+	var ans decisionWithApproval
+	require.NoError(t, json.Unmarshal(a.body, &ans))
+	require.NotNil(t, ans.Approval, "the check opens a request: %s", a.body)
+	require.Equal(t, approval.StatePending, ans.Approval.State, string(a.body))
+	return ans.Approval.RequestID
+}
+
+// agentOf is the agent token that may act for sess.
+func agentOf(sess string) string {
+	if sess == "other" {
+		return agentOther
+	}
+	return agentDev
+}
+
+// approve has the session's agent ask for body, has alice approve it and
+// returns the approval.
 func (ts *testServer) approve(t *testing.T, pipeline, sess string, body []byte) approval.Approval {
 	t.Helper()
+	ts.ask(t, agentOf(sess), pipeline, sess, "", body)
 	a := ts.mint(t, approver, pipeline, sess, body)
 	require.Equal(t, 201, a.status, string(a.body))
 	var ap approval.Approval
@@ -271,7 +305,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 	t.Run("a correct approval is accepted exactly once", func(t *testing.T) {
 		ap := ts.approve(t, "exec", "dev", callA)
 		assert.Equal(t, "mcp.github:merge_pull_request", ap.Tool)
-		assert.Equal(t, "alice", ap.Approver)
+		assert.Equal(t, aliceName, ap.Approver)
 		assert.Equal(t, clock.Now().Add(5*time.Minute), ap.ExpiresAt)
 
 		a := ts.checkCall(t, agentDev, "exec", "dev", ap.ID, callA, "use-1")
@@ -296,7 +330,7 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 		assert.Equal(t, dd.SubjectSHA256, dataOf(t, used).SubjectSHA256)
 		assert.Equal(t, "bot", dataOf(t, used).Agent)
 		minted := dataOf(t, recordOfApproval(t, recs, approval.KindMinted, ap.ID))
-		assert.Equal(t, "alice", minted.Approver)
+		assert.Equal(t, aliceName, minted.Approver)
 		assert.Equal(t, ap.SchemaDigest, minted.SchemaDigest)
 		assert.Equal(t, "dev", minted.Session)
 		assert.NotEqual(t, d.RunID, replay.RunID)
@@ -445,13 +479,16 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 
 	t.Run("too many outstanding", func(t *testing.T) {
 		// A cap of one, on a store of its own.
-		prev := ts.s.approvals
+		prev, prevDesk := ts.s.approvals, ts.s.desk
 		capped, err := approval.New(approval.Options{TTL: prev.TTL(), MaxOutstanding: 1, Now: ts.s.now})
 		require.NoError(t, err)
-		ts.s.approvals = capped
-		defer func() { ts.s.approvals = prev }()
+		desk, err := approval.NewDesk(approval.DeskOptions{Approvals: capped, Rule: prevDesk.Rule()})
+		require.NoError(t, err)
+		ts.s.approvals, ts.s.desk = capped, desk
+		defer func() { ts.s.approvals, ts.s.desk = prev, prevDesk }()
 		ts.approve(t, "exec", "dev", callA)
-		a := ts.mint(t, approver, "exec", "dev", callA)
+		ts.ask(t, agentDev, "exec", "dev", "", callB)
+		a := ts.mint(t, approver, "exec", "dev", callB)
 		require.Equal(t, 429, a.status, string(a.body))
 		assert.Equal(t, errTooManyApprovals, a.apiErr(t).Error.Code)
 		clock.Add(time.Hour) // expired ones make room
@@ -503,6 +540,10 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 
 	t.Run("a reload re-reads the approver tokens", func(t *testing.T) {
 		const bob = "approver-bob-0123456789abcdef0123"
+		// The catalog the sessions pinned again, so that the call needs
+		// only a person.
+		writeApprovalConfig(t, dir, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"))
+		require.NoError(t, ts.s.reload(context.Background(), "test"))
 		apprFile := filepath.Join(dir, "approvers")
 		// A token in both channels: the reload fails, alice still approves.
 		writeAtomic(t, apprFile, agentDev+" name=mallory\n")
@@ -511,12 +552,13 @@ func TestServeConfirmationNeedsApproval(t *testing.T) {
 
 		writeAtomic(t, apprFile, bob+" name=bob\n")
 		require.NoError(t, ts.s.reload(context.Background(), "test"))
-		assert.Equal(t, 401, ts.mint(t, approver, "exec", "dev", callA).status, "alice's token is gone")
-		a := ts.mint(t, bob, "exec", "dev", callA)
+		ts.ask(t, agentDev, "exec", "dev", "", callB)
+		assert.Equal(t, 401, ts.mint(t, approver, "exec", "dev", callB).status, "alice's token is gone")
+		a := ts.mint(t, bob, "exec", "dev", callB)
 		require.Equal(t, 201, a.status, string(a.body))
 		var ap approval.Approval
 		require.NoError(t, json.Unmarshal(a.body, &ap))
-		assert.Equal(t, "bob", ap.Approver)
+		assert.Equal(t, "token:gatehost-approvers/bob", ap.Approver)
 	})
 }
 
@@ -608,6 +650,7 @@ var (
 // it), and returns the approval.
 func (ts *testServer) mintAs(t *testing.T, pipeline, sess string, f subject.Format, body []byte) approval.Approval {
 	t.Helper()
+	ts.ask(t, agentDev, pipeline, sess, f, body)
 	q := url.Values{"pipeline": {pipeline}, "session": {sess}}
 	if f != "" {
 		q.Set("format", string(f))

@@ -36,6 +36,11 @@ const (
 	errSessionForbidden = "session_forbidden"
 	errApprovalsOff     = "approvals_disabled"
 	errTooManyApprovals = "too_many_approvals"
+	errNotApprover      = "not_approver"
+	errSelfApproval     = "self_approval"
+	errNoRequest        = "no_approval_request"
+	errAmbiguousRequest = "ambiguous_approval_request"
+	errDecided          = "approval_decided"
 	errHostOverloaded   = abi.ReasonHostOverloaded
 	errNotReady         = "not_ready"
 	errEventLogFailed   = "event_log_failed"

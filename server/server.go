@@ -565,6 +565,12 @@ func (s *Server) apply(ctx context.Context, gen uint64) ([]any, error) {
 		return nil, err
 	}
 	rt.generation = gen
+	// Config 1's rule was checked at load; a reloaded one too.
+	if err := s.desk.SetRule(toks.rule); err != nil {
+		rt.retire()
+		_ = rt.close()
+		return nil, err
+	}
 	s.tokens.Store(toks.agents)
 	s.approvers.Store(toks.approvers)
 	s.cur.Store(rt)
@@ -596,15 +602,23 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 		_ = l.Close()
 		return nil, credentials{}, fmt.Errorf("config %s: auth: changed; a reload keeps the running identity sources (restart to change them)", l.File)
 	}
+	if err := compose.CheckApprovalsReload(prev.cfg, l); err != nil {
+		_ = l.Close()
+		return nil, credentials{}, err
+	}
 	rt, err := s.build(ctx, l, prev)
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	return rt, credentials{toks, apprs}, nil
+	return rt, credentials{toks, apprs, compose.ApprovalRule(l, apprs, s.logger)}, nil
 }
 
-// credentials are the two token sets a reload swaps in together.
-type credentials struct{ agents, approvers *identity.Tokens }
+// credentials are the two token sets a reload swaps in together, and who
+// may approve with them (approvals.approvers, or every approver token).
+type credentials struct {
+	agents, approvers *identity.Tokens
+	rule              approval.Rule
+}
 
 // loadCredentials reads the agent and the approver tokens, and logs how
 // sessions are bound: every fault is reported before anything is served.

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,6 +71,13 @@ func (l *Log) Append(r eventlog.Record) error {
 	return nil
 }
 
+// All returns every record, in order.
+func (l *Log) All() []eventlog.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.recs)
+}
+
 // Of returns the records of run runID.
 func (l *Log) Of(runID string) []eventlog.Record {
 	l.mu.Lock()
@@ -89,14 +97,24 @@ func SHA(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Call is the binding the tests approve.
-var Call = approval.Binding{Pipeline: "exec", Session: "dev", Tool: "mcp.github:merge_pull_request",
+// Call is the binding the tests approve: Caller's call.
+var Call = approval.Binding{Pipeline: "exec", Session: "dev", CallerKey: approval.CallerOf(Caller), Tool: "mcp.github:merge_pull_request",
 	SchemaDigest: SHA("schema"), SubjectSHA256: SHA(`{"tool":"merge_pull_request"}`)}
 
+// callerOf is the principal of caller key k (approval.CallerOf), nil for
+// an anonymous caller.
+func callerOf(k string) *abi.Principal {
+	var f []string
+	if json.Unmarshal([]byte(k), &f) != nil || len(f) != 3 {
+		return nil
+	}
+	return &abi.Principal{Method: f[0], Issuer: f[1], Subject: f[2]}
+}
+
 // Present is the confirmation request of a run presenting token for b
-// (tool nil: not in the snapshot).
+// (tool nil: not in the snapshot), made by b's caller.
 func Present(runID, token string, b approval.Binding, inCatalog bool) host.ConfirmationRequest {
-	req := host.ConfirmationRequest{Pipeline: b.Pipeline, Session: b.Session, RunID: runID, ToolName: "merge_pull_request",
+	req := host.ConfirmationRequest{Pipeline: b.Pipeline, Session: b.Session, Principal: callerOf(b.CallerKey), RunID: runID, ToolName: "merge_pull_request",
 		SubjectSHA256: b.SubjectSHA256, Token: token}
 	if inCatalog {
 		req.Tool = &catalog.Tool{ID: b.Tool, SchemaDigest: b.SchemaDigest}
@@ -124,6 +142,8 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("cap", func(t *testing.T) { runCap(t, open) })
 	t.Run("requests", func(t *testing.T) { runRequests(t, open) })
 	t.Run("requests decided once under concurrency", func(t *testing.T) { runRequestRace(t, open) })
+	t.Run("requests are the caller's", func(t *testing.T) { runRequestCallers(t, open) })
+	t.Run("stored without a caller: binds nothing", func(t *testing.T) { runLegacy(t, open) })
 }
 
 func runRules(t *testing.T, open func(t *testing.T) Instance) {
@@ -140,6 +160,8 @@ func runRules(t *testing.T, open func(t *testing.T) Instance) {
 		{"free text is unknown", []use{{token: "yes", want: approval.CodeUnknown}, {}}},
 		{"another pipeline burns it", []use{{edit: set(func(b *approval.Binding) { b.Pipeline = "other" }), want: approval.CodePipelineMismatch}, {want: approval.CodeUsed}}},
 		{"another session burns it", []use{{edit: set(func(b *approval.Binding) { b.Session = "" }), want: approval.CodeSessionMismatch}, {want: approval.CodeUsed}}},
+		{"another caller in the same session burns it", []use{{edit: set(func(b *approval.Binding) { b.CallerKey = approval.CallerOf(Other) }), want: approval.CodeCallerMismatch}, {want: approval.CodeUsed}}},
+		{"an anonymous caller burns it", []use{{edit: set(func(b *approval.Binding) { b.CallerKey = approval.CallerOf(nil) }), want: approval.CodeCallerMismatch}, {want: approval.CodeUsed}}},
 		{"another subject burns it", []use{{edit: set(func(b *approval.Binding) { b.SubjectSHA256 = SHA("b") }), want: approval.CodeSubjectMismatch}, {want: approval.CodeUsed}}},
 		{"another tool burns it", []use{{edit: set(func(b *approval.Binding) { b.Tool = "mcp.github:create_issue" }), want: approval.CodeToolMismatch}, {want: approval.CodeUsed}}},
 		{"another schema burns it", []use{{edit: set(func(b *approval.Binding) { b.SchemaDigest = SHA("s2") }), want: approval.CodeSchemaDigestMismatch}, {want: approval.CodeUsed}}},
@@ -158,7 +180,7 @@ func runRules(t *testing.T, open func(t *testing.T) Instance) {
 				return a
 			}
 			apps := mk(in.Store)
-			ap, err := apps.Mint(context.Background(), Call, "alice", "", approval.Origin{RequestID: "mint"})
+			ap, err := apps.Mint(context.Background(), Call, "", approval.Origin{RequestID: "mint"})
 			require.NoError(t, err)
 			assert.Equal(t, Epoch.Add(ttl), ap.ExpiresAt)
 			for i, u := range c.uses {
@@ -220,7 +242,7 @@ func runConcurrent(t *testing.T, open func(t *testing.T) Instance) {
 		apps[i], err = approval.New(approval.Options{Store: st, Record: log.Append})
 		require.NoError(t, err)
 	}
-	ap, err := apps[0].Mint(context.Background(), Call, "alice", "", approval.Origin{})
+	ap, err := apps[0].Mint(context.Background(), Call, "", approval.Origin{})
 	require.NoError(t, err)
 	const n = 16
 	var ok atomic.Int32
@@ -258,34 +280,36 @@ func runCap(t *testing.T, open func(t *testing.T) Instance) {
 	ctx := context.Background()
 	var ids []string
 	for range 2 {
-		ap, err := apps.Mint(ctx, Call, "alice", "", approval.Origin{})
+		ap, err := apps.Mint(ctx, Call, "", approval.Origin{})
 		require.NoError(t, err)
 		ids = append(ids, ap.ID)
 	}
 	clock.Set(Epoch.Add(time.Minute))
-	_, err = other.Mint(ctx, Call, "alice", "", approval.Origin{})
+	_, err = other.Mint(ctx, Call, "", approval.Origin{})
 	require.NoError(t, err, "the cap counts across handles")
-	_, err = apps.Mint(ctx, Call, "alice", "", approval.Origin{})
+	_, err = apps.Mint(ctx, Call, "", approval.Origin{})
 	require.ErrorIs(t, err, approval.ErrFull)
 	// A used approval still counts until it expires.
 	conf, err := apps.Confirm(ctx, Present("use", ids[0], Call, true))
 	require.NoError(t, err)
 	require.NotNil(t, conf)
-	_, err = other.Mint(ctx, Call, "alice", "", approval.Origin{})
+	_, err = other.Mint(ctx, Call, "", approval.Origin{})
 	require.ErrorIs(t, err, approval.ErrFull)
 	// At the first two's expiry there is room for two.
 	clock.Set(Epoch.Add(ttl))
 	for range 2 {
-		_, err = other.Mint(ctx, Call, "alice", "", approval.Origin{})
+		_, err = other.Mint(ctx, Call, "", approval.Origin{})
 		require.NoError(t, err)
 	}
-	_, err = apps.Mint(ctx, Call, "alice", "", approval.Origin{})
+	_, err = apps.Mint(ctx, Call, "", approval.Origin{})
 	require.ErrorIs(t, err, approval.ErrFull)
 }
 
-// Caller and Approver are the principals of the request tests.
+// Caller and Approver are the principals of the request tests; Other is
+// another agent, sharing Caller's sessions.
 var (
 	Caller   = &abi.Principal{Issuer: "agents", Subject: "agent1", Method: abi.MethodToken}
+	Other    = &abi.Principal{Issuer: "agents", Subject: "agent2", Method: abi.MethodToken}
 	Approver = &abi.Principal{Issuer: "https://id.example", Subject: "alice", Method: abi.MethodOIDC,
 		Claims: map[string]any{"groups": []any{"approvers"}}}
 	Rule = approval.Rule{Approvers: []approval.Approver{{Claims: map[string]string{"groups": "approvers"}}}}
@@ -450,12 +474,134 @@ func runRequestRace(t *testing.T, open func(t *testing.T) Instance) {
 	assert.EqualValues(t, 1, ok.Load(), "exactly one decision of %d", n)
 	got, err := a.Get(ctx, r.ID)
 	require.NoError(t, err)
+	// The log holds the one decision taken, and no other.
+	decisions := log.decisions(t, r.ID)
+	require.Len(t, decisions, 1, "one decision recorded")
 	if got.State == approval.StateApproved {
-		// The losers' approvals were burned: only the winner's confirms.
+		assert.Equal(t, approval.KindMinted, decisions[0].Kind)
+		var rec approval.Record
+		require.NoError(t, json.Unmarshal(decisions[0].Data, &rec))
+		assert.Equal(t, got.ApprovalID, rec.ID, "the approval recorded is the request's")
+		// Only the winner's approval exists.
 		apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, Now: clock.Now})
 		require.NoError(t, err)
 		conf, err := apps.Confirm(ctx, Present("run", got.ApprovalID, Call, true))
 		require.NoError(t, err)
 		assert.NotNil(t, conf)
+	} else {
+		assert.Equal(t, approval.StateDenied, got.State)
+		assert.Equal(t, approval.KindRefused, decisions[0].Kind)
+		assert.Equal(t, approval.CodeDenied, decisions[0].Reason)
 	}
+}
+
+// decisions returns the decision records of request id: approval_minted,
+// and approval_refused as denied.
+func (l *Log) decisions(t *testing.T, id string) []eventlog.Record {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []eventlog.Record
+	for _, r := range l.recs {
+		var rec approval.Record
+		require.NoError(t, json.Unmarshal(r.Data, &rec))
+		if rec.Request == id && (r.Kind == approval.KindMinted || r.Reason == approval.CodeDenied) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runRequestCallers: one call made by two principals sharing a session is
+// two requests, and the approval of one confirms only its caller's call;
+// the caller may not decide their own.
+func runRequestCallers(t *testing.T, open func(t *testing.T) Instance) {
+	ctx := context.Background()
+	in := open(t)
+	clock := &Clock{now: Epoch}
+	log := &Log{}
+	a, b := Desks(t, in, clock, log)
+	mine, created, err := a.Open(ctx, request())
+	require.NoError(t, err)
+	require.True(t, created)
+	other := request()
+	other.Caller, other.CallerKey = Other, approval.CallerOf(Other)
+	theirs, created, err := b.Open(ctx, other)
+	require.NoError(t, err)
+	require.True(t, created, "another caller's identical call is a request of its own")
+	require.NotEqual(t, mine.ID, theirs.ID)
+
+	// The binding names the request's caller, whatever a front end set.
+	forged := request()
+	forged.Caller = Other
+	got, created, err := a.Open(ctx, forged)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, theirs.ID, got.ID)
+
+	// The caller, signed in as an approver, may not approve their own
+	// call, nor take another's approval of the same call.
+	self := *Other
+	self.Claims = map[string]any{"groups": []any{"approvers"}}
+	_, err = a.Decide(ctx, theirs.ID, &self, true, "")
+	require.ErrorIs(t, err, approval.ErrSelfApproval)
+	dec, err := b.Decide(ctx, mine.ID, &self, true, "")
+	require.NoError(t, err, "Other approves Caller's call")
+	again, created, err := b.Open(ctx, other)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, theirs.ID, again.ID, "Other meets its own request, still pending, not Caller's approved one")
+	assert.Equal(t, approval.StatePending, again.State)
+
+	apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, Now: clock.Now, Record: log.Append})
+	require.NoError(t, err)
+	theirCall := Call
+	theirCall.CallerKey = approval.CallerOf(Other)
+	conf, err := apps.Confirm(ctx, Present("other-presents", dec.ApprovalID, theirCall, true))
+	require.NoError(t, err)
+	assert.Nil(t, conf, "an approval of Caller's call confirms nothing for Other")
+	assert.Equal(t, approval.CodeCallerMismatch, log.Of("other-presents")[0].Reason)
+}
+
+// runLegacy: an approval or a request an earlier version stored, whose
+// binding names no caller, confirms, matches and approves nothing.
+func runLegacy(t *testing.T, open func(t *testing.T) Instance) {
+	ctx := context.Background()
+	in := open(t)
+	clock := &Clock{now: Epoch}
+	log := &Log{}
+	old := Call
+	old.CallerKey = ""
+	ap := approval.Approval{ID: approval.NewID(), Binding: old, ExpiresAt: Epoch.Add(ttl), Approver: "alice"}
+	require.NoError(t, in.Store.Add(ctx, ap, Epoch, 10))
+	apps, err := approval.New(approval.Options{Store: in.Store, TTL: ttl, Now: clock.Now, Record: log.Append})
+	require.NoError(t, err)
+	for _, caller := range []*abi.Principal{Caller, nil} {
+		b := Call
+		b.CallerKey = approval.CallerOf(caller)
+		runID := "legacy-" + b.CallerKey
+		conf, err := apps.Confirm(ctx, Present(runID, ap.ID, b, true))
+		require.NoError(t, err)
+		assert.Nil(t, conf)
+		assert.Equal(t, approval.KindRefused, log.Of(runID)[0].Kind)
+	}
+	assert.Equal(t, approval.CodeCallerMismatch, log.Of("legacy-" + approval.CallerOf(Caller))[0].Reason)
+
+	legacy := request()
+	legacy.ID, legacy.State, legacy.Binding = approval.NewRequestID(), approval.StatePending, old
+	legacy.CreatedAt, legacy.ExpiresAt = Epoch, Epoch.Add(ttl)
+	_, created, err := in.Store.OpenRequest(ctx, legacy, Epoch, 10)
+	require.NoError(t, err)
+	require.True(t, created)
+	a, _ := Desks(t, in, clock, log)
+	r, created, err := a.Open(ctx, request())
+	require.NoError(t, err)
+	assert.True(t, created, "the caller's call does not meet a request that names no caller")
+	assert.NotEqual(t, legacy.ID, r.ID)
+	_, err = a.Decide(ctx, legacy.ID, Approver, true, "")
+	require.Error(t, err, "a request that names no caller is approved for nobody")
+	got, err := a.Get(ctx, legacy.ID)
+	require.NoError(t, err)
+	assert.Equal(t, approval.StatePending, got.State)
+	assert.Empty(t, log.decisions(t, legacy.ID))
 }

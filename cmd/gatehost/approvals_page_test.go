@@ -44,8 +44,9 @@ approvals:
 	desk, err := approval.NewDesk(approval.DeskOptions{Approvals: apps})
 	require.NoError(t, err)
 	sum := fmt.Sprintf("%064x", 7)
-	r, _, err := desk.Open(context.Background(), approval.Request{Binding: approval.Binding{Pipeline: "gw", Tool: "mcp.fs:write_file", SubjectSHA256: sum},
-		Caller: &abi.Principal{Method: abi.MethodToken, Issuer: "gatehost-tokens", Subject: "agent"}, Arguments: json.RawMessage(`{"path":"/x"}`)})
+	caller := &abi.Principal{Method: abi.MethodToken, Issuer: "gatehost-tokens", Subject: "agent"}
+	r, _, err := desk.Open(context.Background(), approval.Request{Binding: approval.Binding{Pipeline: "gw", Tool: "mcp.fs:write_file", SubjectSHA256: sum,
+		CallerKey: approval.CallerOf(caller)}, Caller: caller, Arguments: json.RawMessage(`{"path":"/x"}`)})
 	require.NoError(t, err)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

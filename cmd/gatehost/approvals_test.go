@@ -81,9 +81,15 @@ func startServer(t *testing.T, cfg string) *httptest.Server {
 	return ts
 }
 
-// mint approves mergeCall for session dev through POST /v1/approvals.
-func mint(t *testing.T, ts *httptest.Server) approval.Approval {
+// mint approves mergeCall for session dev through POST /v1/approvals: the
+// request the gateway g opens for it, on the store they share, as its
+// agent's call would.
+func mint(t *testing.T, ts *httptest.Server, g *mcpgateway.Gateway) approval.Approval {
 	t.Helper()
+	call, err := approval.Bind(g.Host(), "exec", "dev", nil, []byte(mergeCall), subject.FormatMCP)
+	require.NoError(t, err)
+	_, _, err = g.Desk().Open(context.Background(), approval.Request{Binding: call.Binding, Arguments: call.Arguments, Front: "mcp"})
+	require.NoError(t, err)
 	req, err := http.NewRequest("POST", ts.URL+"/v1/approvals?pipeline=exec&session=dev&format=mcp", strings.NewReader(mergeCall))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+approverToken)
@@ -145,8 +151,8 @@ func TestApprovalServeToMCP(t *testing.T) {
 	g := openGatewayOn(t, cfg)
 
 	assert.Equal(t, []string{abi.CodeConfirmationRequired}, codes(present(t, g, "")), "needs a confirmation")
-	ap := mint(t, ts)
-	assert.Equal(t, "alice", ap.Approver)
+	ap := mint(t, ts, g)
+	assert.Equal(t, "token:gatehost-approvers/alice", ap.Approver)
 	d := present(t, g, ap.ID)
 	assert.Equal(t, abi.Accepted, d.Verdict, "%v", codes(d))
 	d = present(t, g, ap.ID)
@@ -171,7 +177,7 @@ func TestApprovalAcrossReplicas(t *testing.T) {
 	tsA := startServer(t, cfgA)
 	gA, gB := openGatewayOn(t, cfgA), openGatewayOn(t, cfgB)
 
-	ap := mint(t, tsA)
+	ap := mint(t, tsA, gB)
 	d := present(t, gB, ap.ID)
 	assert.Equal(t, abi.Accepted, d.Verdict, "%v", codes(d))
 	for _, g := range []*mcpgateway.Gateway{gB, gA} {

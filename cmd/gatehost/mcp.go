@@ -205,6 +205,10 @@ func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded,
 		mu.Lock()
 		running = l
 		mu.Unlock()
+		// Checked at load: the rule of the reloaded approvers and tokens.
+		if err := g.Desk().SetRule(compose.ApprovalRule(l, apprs, nil)); err != nil {
+			return nil, fmt.Errorf("config %s: %w", l.File, err)
+		}
 		tokens.Store(toks)
 		approvers.Store(apprs)
 		return []any{"pipeline", pipeline}, nil
@@ -223,7 +227,6 @@ func sameForLife(start, l *config.Loaded) error {
 		{"store", reflect.DeepEqual(start.Store, l.Store)},
 		{"event_log.path", start.LogPath == l.LogPath},
 		{"sessions.path", start.SessionPath == l.SessionPath},
-		{"approvals", reflect.DeepEqual(start.Approvals, l.Approvals)},
 		{"tracing", start.Tracing.Equal(l.Tracing)},
 		{"decision_log", reflect.DeepEqual(start.DecisionLog, l.DecisionLog)},
 	} {
@@ -231,7 +234,9 @@ func sameForLife(start, l *config.Loaded) error {
 			return fmt.Errorf("config %s: %s: changed; a reload keeps what the running gateway was started with (restart to change it)", l.File, k.key)
 		}
 	}
-	return nil
+	// Who may approve is applied; the rest of approvals: is kept, as by
+	// gatehost serve.
+	return compose.CheckApprovalsReload(start, l)
 }
 
 // checkMCPPipeline refuses a pipeline the config does not define, naming

@@ -63,9 +63,9 @@ func (s approvalStore) Add(ctx context.Context, a approval.Approval, now time.Ti
 			return Passthrough(approval.ErrFull)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO gatehost_approvals
-			(id, pipeline, session, tool, schema_digest, subject_sha256, approver, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			a.ID, a.Pipeline, a.Session, a.Tool, a.SchemaDigest, a.SubjectSHA256, a.Approver, a.ExpiresAt)
+			(id, pipeline, session, caller_key, tool, schema_digest, subject_sha256, approver, request_id, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			a.ID, a.Pipeline, a.Session, a.CallerKey, a.Tool, a.SchemaDigest, a.SubjectSHA256, a.Approver, a.Request, a.ExpiresAt)
 		return err
 	})
 	return approvalErr(err)
@@ -76,9 +76,9 @@ func (s approvalStore) Take(ctx context.Context, id string, now time.Time) (appr
 	found := false
 	err := s.db.Tx(ctx, "approval_take", func(ctx context.Context, tx pgx.Tx) error {
 		var usedAt *time.Time
-		err := tx.QueryRow(ctx, `SELECT id, pipeline, session, tool, schema_digest, subject_sha256, approver, expires_at, used_at
+		err := tx.QueryRow(ctx, `SELECT id, pipeline, session, caller_key, tool, schema_digest, subject_sha256, approver, request_id, expires_at, used_at
 			FROM gatehost_approvals WHERE id = $1 FOR UPDATE`, id).Scan(
-			&st.ID, &st.Pipeline, &st.Session, &st.Tool, &st.SchemaDigest, &st.SubjectSHA256, &st.Approver, &st.ExpiresAt, &usedAt)
+			&st.ID, &st.Pipeline, &st.Session, &st.CallerKey, &st.Tool, &st.SchemaDigest, &st.SubjectSHA256, &st.Approver, &st.Request, &st.ExpiresAt, &usedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
