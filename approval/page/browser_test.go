@@ -58,6 +58,34 @@ func indented(t *testing.T, raw string) string {
 	return b.String()
 }
 
+// centre is where the middle of the element with id is in the viewport.
+func centre(t *testing.T, ctx context.Context, id string) (x, y float64) {
+	t.Helper()
+	xy, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`(function () {
+		var r = document.getElementById(%q).getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2];
+	})()`, id)))
+	require.NoError(t, err)
+	require.Len(t, xy, 2)
+	return xy[0], xy[1]
+}
+
+// eval runs js in the page and returns its value.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	require.NoError(t, err)
+	return v
+}
+
+// setSettle sets how long page.js holds back a click on a button a live
+// update moved, in milliseconds: long, so that a click made at once is
+// surely inside it however slow the machine, or 0 for the time after it.
+func setSettle(t *testing.T, ctx context.Context, ms int) {
+	t.Helper()
+	eval[any](t, ctx, fmt.Sprintf(`document.getElementById('requests').setAttribute('data-settle', '%d')`, ms))
+}
+
 func TestBrowser(t *testing.T) {
 	browser := browsertest.New(t)
 	f := newFixture(t, setup{oidc: true, realClock: true})
@@ -162,6 +190,86 @@ func TestBrowser(t *testing.T) {
 		rq := f.open(t, bob, "create_directory", `{"path":"/srv/app/cache"}`)
 		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("#"+rq.ID+"-approve"))))
 		assert.Contains(t, textOf(t, ctx, "#live"), "Updated")
+	})
+
+	t.Run("a request that arrives leaves the one aimed at under the pointer", func(t *testing.T) {
+		g := newFixture(t, setup{oidc: true, realClock: true})
+		bob := &abi.Principal{Method: abi.MethodOIDC, Issuer: g.idp.URL, Subject: "bob"}
+		ctx := browsertest.Incognito(t, browser)
+		console := browsertest.Watch(t, ctx)
+		defer func() { assert.Empty(t, console.Problems(), "the console") }()
+		aimed := g.open(t, bob, "write_file", `{"path":"/srv/app/notes.txt","content":"hello"}`)
+		g.browserSignIn(t, ctx, prefix+"/", "alice")
+		require.NoError(t, chromedp.Do(ctx, chromedp.ScrollIntoView(css("#"+aimed.ID+"-approve"))))
+		x, y := centre(t, ctx, aimed.ID+"-approve")
+		require.NoError(t, chromedp.Do(ctx, chromedp.MouseEvent(chromedp.MouseMoved, x, y)))
+
+		arrived := g.open(t, bob, "delete_file", `{"path":"/srv/app/data.db"}`)
+		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("#"+arrived.ID+"-approve"))))
+		assert.Equal(t, aimed.ID+"-approve", eval[string](t, ctx, fmt.Sprintf(`document.elementFromPoint(%f, %f).id`, x, y)),
+			"what is under the pointer after the update")
+		require.NoError(t, chromedp.Do(ctx,
+			chromedp.MouseClickXY(x, y),
+			chromedp.WaitVisible(css(".badge-approved")),
+		))
+		assert.Equal(t, approval.StateApproved, g.get(t, aimed.ID).State)
+		assert.Equal(t, approval.StatePending, g.get(t, arrived.ID).State, "the request that arrived is not decided")
+	})
+
+	t.Run("a click on a button a live update just moved is held back", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			// change changes the list under the page, which shows top
+			// above below, and returns the request whose Approve button
+			// it added or moved.
+			change func(t *testing.T, g *fixture, caller *abi.Principal, top, below approval.Request) approval.Request
+		}{
+			{"a request arrives above the others", func(t *testing.T, g *fixture, caller *abi.Principal, _, _ approval.Request) approval.Request {
+				return g.open(t, caller, "delete_file", `{"path":"/srv/app/data.db"}`)
+			}},
+			{"the request above is decided elsewhere and the next slides up", func(t *testing.T, g *fixture, _ *abi.Principal, top, below approval.Request) approval.Request {
+				_, err := g.desk.Decide(t.Context(), top.ID, tokens["tok-bob"], false, "")
+				require.NoError(t, err)
+				return below
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				g := newFixture(t, setup{oidc: true, realClock: true})
+				bob := &abi.Principal{Method: abi.MethodOIDC, Issuer: g.idp.URL, Subject: "bob"}
+				below := g.open(t, bob, "write_file", `{"path":"/srv/app/a.txt","content":"a"}`)
+				top := g.open(t, bob, "write_file", `{"path":"/srv/app/b.txt","content":"b"}`)
+				ctx := browsertest.Incognito(t, browser)
+				console := browsertest.Watch(t, ctx)
+				defer func() { assert.Empty(t, console.Problems(), "the console") }()
+				g.browserSignIn(t, ctx, prefix+"/", "alice")
+				require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("#"+top.ID+"-approve"))))
+				version := `document.getElementById('requests').getAttribute('data-version')`
+				before := eval[string](t, ctx, version)
+				setSettle(t, ctx, 600_000)
+
+				moved := c.change(t, g, bob, top, below)
+				require.True(t, waitFor(ctx, func() bool { return eval[string](t, ctx, version) != before }), "the live update")
+				sel := "#" + moved.ID
+				notice := sel + " .settle-notice"
+				require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(sel+"-approve"))))
+				require.True(t, waitFor(ctx, func() bool {
+					if g.get(t, moved.ID).State != approval.StatePending {
+						return true
+					}
+					shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q) !== null`, notice)))
+					return err == nil && shown
+				}))
+				require.Equal(t, approval.StatePending, g.get(t, moved.ID).State, "a click at once decides nothing")
+				assert.Equal(t, "The list just changed; check the request and click again.", textOf(t, ctx, notice))
+
+				setSettle(t, ctx, 0) // the settle time has passed
+				require.NoError(t, chromedp.Do(ctx,
+					chromedp.Click(css(sel+"-approve")),
+					chromedp.WaitVisible(css(sel+" .badge-approved")),
+				))
+				assert.Equal(t, approval.StateApproved, g.get(t, moved.ID).State, "a click after it decides")
+			})
+		}
 	})
 
 	t.Run("screenshot", func(t *testing.T) {

@@ -25,14 +25,17 @@ type data struct {
 	More    []view
 	Pending int
 	Version string
-	One     bool
+	// Settle is how long, in milliseconds, page.js holds back a decision
+	// whose button a live update has just moved or added.
+	Settle int
+	One    bool
 	// An error.
 	Status int
 	Detail string
 }
 
 func (h *handler) base(title string, s *session) data {
-	d := data{Title: title, Prefix: h.prefix}
+	d := data{Title: title, Prefix: h.prefix, Settle: settleMillis}
 	if s != nil {
 		d.CSRF = s.CSRF
 		d.Me = principalName(s.P)

@@ -98,6 +98,10 @@ const (
 	// listed by name, each whole on its own page.
 	listFull  = 50
 	listBytes = 2 << 20
+	// settleMillis is how long after a live update moved or added a
+	// decision button page.js refuses a click on it: about the time a
+	// person takes to see that the list moved and aim again.
+	settleMillis = 1000
 	// Token sign-ins: tokenBurst at once, then one per tokenInterval, in
 	// all (a guess at a token costs the guesser time).
 	tokenBurst    = 20
