@@ -192,6 +192,23 @@ func TestBrowser(t *testing.T) {
 		assert.Contains(t, textOf(t, ctx, "#live"), "Updated")
 	})
 
+	t.Run("every byte of a long value is in sight, escapes decoded beside them", func(t *testing.T) {
+		ctx := browsertest.Incognito(t, browser)
+		console := browsertest.Watch(t, ctx)
+		defer func() { assert.Empty(t, console.Problems(), "the console") }()
+		args := `{"repo":"w` + strings.Repeat(" ", 300) + `; rm -rf /","x":"` + strings.Repeat("A", 400) + `","cmd":"\u0065\u0076\u0069\u006c"}`
+		rq := f.open(t, bob, "git_clone", args)
+		f.browserSignIn(t, ctx, prefix+"/requests/"+rq.ID, "alice")
+		sel := "#" + rq.ID + " pre.json"
+		assert.Equal(t, indented(t, args), strings.TrimSpace(textOf(t, ctx, sel)), "every argument, exactly")
+		assert.True(t, eval[bool](t, ctx, fmt.Sprintf(`(function () {
+			var pre = document.querySelector(%q);
+			return pre.scrollWidth <= pre.clientWidth;
+		})()`, sel)), "nothing is scrolled out of sight sideways")
+		assert.Equal(t, "300 spaces and tabs", eval[string](t, ctx, fmt.Sprintf(`document.querySelector(%q).title`, sel+" mark.blank")))
+		assert.Equal(t, `" → evil"`, eval[string](t, ctx, fmt.Sprintf(`getComputedStyle(document.querySelector(%q), '::after').content`, sel+" mark.uesc")))
+	})
+
 	t.Run("a request that arrives leaves the one aimed at under the pointer", func(t *testing.T) {
 		g := newFixture(t, setup{oidc: true, realClock: true})
 		bob := &abi.Principal{Method: abi.MethodOIDC, Issuer: g.idp.URL, Subject: "bob"}

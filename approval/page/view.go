@@ -103,56 +103,127 @@ var funcs = template.FuncMap{
 
 // hidden reports a character that would not show as itself: controls,
 // formatting (bidirectional overrides, zero-width characters), private
-// use, surrogates, line and paragraph separators, and spaces other than
-// the plain one.
+// use, surrogates, line and paragraph separators, spaces other than the
+// plain one, and the characters Unicode says to draw as nothing when they
+// are not supported (Default_Ignorable_Code_Point: the Hangul fillers,
+// variation selectors, tags), and the braille blank, a symbol drawn empty.
 func hidden(r rune) bool {
 	if r == '\n' || r == '\t' || r == ' ' {
 		return false
 	}
-	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp, unicode.Zs) ||
-		unicode.Is(unicode.Variation_Selector, r) || (r >= 0xE0000 && r <= 0xE007F)
+	return r == utf8.RuneError || r == '\u2800' ||
+		unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp, unicode.Zs,
+			unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
+		(r >= 0xE0000 && r <= 0xE0FFF)
 }
+
+// hiddenAfter reports r, following prev, as hidden: a hidden character,
+// or a combining mark (Mn, Me) other than one of a script's own marks on a
+// character of that script, as those scripts are written. The marks of no
+// one script (such as U+0301, or U+0338 drawn across what it follows) and
+// marks on another script's character can change or cover what they
+// follow.
+func hiddenAfter(prev, r rune) bool {
+	if hidden(r) {
+		return true
+	}
+	if !unicode.In(r, unicode.Mn, unicode.Me) {
+		return false
+	}
+	for name, t := range unicode.Scripts {
+		if unicode.Is(t, r) {
+			return name == "Inherited" || name == "Common" || hidden(prev) || !unicode.Is(t, prev)
+		}
+	}
+	return true
+}
+
+// longBlank is the shortest run of spaces and tabs, after a line's
+// indentation, that the page marks: a run that long can push the rest of
+// a value out of sight.
+const longBlank = 8
 
 // show escapes s for HTML and writes each hidden character as a marked
 // \uXXXX escape (valid in a JSON string, where alone such characters can
 // stand in the arguments), so that no value can reorder or hide what the
-// approver reads.
-func show(s string) template.HTML {
+// approver reads; it marks long runs of blanks, which stay as they are.
+func show(s string) template.HTML { return render(s, false) }
+
+// render is show; with inJSON, s is JSON text, and each run of \u escapes
+// in it is marked too, with the text it stands for beside it (a value
+// written in escapes reads as what it is).
+func render(s string, inJSON bool) template.HTML {
 	var b strings.Builder
+	prev, indent := '\n', true // indent: only blanks since the line began
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			b.WriteString(`<mark class="esc" title="a byte that is not UTF-8">\ufffd</mark>`)
-			i++
-			continue
-		}
-		start := i
-		for i < len(s) {
-			r, size = utf8.DecodeRuneInString(s[i:])
-			if hidden(r) {
-				break
-			}
-			i += size
-		}
-		b.WriteString(template.HTMLEscapeString(s[start:i]))
-		if i < len(s) && !(r == utf8.RuneError && size == 1) {
+		case hiddenAfter(prev, r):
 			fmt.Fprintf(&b, `<mark class="esc" title="hidden character U+%04X">%s</mark>`, r, jsonEscape(r))
-			i += size
+		case r == ' ' || r == '\t':
+			n := len(s[i:]) - len(strings.TrimLeft(s[i:], " \t"))
+			if !indent && n >= longBlank {
+				fmt.Fprintf(&b, `<mark class="blank" title="%d spaces and tabs">%s</mark>`, n, s[i:i+n])
+			} else {
+				b.WriteString(s[i : i+n])
+			}
+			size = n
+		case inJSON && r == '\\' && strings.HasPrefix(s[i:], `\u`):
+			size = escapes(&b, s[i:])
+		case inJSON && r == '\\' && i+1 < len(s) && strings.IndexByte(`"\/bfnrt`, s[i+1]) >= 0:
+			b.WriteString(template.HTMLEscapeString(s[i : i+2])) // \" \\ \n and the like: so \\u is no \u
+			size = 2
+		default:
+			b.WriteString(template.HTMLEscapeString(s[i : i+size]))
 		}
+		indent = r == '\n' || (indent && (r == ' ' || r == '\t'))
+		prev = r
+		i += size
 	}
 	return template.HTML(b.String())
+}
+
+// escapes writes the run of \uXXXX escapes that s begins with, marked,
+// with the text they stand for, and returns the run's length.
+func escapes(b *strings.Builder, s string) int {
+	n := 0
+	for n+6 <= len(s) && s[n] == '\\' && s[n+1] == 'u' {
+		n += 6
+	}
+	var text string
+	if n == 0 || json.Unmarshal([]byte(`"`+s[:n]+`"`), &text) != nil {
+		b.WriteString(template.HTMLEscapeString(s[:2])) // not JSON: as it is
+		return 2
+	}
+	var says strings.Builder
+	prev := '\n'
+	for _, r := range text {
+		if hiddenAfter(prev, r) || r == ' ' {
+			fmt.Fprintf(&says, "[U+%04X]", r)
+		} else {
+			says.WriteRune(r)
+		}
+		prev = r
+	}
+	fmt.Fprintf(b, `<mark class="uesc" title="escaped: %[1]s" data-text="%[1]s">%s</mark>`,
+		template.HTMLEscapeString(says.String()), s[:n])
+	return n
 }
 
 // plain is s with each hidden character written as its \uXXXX escape,
 // for text where no markup can go (the title, attributes).
 func plain(s string) string {
 	var b strings.Builder
+	prev := '\n'
 	for _, r := range s {
-		if hidden(r) {
+		if hiddenAfter(prev, r) {
 			b.WriteString(jsonEscape(r))
 		} else {
 			b.WriteRune(r)
 		}
+		prev = r
 	}
 	return b.String()
 }
@@ -174,7 +245,7 @@ func showJSON(raw json.RawMessage) template.HTML {
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
 		return show(string(raw))
 	}
-	return show(b.String())
+	return render(b.String(), true)
 }
 
 // A diffView is the line diff of one old/new pair in the arguments.

@@ -1,8 +1,10 @@
 package page
 
 import (
+	"bytes"
 	"encoding/json"
 	"html"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -23,29 +25,90 @@ func TestShow(t *testing.T) {
 		{"bad\xffbyte", `bad<mark class="esc" title="a byte that is not UTF-8">\ufffd</mark>byte`},
 		{"line\nbreak\ttab", "line\nbreak\ttab"},
 		{"", ""},
+		// Characters Unicode draws as nothing, and the braille blank.
+		{"a\u115fb", `a<mark class="esc" title="hidden character U+115F">\u115f</mark>b`},
+		{"\u1160", `<mark class="esc" title="hidden character U+1160">\u1160</mark>`},
+		{"\u3164", `<mark class="esc" title="hidden character U+3164">\u3164</mark>`},
+		{"\uffa0", `<mark class="esc" title="hidden character U+FFA0">\uffa0</mark>`},
+		{"\u2800", `<mark class="esc" title="hidden character U+2800">\u2800</mark>`},
+		{"a\u034fb", `a<mark class="esc" title="hidden character U+034F">\u034f</mark>b`},
+		// Combining marks: of no one script, or on another script's
+		// character, marked; a script's own on its characters, as written.
+		{"=\u0338", `=<mark class="esc" title="hidden character U+0338">\u0338</mark>`},
+		{"cafe\u0301", `cafe<mark class="esc" title="hidden character U+0301">\u0301</mark>`},
+		{"x\u20dd", `x<mark class="esc" title="hidden character U+20DD">\u20dd</mark>`},
+		{"a\u094d", `a<mark class="esc" title="hidden character U+094D">\u094d</mark>`},
+		{"\u0915\u094d\u0937", "\u0915\u094d\u0937"},
+		{"\u05e9\u05c1", "\u05e9\u05c1"},
+		// Long runs of blanks after the indentation are marked, kept.
+		{"w" + strings.Repeat(" ", 300) + "; rm -rf /",
+			`w<mark class="blank" title="300 spaces and tabs">` + strings.Repeat(" ", 300) + `</mark>; rm -rf /`},
+		{"a       b", "a       b"},
+		{"        indented\n        too", "        indented\n        too"},
+		// Outside JSON text, a backslash is only a character.
+		{`\u0065`, `\u0065`},
 	} {
 		assert.Equal(t, c.want, string(show(c.in)), "%q", c.in)
 	}
 	assert.Equal(t, `a\u202eb`, plain("a\u202eb"))
+	assert.Equal(t, `=\u0338 \u3164`, plain("=\u0338 \u3164"))
 }
 
-// FuzzShow: show never panics, leaves no hidden character, and adds no
+func TestShowJSON(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"a value in escapes", `{"cmd":"\u0065\u0076\u0069\u006c"}`,
+			"{\n  &#34;cmd&#34;: &#34;" + `<mark class="uesc" title="escaped: evil" data-text="evil">\u0065\u0076\u0069\u006c</mark>` + "&#34;\n}"},
+		{"a hidden character in an escape", `["a\u202eb"]`,
+			"[\n  &#34;a" + `<mark class="uesc" title="escaped: [U+202E]" data-text="[U+202E]">\u202e</mark>` + "b&#34;\n]"},
+		{"a surrogate pair", `"\ud83d\ude00"`, `&#34;<mark class="uesc" title="escaped: 😀" data-text="😀">\ud83d\ude00</mark>&#34;`},
+		{"markup in an escape", `"\u003c"`, `&#34;<mark class="uesc" title="escaped: &lt;" data-text="&lt;">\u003c</mark>&#34;`},
+		{"an escaped backslash is no \\u escape", `"\\u0065"`, `&#34;\\u0065&#34;`},
+		{"other escapes as they are", `"a\"b\n"`, `&#34;a\&#34;b\n&#34;`},
+		{"long blanks in a value", `{"repo":"w` + strings.Repeat(" ", 300) + `; rm -rf /"}`,
+			"{\n  &#34;repo&#34;: &#34;w" + `<mark class="blank" title="300 spaces and tabs">` + strings.Repeat(" ", 300) + "</mark>; rm -rf /&#34;\n}"},
+		{"deep indentation unmarked", `[[[[[[1]]]]]]`, indentedText(t, `[[[[[[1]]]]]]`)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, string(showJSON(json.RawMessage(c.in))))
+		})
+	}
+}
+
+func indentedText(t *testing.T, raw string) string {
+	var b bytes.Buffer
+	require.NoError(t, json.Indent(&b, []byte(raw), "", "  "))
+	return b.String()
+}
+
+// FuzzShow: show and render never panic, leaves no hidden character, and adds no
 // markup but its marks.
 func FuzzShow(f *testing.F) {
-	for _, s := range []string{"", "<script>", "\u202e\u2066\u200b", "\xff\xfe", "a\x00b", "\U000E0001"} {
+	for _, s := range []string{"", "<script>", "\u202e\u2066\u200b", "\xff\xfe", "a\x00b", "\U000E0001", "=\u0338", "a         b"} {
 		f.Add(s)
 	}
+	f.Add(`"\u0065\u202e\ud800"`)
 	f.Fuzz(func(t *testing.T, s string) {
-		out := string(show(s))
-		require.True(t, utf8.ValidString(out))
-		for _, r := range out {
-			require.False(t, hidden(r), "%q left in %q", r, out)
+		for _, out := range []string{string(show(s)), string(render(s, true))} {
+			checkShown(t, out)
 		}
-		bare := strings.NewReplacer(`<mark class="esc" title="`, "", `">`, "", "</mark>", "").Replace(out)
-		require.NotContains(t, bare, "<")
-		_ = html.UnescapeString(bare)
 	})
 }
+
+func checkShown(t *testing.T, out string) {
+	t.Helper()
+	require.True(t, utf8.ValidString(out))
+	prev := '\n'
+	for _, r := range out {
+		require.False(t, hiddenAfter(prev, r), "%q left in %q", r, out)
+		prev = r
+	}
+	bare := marks.ReplaceAllString(out, "")
+	require.NotContains(t, bare, "<")
+	_ = html.UnescapeString(bare)
+}
+
+// marks are the only markup show and render add.
+var marks = regexp.MustCompile(`<mark class="(esc|blank)" title="[^"<>]*">|<mark class="uesc" title="[^"<>]*" data-text="[^"<>]*">|</mark>`)
 
 func TestDiffs(t *testing.T) {
 	for _, c := range []struct {
