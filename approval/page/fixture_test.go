@@ -141,6 +141,27 @@ func (f *fixture) client(t *testing.T) *client {
 	}}}
 }
 
+// clientFrom is a client whose requests reach the page from addr (a
+// remote address, "host:port"), served in process.
+func (f *fixture) clientFrom(t *testing.T, addr string) *client {
+	c := f.client(t)
+	c.http.Transport = from{f: f, addr: addr}
+	return c
+}
+
+type from struct {
+	f    *fixture
+	addr string
+}
+
+func (d from) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.RemoteAddr = d.addr
+	rec := httptest.NewRecorder()
+	d.f.page.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
 type resp struct {
 	status   int
 	body     string

@@ -276,8 +276,8 @@ func (h *handler) signinToken(w http.ResponseWriter, r *http.Request) {
 	if !h.readForm(w, r, s) {
 		return
 	}
-	if !h.tries.allow(h.o.Now()) {
-		h.o.Logger.Warn("approval page: token sign-in throttled")
+	if ok, limit := h.tries.allow(clientOf(r), h.o.Now()); !ok {
+		h.o.Logger.Warn("approval page: token sign-in throttled", "remote", r.RemoteAddr, "limit", limit)
 		h.renderSignin(w, r, s, http.StatusTooManyRequests, "Too many sign-in attempts. Wait a minute and try again.")
 		return
 	}

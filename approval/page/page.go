@@ -102,10 +102,15 @@ const (
 	// decision button page.js refuses a click on it: about the time a
 	// person takes to see that the list moved and aim again.
 	settleMillis = 1000
-	// Token sign-ins: tokenBurst at once, then one per tokenInterval, in
-	// all (a guess at a token costs the guesser time).
-	tokenBurst    = 20
-	tokenInterval = time.Second
+	// Token sign-ins, so that a guess at a token costs the guesser time:
+	// each client tokenBurst at once, then one per tokenInterval; all
+	// together tokenAllBurst, then one per tokenAllInterval, a rate no
+	// one client reaches; clients are remembered up to tokenClients.
+	tokenBurst       = 10
+	tokenInterval    = 4 * time.Second
+	tokenAllBurst    = 60
+	tokenAllInterval = time.Second
+	tokenClients     = 4096
 )
 
 // CSP is the Content-Security-Policy of every response.
@@ -126,7 +131,7 @@ type handler struct {
 	static http.Handler
 	cookie cookies
 	oidc   *oidcFlow
-	// tries bounds token sign-ins, process-wide.
+	// tries bounds token sign-ins, per client and process-wide.
 	tries *throttle
 	mux   *http.ServeMux
 }
@@ -160,7 +165,8 @@ func New(ctx context.Context, o Options) (http.Handler, error) {
 	} else if len(key) < 32 {
 		return nil, fmt.Errorf("approval page: cookie key is %d bytes: want at least 32", len(key))
 	}
-	h := &handler{o: o, desk: o.Desk, prefix: prefix, tries: &throttle{burst: tokenBurst, interval: tokenInterval}}
+	h := &handler{o: o, desk: o.Desk, prefix: prefix, tries: &throttle{burst: tokenBurst, interval: tokenInterval,
+		allBurst: tokenAllBurst, allInterval: tokenAllInterval, maxClients: tokenClients}}
 	h.cookie = cookies{key: key, path: prefix + "/", secure: o.Secure, ttl: o.SessionTTL, now: o.Now}
 	if o.OIDC != nil {
 		f, err := newOIDC(ctx, *o.OIDC, prefix)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -477,19 +478,82 @@ func TestLongList(t *testing.T) {
 }
 
 func TestTokenSignInThrottled(t *testing.T) {
+	// Each client: 10 at once, then one per 4 s; all: 60, then one a second.
+	type try struct {
+		from, token string
+		want        int
+	}
+	guesses := func(from string, n int) []try {
+		var out []try
+		for range n {
+			out = append(out, try{from, "guess", http.StatusUnauthorized})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		tries []try
+		// after is tried at +after, its status wanted.
+		after time.Duration
+		then  try
+	}{
+		{name: "one client's guesses do not lock out another",
+			tries: append(guesses("203.0.113.7:4000", 10),
+				try{"203.0.113.7:4001", "guess", http.StatusTooManyRequests},
+				try{"203.0.113.7:4002", "tok-alice", http.StatusTooManyRequests}),
+			then: try{"198.51.100.2:5000", "tok-alice", http.StatusSeeOther}},
+		{name: "a throttled client waits its interval",
+			tries: append(guesses("203.0.113.7:4000", 10), try{"203.0.113.7:4000", "tok-alice", http.StatusTooManyRequests}),
+			after: 4 * time.Second, then: try{"203.0.113.7:4000", "tok-alice", http.StatusSeeOther}},
+		{name: "an IPv6 /64 is one client",
+			tries: append(guesses("[2001:db8::1]:4000", 10), try{"[2001:db8::2]:4000", "guess", http.StatusTooManyRequests},
+				try{"[2001:db8:0:1::1]:4000", "guess", http.StatusUnauthorized}),
+			then: try{"[::ffff:203.0.113.7]:4000", "tok-alice", http.StatusSeeOther}},
+		{name: "many clients together meet the ceiling",
+			tries: slices.Concat(guesses("192.0.2.1:1", 10), guesses("192.0.2.2:1", 10), guesses("192.0.2.3:1", 10),
+				guesses("192.0.2.4:1", 10), guesses("192.0.2.5:1", 10), guesses("192.0.2.6:1", 10),
+				[]try{{"198.51.100.2:5000", "tok-alice", http.StatusTooManyRequests}}),
+			after: time.Second, then: try{"198.51.100.2:5000", "tok-alice", http.StatusSeeOther}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, setup{})
+			clients := map[string]*client{}
+			do := func(tr try) {
+				t.Helper()
+				cl := clients[tr.from]
+				if cl == nil {
+					cl = f.clientFrom(t, tr.from)
+					clients[tr.from] = cl
+				}
+				csrf := csrfOf(t, cl.get(prefix+"/signin").body)
+				r := cl.post(prefix+"/signin/token", url.Values{"csrf": {csrf}, "token": {tr.token}}, nil)
+				require.Equal(t, tr.want, r.status, "%s from %s", tr.token, tr.from)
+			}
+			for _, tr := range c.tries {
+				do(tr)
+			}
+			f.clock.Set(approvaltest.Epoch.Add(c.after))
+			do(c.then)
+		})
+	}
+}
+
+func TestTokenSignInOneClientCannotSpendTheCeiling(t *testing.T) {
 	f := newFixture(t, setup{})
-	cl := f.client(t)
-	csrf := csrfOf(t, cl.get(prefix+"/signin").body)
-	try := func(token string) int {
-		return cl.post(prefix+"/signin/token", url.Values{"csrf": {csrf}, "token": {token}}, nil).status
+	guesser := f.clientFrom(t, "203.0.113.7:4000")
+	csrf := csrfOf(t, guesser.get(prefix+"/signin").body)
+	allowed := 0
+	for s := range 600 { // ten minutes of guessing as fast as the page answers
+		f.clock.Set(approvaltest.Epoch.Add(time.Duration(s) * time.Second))
+		for range 5 {
+			if guesser.post(prefix+"/signin/token", url.Values{"csrf": {csrf}, "token": {"guess"}}, nil).status == http.StatusUnauthorized {
+				allowed++
+			}
+		}
 	}
-	for range 20 {
-		require.Equal(t, http.StatusUnauthorized, try("guess"))
-	}
-	assert.Equal(t, http.StatusTooManyRequests, try("guess"))
-	assert.Equal(t, http.StatusTooManyRequests, try("tok-alice"), "even the right token waits")
-	f.clock.Set(approvaltest.Epoch.Add(time.Second))
-	assert.Equal(t, http.StatusSeeOther, try("tok-alice"))
+	assert.Equal(t, 10+599/4, allowed, "its burst, then one per 4 s")
+	approver := f.clientFrom(t, "198.51.100.2:5000")
+	assert.NotEmpty(t, approver.signIn("tok-alice"), "the approver still signs in")
 }
 
 func TestUsedShown(t *testing.T) {

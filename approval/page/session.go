@@ -9,7 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -146,28 +148,106 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// throttle is a token bucket: burst attempts at once, then one per
-// interval.
-type throttle struct {
-	mu       sync.Mutex
-	tokens   float64
-	last     time.Time
-	burst    float64
-	interval time.Duration
+// bucket is a token bucket: burst at once, then one per interval.
+type bucket struct {
+	tokens float64
+	last   time.Time
 }
 
-func (b *throttle) allow(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// level is what the bucket holds at now.
+func (b *bucket) level(now time.Time, burst float64, interval time.Duration) float64 {
 	if b.last.IsZero() {
-		b.tokens = b.burst
-	} else if d := now.Sub(b.last); d > 0 {
-		b.tokens = min(b.burst, b.tokens+float64(d)/float64(b.interval))
+		return burst
 	}
-	b.last = now
-	if b.tokens < 1 {
-		return false
+	return min(burst, b.tokens+float64(max(now.Sub(b.last), 0))/float64(interval))
+}
+
+// fill adds what interval has earned since the bucket was last filled.
+func (b *bucket) fill(now time.Time, burst float64, interval time.Duration) {
+	b.tokens = b.level(now, burst, interval)
+	if now.After(b.last) {
+		b.last = now
+	}
+}
+
+// throttle bounds attempts per client, and in all: a client may make
+// burst at once, then one per interval; all clients together allBurst at
+// once, then one per allInterval. allInterval is shorter than interval,
+// so no one client can spend what all share and lock the others out; the
+// ceiling bounds what many clients together can try.
+type throttle struct {
+	mu                    sync.Mutex
+	burst, allBurst       float64
+	interval, allInterval time.Duration
+	// maxClients bounds the table of clients: when it is full, a client
+	// whose bucket has filled again (as good as new) makes room, else the
+	// one idle longest.
+	maxClients int
+	all        bucket
+	clients    map[string]*bucket
+}
+
+// allow reports whether client may make an attempt now, and takes it.
+// Otherwise it says whether the client's own limit or the shared one
+// refused it ("client" or "all").
+func (t *throttle) allow(client string, now time.Time) (ok bool, limit string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.clients == nil {
+		t.clients = make(map[string]*bucket)
+	}
+	b := t.clients[client]
+	if b == nil {
+		t.makeRoom(now)
+		b = &bucket{}
+		t.clients[client] = b
+	}
+	b.fill(now, t.burst, t.interval)
+	t.all.fill(now, t.allBurst, t.allInterval)
+	switch {
+	case b.tokens < 1:
+		return false, "client"
+	case t.all.tokens < 1:
+		return false, "all"
 	}
 	b.tokens--
-	return true
+	t.all.tokens--
+	return true, ""
+}
+
+func (t *throttle) makeRoom(now time.Time) {
+	if len(t.clients) < t.maxClients {
+		return
+	}
+	oldest := ""
+	for k, b := range t.clients {
+		if b.level(now, t.burst, t.interval) >= t.burst {
+			delete(t.clients, k)
+		} else if oldest == "" || b.last.Before(t.clients[oldest].last) {
+			oldest = k
+		}
+	}
+	if len(t.clients) >= t.maxClients {
+		delete(t.clients, oldest)
+	}
+}
+
+// clientOf names the client of r for the throttle: its remote address,
+// an IPv6 address by its /64 (what one host is usually given). Behind a
+// reverse proxy every client is the proxy; the shared ceiling still holds.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
