@@ -220,9 +220,12 @@ func TestBrowser(t *testing.T) {
 		require.NoError(t, chromedp.Do(ctx, chromedp.ScrollIntoView(css("#"+aimed.ID+"-approve"))))
 		x, y := centre(t, ctx, aimed.ID+"-approve")
 		require.NoError(t, chromedp.Do(ctx, chromedp.MouseEvent(chromedp.MouseMoved, x, y)))
+		node := fmt.Sprintf(`document.getElementById(%q)`, aimed.ID)
+		eval[any](t, ctx, node+`.dataset.seen = 'before'`)
 
 		arrived := g.open(t, bob, "delete_file", `{"path":"/srv/app/data.db"}`)
 		require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css("#"+arrived.ID+"-approve"))))
+		assert.Equal(t, "before", eval[string](t, ctx, node+`.dataset.seen || ''`), "the request's own node, kept")
 		assert.Equal(t, aimed.ID+"-approve", eval[string](t, ctx, fmt.Sprintf(`document.elementFromPoint(%f, %f).id`, x, y)),
 			"what is under the pointer after the update")
 		require.NoError(t, chromedp.Do(ctx,
