@@ -104,17 +104,16 @@ var funcs = template.FuncMap{
 // hidden reports a character that would not show as itself: controls,
 // formatting (bidirectional overrides, zero-width characters), private
 // use, surrogates, line and paragraph separators, spaces other than the
-// plain one, and the characters Unicode says to draw as nothing when they
-// are not supported (Default_Ignorable_Code_Point: the Hangul fillers,
-// variation selectors, tags), and the braille blank, a symbol drawn empty.
+// plain one, whatever Unicode lets a font draw as nothing (the rest of
+// Default_Ignorable_Code_Point: Hangul fillers, variation selectors,
+// tags), and the braille blank, a symbol drawn empty.
 func hidden(r rune) bool {
 	if r == '\n' || r == '\t' || r == ' ' {
 		return false
 	}
 	return r == utf8.RuneError || r == '\u2800' ||
 		unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp, unicode.Zs,
-			unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
-		(r >= 0xE0000 && r <= 0xE0FFF)
+			unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // hiddenAfter reports r, following prev, as hidden: a hidden character,
