@@ -87,6 +87,7 @@ func FuzzShow(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add(`"\u0065\u202e\ud800"`)
+	f.Add("\\\x1e") // a backslash before a control, outside any escape
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, out := range []string{string(show(s)), string(render(s, true))} {
 			checkShown(t, out)
