@@ -230,12 +230,26 @@ func (d *Desk) Decide(ctx context.Context, id string, by *abi.Principal, approve
 	if err != nil {
 		return r, err
 	}
+	decided := got
 	err = d.a.record(kind, code, Origin{}, now, rec)
 	if err == nil && approve {
 		err = d.st.Add(ctx, rec.Approval, now, d.a.MaxOutstanding())
+		if err == nil {
+			got, err = d.st.UpdateRequest(ctx, id, now, func(r Request) (Request, error) {
+				if r.State != StateApproved || r.ApprovalID != rec.ID {
+					return r, fmt.Errorf("%w: %s since", ErrDecided, r.State)
+				}
+				r.Ready = true
+				return r, nil
+			})
+			if err != nil {
+				// Never claimable now: spend the stored approval too.
+				_, _, _ = d.st.Take(context.WithoutCancel(ctx), rec.ID, now)
+			}
+		}
 	}
 	if err != nil {
-		d.undo(ctx, got, r.ExpiresAt, now)
+		d.undo(ctx, decided, r.ExpiresAt, now)
 		d.o.Logger.Error("approval: decision not recorded or not stored; undone", "request_id", id, "approver", PrincipalName(by), "err", err)
 		return r, err
 	}
@@ -255,7 +269,7 @@ func (d *Desk) undo(ctx context.Context, decided Request, expires, now time.Time
 		if r.State != decided.State || r.ApprovalID != decided.ApprovalID || !r.DecidedAt.Equal(decided.DecidedAt) {
 			return r, fmt.Errorf("%w: %s since", ErrDecided, r.State)
 		}
-		r.State, r.ExpiresAt = StatePending, expires
+		r.State, r.ExpiresAt, r.Ready = StatePending, expires, false
 		r.DecidedBy, r.DecidedAt, r.Note, r.ApprovalID = nil, time.Time{}, "", ""
 		return r, nil
 	})
@@ -264,12 +278,18 @@ func (d *Desk) undo(ctx context.Context, decided Request, expires, now time.Time
 	}
 }
 
-// Use claims the approval of request id, approved: the caller alone
-// presents it (Request.Use). ErrDecided when the request is not approved
-// or was used.
+// Use claims the approval of request id, approved and ready: the caller
+// alone presents it (Request.Use). ErrDecided when the request is not
+// approved or was used; ErrNotReady while its approval is being recorded
+// and stored (Wait waits that out).
 func (d *Desk) Use(ctx context.Context, id string) (Request, error) {
 	now := d.a.Now()
-	r, err := d.st.UpdateRequest(ctx, id, now, func(r Request) (Request, error) { return r.Use(now) })
+	r, err := d.st.UpdateRequest(ctx, id, now, func(r Request) (Request, error) {
+		if r.State == StateApproved && !r.Ready {
+			return r, ErrNotReady
+		}
+		return r.Use(now)
+	})
 	if err == nil {
 		d.broadcast()
 	}
@@ -286,7 +306,7 @@ func (d *Desk) Wait(ctx context.Context, id string) (Request, error) {
 		if err != nil {
 			return r, err
 		}
-		if r.State != StatePending {
+		if r.State != StatePending && (r.State != StateApproved || r.Ready) {
 			return r, nil
 		}
 		left := r.ExpiresAt.Sub(d.a.Now())

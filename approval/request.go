@@ -56,6 +56,11 @@ type Request struct {
 	// front end that waits for the request, or the agent's retry of the
 	// identical call, presents it; the page never shows it.
 	ApprovalID string `json:"approval_id,omitempty"`
+	// Ready: the approval of an approved request is recorded and stored,
+	// so a front end may claim it (Desk.Use). Between the decision and
+	// then it is approved but not ready: claimed then, the approval would
+	// be presented before it exists, refused, and spent.
+	Ready bool `json:"ready,omitempty"`
 }
 
 // Request states.
@@ -90,6 +95,9 @@ var (
 	ErrNoRequest = errors.New("approval: no such request")
 	// ErrDecided: the request was decided already.
 	ErrDecided = errors.New("approval: request decided already")
+	// ErrNotReady: the request is approved and its approval is still
+	// being recorded and stored (Request.Ready); claim it a moment later.
+	ErrNotReady = errors.New("approval: approved, and its approval not yet stored")
 	// ErrRequestExpired: the request expired before it was decided.
 	ErrRequestExpired = errors.New("approval: request expired")
 	// ErrNotApprover: the principal is not one the config names as an

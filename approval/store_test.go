@@ -181,3 +181,59 @@ func TestDecideSignedOut(t *testing.T) {
 	assert.Equal(t, "approvers", got.DecidedBy.Claims["groups"].([]any)[0])
 	assert.NotContains(t, string(log.All()[0].Data), approval.ClaimCredential)
 }
+
+// gatedAdd is a store whose Add waits for release: the moment between an
+// approval's decision and its approval being stored, held open.
+type gatedAdd struct {
+	approval.Store
+	adding, release chan struct{}
+}
+
+func (g gatedAdd) Add(ctx context.Context, a approval.Approval, now time.Time, max int) error {
+	close(g.adding)
+	<-g.release
+	return g.Store.Add(ctx, a, now, max)
+}
+
+// TestApprovedNotReadyUntilStored: between a decision and its approval
+// being stored the request is approved but not ready: a front end cannot
+// claim it (ErrNotReady) and one waiting keeps waiting, so the approval
+// is never presented before it exists (refused, and spent). Once stored,
+// the waiter returns, the claim succeeds and the approval confirms.
+func TestApprovedNotReadyUntilStored(t *testing.T) {
+	ctx := context.Background()
+	st := gatedAdd{Store: approval.NewMemory(), adding: make(chan struct{}), release: make(chan struct{})}
+	apps, err := approval.New(approval.Options{Store: st})
+	require.NoError(t, err)
+	d, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: approvaltest.Rule, Poll: time.Millisecond})
+	require.NoError(t, err)
+	r, _, err := d.Open(ctx, approval.Request{Binding: approvaltest.Call, Caller: approvaltest.Caller, Arguments: []byte(`{}`)})
+	require.NoError(t, err)
+	decided := make(chan error, 1)
+	go func() {
+		_, err := d.Decide(ctx, r.ID, approvaltest.Approver, true, "")
+		decided <- err
+	}()
+	<-st.adding
+	got, err := d.Get(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, approval.StateApproved, got.State)
+	assert.False(t, got.Ready)
+	_, err = d.Use(ctx, r.ID)
+	require.ErrorIs(t, err, approval.ErrNotReady)
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = d.Wait(wctx, r.ID) // polls every millisecond meanwhile
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a waiter does not return an approval not yet stored")
+
+	close(st.release)
+	require.NoError(t, <-decided)
+	got, err = d.Wait(ctx, r.ID)
+	require.NoError(t, err)
+	require.True(t, got.Ready)
+	used, err := d.Use(ctx, r.ID)
+	require.NoError(t, err)
+	conf, err := apps.Confirm(ctx, approvaltest.Present("run", used.ApprovalID, approvaltest.Call, true))
+	require.NoError(t, err)
+	assert.NotNil(t, conf, "the approval claimed confirms the call")
+}
