@@ -161,13 +161,13 @@ func (g *Gateway) unlistedUpstreams(set *baseline.Set) []string {
 	return out
 }
 
-// pendingProblem reports whether p names a tool, or the namespace, of an
-// upstream in pending.
+// pendingProblem reports whether p names a tool of an upstream in pending
+// (as an action, a literal or a key of the session's counts), or its
+// namespace. (A tool's arguments are not reported while the tool is
+// unknown: policy.Schema.Validate.)
 func pendingProblem(p policy.Problem, pending []string) bool {
 	for _, u := range pending {
-		switch {
-		case p.Kind == policy.KindTool && strings.HasPrefix(p.Name, "mcp."+u+":"),
-			p.Kind == policy.KindEntity && p.Name == "mcp."+u:
+		if strings.HasPrefix(p.Name, "mcp."+u+":") || (p.Kind == policy.KindEntity && p.Name == "mcp."+u) {
 			return true
 		}
 	}

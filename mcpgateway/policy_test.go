@@ -206,7 +206,12 @@ permit (principal, action == Action::"mcp.notes:write_nte", resource);
 func TestPolicyPendingUpstream(t *testing.T) {
 	f := newFixture(t, []host.StageConfig{policyStage(t, "notes.cedar", notesPolicy+`
 @id("other-erase")
-permit (principal, action == Action::"mcp.other:erase_note", resource);
+permit (principal, action == Action::"mcp.other:erase_note", resource)
+when { context.arguments.name == "x" && context.session.calls["mcp.other:erase_note"] < 3 };
+
+@id("other-paths")
+forbid (principal, action == Action::"mcp.other:erase_note", resource == Server::"mcp.other")
+when { context.paths has path };
 `)}, nil)
 	g := f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes"), stdioUpstream(t, "other")},
 		RequireApproval: false, ActivateOnList: []string{"mcp.notes:read_note", "mcp.notes:write_note"}, Baseline: openBaseline(t, fileBaseline(t))})

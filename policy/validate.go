@@ -95,6 +95,13 @@ func (s *Schema) Validate(set *Set) []Problem {
 				return pr.Kind == KindScope && strings.Contains(pr.Message, "unable to find an applicable action")
 			})
 		}
+		// Nor do the arguments read of a tool that is not there: they
+		// are the tool's, and the tool is the problem (the gateway lets a
+		// tool of an upstream that has not listed yet pass, and its
+		// arguments with it).
+		if slices.ContainsFunc(found, func(pr Problem) bool { return pr.Kind == KindTool }) {
+			found = slices.DeleteFunc(found, func(pr Problem) bool { return pr.Kind == KindArgument })
+		}
 		// The first place a name is written is where it is reported.
 		sort.SliceStable(found, func(i, j int) bool { return problemLess(found[i], found[j], false) })
 		seen := map[string]int{} // key → index in out
