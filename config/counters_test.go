@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,4 +33,38 @@ func TestPolicyWindows(t *testing.T) {
 	err := policyWindows([]time.Duration{time.Hour}, []string{"1d"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "window 1d is not one the host counts")
+}
+
+// TestPolicyStageWindowsWithoutCatalog: a built-in policy stage declaring a
+// window the host does not count refuses the config whatever the catalog:
+// without a file catalog, and in the MCP gateway's pipeline, where the
+// policies themselves are checked later (every call would otherwise be
+// inconclusive, counters_unavailable).
+func TestPolicyStageWindowsWithoutCatalog(t *testing.T) {
+	plugins := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(plugins, "policy.wasm"), []byte("m"), 0o644))
+	t.Setenv(PluginDirEnv, plugins)
+	for _, tc := range []struct{ name, head string }{
+		{"no catalog", ""},
+		{"the gateway's pipeline", "mcp: {pipeline: calls}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := func(windows string) string {
+				return tc.head + `event_log: {path: e.jsonl}
+counters: {windows: [1h]}
+plugins: {cedar: {builtin: policy}}
+pipelines:
+  calls:
+    subject: tool_call
+    stages: [{plugin: cedar, capabilities: [catalog, counters], config: {windows: [` + windows + `], policies: [{file: p.cedar, text: 'permit(principal, action, resource);'}]}}]
+`
+			}
+			l, err := Load(write(t, "g.yaml", doc("1h")))
+			require.NoError(t, err)
+			require.NoError(t, l.Close())
+			_, err = Load(write(t, "g.yaml", doc("2h")))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "pipelines.calls.stages[0].config.windows: window 2h is not one the host counts")
+		})
+	}
 }

@@ -109,30 +109,32 @@ func inlinePolicyFiles(raw json.RawMessage, rel func(string) string) (json.RawMe
 	return out, nil
 }
 
-// validatePolicyStages type-checks every policy stage's policies against
-// the schema generated from the config's file catalog (catalog.sources),
-// as gatehost policy validate does: a policy naming a tool, argument,
-// attribute or claim the catalog does not have refuses the config. It
-// checks what CheckToolReferences checks: not a store serving a published
-// catalog, not the mcp: section's pipeline, whose catalog the gateway
-// learns from its upstreams at run time and checks the policies against
-// itself (mcpgateway: every call refused, policy_invalid, until they
-// type-check).
+// validatePolicyStages checks every stage of the built-in policy gate:
+// its config as the gate reads it, every window it declares counted by
+// the host, and its policies type-checked against the schema generated
+// from the config's file catalog (catalog.sources), as gatehost policy
+// validate does, so that a policy naming a tool, argument, attribute or
+// claim the catalog does not have refuses the config. The type check is
+// CheckToolReferences': not against a store serving a published catalog,
+// nor in the mcp: section's pipeline, whose catalog the gateway learns
+// from its upstreams at run time and checks the policies against itself
+// (mcpgateway: every call refused, policy_invalid, until they type-check).
 func validatePolicyStages(cfg *host.Config, l *Loaded) error {
-	if !l.FileCatalog || l.Store.Catalog == CatalogPublished || cfg.Catalog == nil || cfg.Catalog.Snapshot().Len() == 0 {
-		return nil
+	var tools []abi.Tool
+	if l.fileCatalog() && cfg.Catalog != nil && cfg.Catalog.Snapshot().Len() > 0 {
+		tools = abiTools(cfg.Catalog.Snapshot())
 	}
-	builtins, gateway := l.Builtins, strings.ToLower(l.MCP.Pipeline)
-	tools := abiTools(cfg.Catalog.Snapshot())
+	gateway := strings.ToLower(l.MCP.Pipeline)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
-		if strings.ToLower(name) == gateway {
-			continue
-		}
 		for i, st := range cfg.Pipelines[name].Stages {
-			if builtins[st.Plugin] != PolicyGate {
+			if l.Builtins[st.Plugin] != PolicyGate {
 				continue
 			}
-			if err := checkPolicyStage(fmt.Sprintf("pipelines.%s.stages[%d].config", name, i), st.Config, tools, cfg.CounterWindows); err != nil {
+			against := tools
+			if strings.ToLower(name) == gateway {
+				against = nil
+			}
+			if err := checkPolicyStage(fmt.Sprintf("pipelines.%s.stages[%d].config", name, i), st.Config, against, cfg.CounterWindows); err != nil {
 				return err
 			}
 		}
@@ -140,30 +142,38 @@ func validatePolicyStages(cfg *host.Config, l *Loaded) error {
 	return nil
 }
 
-// checkPolicyGates type-checks what validatePolicyStages could not tell
-// apart before the host loaded the modules: the stages of a policy gate
-// given by path (its descriptor names it policy), against the host's
-// catalog.
+// checkPolicyGates checks what validatePolicyStages could not tell apart
+// before the host loaded the modules: the stages of a policy gate given by
+// path (its descriptor names it policy), as validatePolicyStages checks
+// the built-in's, against the host's catalog.
 func (l *Loaded) checkPolicyGates(h *host.Host) error {
 	gateway := strings.ToLower(l.MCP.Pipeline)
 	var tools []abi.Tool
 	for _, p := range h.Pipelines() {
-		if p.Name == gateway {
-			continue
-		}
 		for i, st := range h.Stages(p.Name) {
 			if st.Gate != PolicyGate || l.Builtins[st.Plugin] == PolicyGate {
 				continue
 			}
-			if tools == nil {
-				tools = abiTools(h.Catalog().Snapshot())
+			var against []abi.Tool
+			if l.fileCatalog() && p.Name != gateway {
+				if tools == nil {
+					tools = abiTools(h.Catalog().Snapshot())
+				}
+				against = tools
 			}
-			if err := checkPolicyStage(fmt.Sprintf("pipelines.%s.stages[%d].config", p.Name, i), st.Config, tools, l.Host.CounterWindows); err != nil {
+			if err := checkPolicyStage(fmt.Sprintf("pipelines.%s.stages[%d].config", p.Name, i), st.Config, against, l.Host.CounterWindows); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// fileCatalog reports whether the config's catalog is a file catalog
+// (catalog.sources) known at load, which policies and tool names are
+// checked against; not a published one, nor the MCP gateway's.
+func (l *Loaded) fileCatalog() bool {
+	return l.FileCatalog && l.Store.Catalog != CatalogPublished
 }
 
 func abiTools(snap *catalog.Snapshot) []abi.Tool {
@@ -176,7 +186,8 @@ func abiTools(snap *catalog.Snapshot) []abi.Tool {
 
 // checkPolicyStage reads a policy stage's config as the gate does
 // (policy.ParseStageConfig), checks that the host counts every window it
-// declares, and type-checks its policies against tools. The error is
+// declares, and type-checks its policies against tools (none: no
+// catalog to check them against). The error is
 // prefixed with what it is about: the stage config key (".windows",
 // ".policies") or none.
 func checkPolicyStage(prefix string, raw json.RawMessage, tools []abi.Tool, counted []time.Duration) error {
@@ -186,6 +197,9 @@ func checkPolicyStage(prefix string, raw json.RawMessage, tools []abi.Tool, coun
 	}
 	if err := policyWindows(counted, o.Windows); err != nil {
 		return fmt.Errorf("%s.windows: %w", prefix, err)
+	}
+	if tools == nil {
+		return nil
 	}
 	s, err := policy.NewSchema(tools, o)
 	if err != nil {

@@ -24,22 +24,22 @@ import (
 // The error names the file and wraps the *host.UnmatchedToolError of
 // each pipeline (errors.Is host.ErrUnmatchedTool).
 func (l *Loaded) CheckToolReferences(h *host.Host) error {
-	if !l.FileCatalog || l.Store.Catalog == CatalogPublished {
-		return nil
-	}
-	snap := h.Catalog().Snapshot()
-	gateway := strings.ToLower(l.MCP.Pipeline)
 	var errs []error
 	var msgs []string
-	for _, p := range h.Pipelines() {
-		if p.Name == gateway || !h.ReadsCatalog(p.Name) {
-			continue
-		}
-		if err := host.CheckToolReferences(h.ToolReferences(p.Name), snap); err != nil {
-			errs = append(errs, err)
-			msgs = append(msgs, err.Error())
+	if l.fileCatalog() {
+		snap := h.Catalog().Snapshot()
+		gateway := strings.ToLower(l.MCP.Pipeline)
+		for _, p := range h.Pipelines() {
+			if p.Name == gateway || !h.ReadsCatalog(p.Name) {
+				continue
+			}
+			if err := host.CheckToolReferences(h.ToolReferences(p.Name), snap); err != nil {
+				errs = append(errs, err)
+				msgs = append(msgs, err.Error())
+			}
 		}
 	}
+	// A policy gate's windows are checked whatever the catalog.
 	if err := l.checkPolicyGates(h); err != nil {
 		errs = append(errs, err)
 		msgs = append(msgs, err.Error())

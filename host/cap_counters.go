@@ -205,3 +205,9 @@ func countsAnswer(rc *runContext, c counter.Counts) abi.CountersGetAnswer {
 // Counters returns the host's counters store: Config.Counters, or the
 // in-memory store the host made when it was nil.
 func (h *Host) Counters() counter.Store { return h.counters }
+
+// CounterWindows returns the windows the host counts (Config.CounterWindows),
+// shortest first: a policy that reads a window not among them makes every
+// call it applies to inconclusive, so a front end checks the windows its
+// policy stages declare against them.
+func (h *Host) CounterWindows() []time.Duration { return slices.Clone(h.windows) }

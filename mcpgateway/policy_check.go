@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
@@ -78,7 +79,7 @@ func (g *Gateway) policyEngines() ([]*policy.Engine, error) {
 	if v := g.policyV; v != nil && v.h == h && v.gen == snap.Generation() {
 		return v.engines, v.err
 	}
-	engines, err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap, pending)
+	engines, err := validatePolicyStages(h.Stages(g.opts.Pipeline), snap, pending, h.CounterWindows())
 	var prev error
 	if g.policyV != nil {
 		prev = g.policyV.err
@@ -177,7 +178,7 @@ func pendingProblem(p policy.Problem, pending []string) bool {
 // validatePolicyStages type-checks each policy stage's policies against a
 // schema generated from snap, and returns their engines. A problem that
 // names a tool of a pending upstream (unlistedUpstreams) is left out.
-func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot, pending []string) ([]*policy.Engine, error) {
+func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot, pending []string, counted []time.Duration) ([]*policy.Engine, error) {
 	var engines []*policy.Engine
 	var tools []abi.Tool
 	for _, st := range stages {
@@ -193,6 +194,11 @@ func validatePolicyStages(stages []host.StageInfo, snap *catalog.Snapshot, pendi
 		set, o, err := policy.ParseStageConfig(st.Config)
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: config: %w", st.Name, err)
+		}
+		for _, w := range o.Windows {
+			if d, err := abi.ParseWindow(w); err != nil || !slices.Contains(counted, d) {
+				return nil, fmt.Errorf("stage %s: config.windows: window %s is not one the host counts (counters.windows)", st.Name, w)
+			}
 		}
 		s, err := policy.NewSchema(tools, o)
 		if err != nil {

@@ -274,4 +274,21 @@ when { context.session.window["1h"].calls["mcp.notes:write_note"] >= 2 };
 		assert.Equal(t, want, r.IsError, "write %d: %s", i, text(r))
 	}
 	assert.True(t, g.Readiness().Ready)
+
+	// A window the host does not count: every call refused as invalid,
+	// and the gateway not ready, rather than each call inconclusive while
+	// it reports ready.
+	cfg, err = json.Marshal(map[string]any{"windows": []string{"2h"}, "policies": []map[string]string{{"file": "rate.cedar", "text": notesPolicy}}})
+	require.NoError(t, err)
+	f = newFixtureWith(t, confirmNonIdempotent, []host.StageConfig{{Plugin: "policy", Capabilities: []string{"catalog", "counters"}, Config: cfg}}, nil,
+		func(c *host.Config) { c.CounterWindows = []time.Duration{time.Hour} })
+	g = f.newGateway(t, mcpgateway.Options{Upstreams: []mcpgateway.Upstream{stdioUpstream(t, "notes")},
+		ActivateOnList: []string{"*"}, Baseline: openBaseline(t, fileBaseline(t))})
+	cs = connect(t, g, nil)
+	toolNames(t, cs)
+	r := call(t, cs, "read_note", map[string]any{"name": "a"})
+	require.True(t, r.IsError)
+	assert.Equal(t, []string{"policy_invalid"}, findingCodes(t, r))
+	assert.Contains(t, text(r), "window 2h is not one the host counts")
+	assert.False(t, g.Readiness().Ready)
 }

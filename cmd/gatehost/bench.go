@@ -103,6 +103,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, cfg.HostError(err))
 	}
 	defer h.Close(context.WithoutCancel(ctx))
+	// What every front end checks before deciding: the config's tool names
+	// and policy stages against the catalog.
+	if err := cfg.CheckToolReferences(h); err != nil {
+		return fail(stderr, err)
+	}
 	startup := time.Since(start)
 	info, err := pickPipeline(h.Pipelines(), *pipelineName)
 	if err != nil {

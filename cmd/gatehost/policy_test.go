@@ -202,6 +202,11 @@ pipelines:
 			for _, w := range tc.want {
 				assert.Contains(t, errOut, w)
 			}
+			if tc.exit == exitUsage { // bench checks the config as check does
+				code, out, errOut = runCLI("bench", "--config", cfg, "--pipeline", "calls", "-n", "1", call)
+				assert.Equal(t, exitUsage, code, "%s%s", out, errOut)
+				assert.Contains(t, errOut, tc.want[0])
+			}
 		})
 	}
 }
