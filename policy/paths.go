@@ -34,7 +34,8 @@ func IsPathArgument(name string) bool {
 // "/" made one, no trailing "/"). It reads no disk: a symbolic link is
 // invisible to it. "" stays "". A relative path stays relative, so it
 // never matches a pattern that starts with "/". A backslash is left as it
-// is: context.paths never holds a path with one (ErrAmbiguousPath).
+// is: context.paths never holds a path with one, nor one that starts with
+// "//" (ErrAmbiguousPath).
 func CleanPath(p string) string {
 	if p == "" {
 		return ""
@@ -42,14 +43,17 @@ func CleanPath(p string) string {
 	return path.Clean(p)
 }
 
-// ErrAmbiguousPath: a path argument holds a backslash. A POSIX server
-// reads it as an ordinary character of a name ("public\x" is one file
-// beside public/), a Windows server as a separator (a file in public/),
-// and the gate cannot know which the server does: whichever reading the
-// policy compared, the other could place the call elsewhere. The call is
-// inconclusive (argument_unrepresentable); paths are written with "/",
-// which Windows servers read too.
-var ErrAmbiguousPath = errors.New(`a backslash is a separator on Windows and a name's character elsewhere; write paths with "/"`)
+// ErrAmbiguousPath: a path argument a server may read otherwise than the
+// policy compares it. A backslash is an ordinary character of a name to a
+// POSIX server ("public\x" is one file beside public/) and a separator to
+// a Windows one (a file in public/). A leading "//" names a network share
+// on Windows ("//host/share/..": another machine) and is
+// implementation-defined on POSIX, while cleaning would make it "/". The
+// gate cannot know which the server does: whichever reading the policy
+// compared, the other could place the call elsewhere. The call is
+// inconclusive (argument_unrepresentable); paths are written with single
+// "/", which Windows servers read too.
+var ErrAmbiguousPath = errors.New(`a backslash, or a leading "//", is read otherwise by one server than another; write paths with single "/"`)
 
 // pathsType is the record type of context.paths for a tool's arguments
 // record: each top-level path argument that is a String or Set<String>,
@@ -68,12 +72,12 @@ func pathsType(args Type) Type {
 }
 
 // pathsValue cleans the path arguments of an arguments record value; a
-// path with a backslash is an error naming its argument
+// path with a backslash or a leading "//" is an error naming its argument
 // (ErrAmbiguousPath).
 func pathsValue(pt Type, args types.Record) (types.Record, error) {
 	rm := types.RecordMap{}
 	clean := func(name string, s types.String) (types.String, error) {
-		if strings.Contains(string(s), `\`) {
+		if strings.Contains(string(s), `\`) || strings.HasPrefix(string(s), "//") {
 			return "", fmt.Errorf("arguments.%s: %q: %w", name, string(s), ErrAmbiguousPath)
 		}
 		return types.String(CleanPath(string(s))), nil

@@ -63,6 +63,9 @@ when { context.paths has path && context.paths.path like "/srv/public/*" };
 		`/srv/public\..\secret`:               abi.Inconclusive,
 		`/srv/public\x`:                       abi.Inconclusive, // on POSIX a file beside public/
 		`/srv/secret\..\public\x`:             abi.Inconclusive, // on POSIX a file in secret/
+		"//srv/public/a.txt":                  abi.Inconclusive, // a network share on Windows
+		"//evil/share/../../srv/public/x":     abi.Inconclusive,
+		"///srv/public/a.txt":                 abi.Inconclusive,
 		"/srv/publicx/a":                      abi.Rejected,
 		"/srv/public":                         abi.Rejected,
 		"/srv/public/":                        abi.Rejected,
