@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -211,9 +212,10 @@ func (f *Fixture) Run(eng *Engine, lookup Lookup) []CaseResult {
 			cr.Codes = append(cr.Codes, fd.Code)
 		}
 		var why []string
-		if name := c.Counts.unknownTool(lookup); name != "" {
-			// Counted as 0 it would pass a case meant to be over a limit.
-			why = append(why, fmt.Sprintf("counts name %q, which is no tool of the catalog", name))
+		if p := c.Counts.problem(lookup); p != "" {
+			// Counted as 0, or as either of two, it would pass a case
+			// meant to fail.
+			why = append(why, p)
 		}
 		if resp.Verdict != c.Expect.Verdict {
 			why = append(why, fmt.Sprintf("verdict %s, want %s", resp.Verdict, c.Expect.Verdict))
@@ -256,30 +258,45 @@ func (c *CaseCounts) check(declared []string) error {
 	return nil
 }
 
-// unknownTool is the first tool name c counts that lookup does not know
-// (in sorted order), or "".
-func (c *CaseCounts) unknownTool(lookup Lookup) string {
+// problem is what makes c's counts ambiguous, or "": a tool name lookup
+// does not know, or two keys naming one tool (a wire name and its id) or
+// one window ("1h" and "60m"), whichever answer would depend on map order.
+func (c *CaseCounts) problem(lookup Lookup) string {
 	if c == nil {
 		return ""
 	}
-	var names []string
-	add := func(m map[string]int64) {
-		for name := range m {
-			if _, ok := lookup(name); !ok {
-				names = append(names, name)
+	var out []string
+	tools := func(where string, m map[string]int64) {
+		seen := map[string]string{}
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			t, ok := lookup(name)
+			switch {
+			case !ok:
+				out = append(out, fmt.Sprintf("counts name %q, which is no tool of the catalog", name))
+			case seen[t.ID] != "":
+				out = append(out, fmt.Sprintf("counts%s name %s twice, as %q and %q", where, t.ID, seen[t.ID], name))
+			default:
+				seen[t.ID] = name
 			}
 		}
 	}
-	add(c.Calls)
+	tools("", c.Calls)
 	for _, m := range []map[string]map[string]int64{c.Windows, c.Principal} {
-		for _, w := range m {
-			add(w)
+		seen := map[string]string{}
+		for _, w := range slices.Sorted(maps.Keys(m)) {
+			n, err := windowNames([]string{w})
+			if err == nil && seen[n[0]] != "" {
+				out = append(out, fmt.Sprintf("counts name window %s twice, as %q and %q", n[0], seen[n[0]], w))
+			} else if err == nil {
+				seen[n[0]] = w
+			}
+			tools(" of window "+w, m[w])
 		}
 	}
-	if len(names) == 0 {
+	if len(out) == 0 {
 		return ""
 	}
-	return slices.Min(names)
+	return slices.Min(out)
 }
 
 // answer is the counters.get answer of c (nil: all 0) over the catalog's

@@ -70,24 +70,31 @@ func TestExampleFixtures(t *testing.T) {
 }
 
 // TestFixtureCountsUnknownTool: a case whose counts name a tool the
-// catalog does not have fails, naming it, rather than counting it 0 and
+// catalog does not have, or one tool or window under two keys, fails,
+// naming it, rather than counting it 0 (or either, by map order) and
 // passing a case meant to be over a limit.
 func TestFixtureCountsUnknownTool(t *testing.T) {
 	_, lookup := fsTools(t)
 	f, err := policy.DecodeFixture([]byte(`{"catalog":{"path":"c"},"policies":["p"],"cases":[
 {"name":"typo","call":{"tool":"move_file","parameters":{"source":"/a","destination":"/b"}},"counts":{"calls":{"move_fil":5}},"expect":{"verdict":"accepted"}},
 {"name":"in a window","call":{"tool":"move_file","parameters":{"source":"/a","destination":"/b"}},"counts":{"calls":{"move_file":1},"windows":{"1h":{"mcp.fs:move_fil":5}}},"expect":{"verdict":"accepted"}},
-{"name":"known","call":{"tool":"move_file","parameters":{"source":"/a","destination":"/b"}},"counts":{"calls":{"move_file":1}},"expect":{"verdict":"accepted"}}],
+{"name":"known","call":{"tool":"move_file","parameters":{"source":"/a","destination":"/b"}},"counts":{"calls":{"move_file":1}},"expect":{"verdict":"accepted"}},
+{"name":"one tool twice","call":{"tool":"move_file","parameters":{"source":"/a","destination":"/b"}},"counts":{"calls":{"move_file":0,"mcp.fs:move_file":9}},"expect":{"verdict":"accepted"}},
+{"name":"one window twice","call":{"tool":"move_file","parameters":{"source":"/a","destination":"/b"}},"counts":{"windows":{"1h":{},"60m":{}}},"expect":{"verdict":"accepted"}}],
 "windows":["1h"]}`))
 	require.NoError(t, err)
 	set := mustSet(t, `permit(principal, action, resource);`)
 	rs := f.Run(policy.NewEngine(set, f.ClaimOptions()), lookup)
-	require.Len(t, rs, 3)
+	require.Len(t, rs, 5)
 	assert.False(t, rs[0].Pass)
 	assert.Contains(t, rs[0].Failure, `counts name "move_fil", which is no tool of the catalog`)
 	assert.False(t, rs[1].Pass)
 	assert.Contains(t, rs[1].Failure, `"mcp.fs:move_fil"`)
 	assert.True(t, rs[2].Pass, rs[2].Failure)
+	assert.False(t, rs[3].Pass)
+	assert.Contains(t, rs[3].Failure, `counts name mcp.fs:move_file twice, as "mcp.fs:move_file" and "move_file"`)
+	assert.False(t, rs[4].Pass)
+	assert.Contains(t, rs[4].Failure, `counts name window 1h twice`)
 }
 
 func FuzzDecodeFixture(f *testing.F) {
