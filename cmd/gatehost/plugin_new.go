@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/gatehost/gatehost/config"
 	"io"
 	"io/fs"
 	"os"
@@ -58,6 +59,11 @@ func cmdPluginNew(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	name := fs.Arg(0)
 	if !gateNameRE.MatchString(name) {
 		return fail(stderr, fmt.Errorf("%w: name %q: want lowercase letters, digits and '-', starting with a letter", errUsage, name))
+	}
+	if name == config.PolicyGate {
+		// Front ends read a stage of a gate so named as the built-in
+		// policy gate's (its config type-checked against the catalog).
+		return fail(stderr, fmt.Errorf("%w: name %q is the built-in policy gate's: choose another", errUsage, name))
 	}
 	if *local != "" && *release != "" {
 		return fail(stderr, fmt.Errorf("%w: --gatehost and --gatehost-version exclude each other", errUsage))

@@ -262,6 +262,9 @@ func TestPluginNewScaffold(t *testing.T) {
 	assert.Contains(t, stderr, "not empty")
 	code, _, _ = runCLI("plugin", "new", "Bad_Name")
 	assert.Equal(t, exitUsage, code)
+	code, _, stderr = runCLI("plugin", "new", "--dir", t.TempDir(), "policy")
+	assert.Equal(t, exitUsage, code, "the built-in policy gate's name is taken")
+	assert.Contains(t, stderr, "built-in policy gate's")
 	assert.True(t, strings.HasPrefix(string(must(os.ReadFile(filepath.Join(dir, "go.mod")))), "module example.com/demo"))
 }
 
