@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/cedar-policy/cedar-go/types"
 	"github.com/cedar-policy/cedar-go/x/exp/ast"
@@ -40,24 +41,52 @@ func (s *Schema) checkLiterals(set *Set, p Policy) []Problem {
 	case ast.ScopeTypeIsIn:
 		server(sc.Entity)
 	}
-	compared := func(l, r ast.IsNode) {
-		path, ok := accessPath(l)
-		v, isValue := r.(ast.NodeValue)
-		if !ok || !isValue || len(path) != 3 || path[0] != "context" || path[1] != "tool" {
-			return
+	// known is what the attribute at path can hold, for the attributes
+	// whose values the catalog fixes.
+	known := func(n ast.IsNode) (kind, what string, names []string, ok bool) {
+		path, ok := accessPath(n)
+		if !ok {
+			return "", "", nil, false
 		}
-		str, ok := v.Value.(types.String)
+		switch strings.Join(path, ".") {
+		case "context.tool.effect":
+			return KindType, "no tool's context.tool.effect is", EffectGroups, true
+		case "context.tool.namespace", "resource.name":
+			return KindEntity, "no upstream's namespace is", s.namespaces(), true
+		case "context.tool.id":
+			return KindTool, "no tool's id is", s.toolIDs(), true
+		}
+		return "", "", nil, false
+	}
+	// compared checks the strings among values, compared with attr.
+	compared := func(attr ast.IsNode, values ...ast.IsNode) {
+		kind, what, names, ok := known(attr)
 		if !ok {
 			return
 		}
-		switch path[2] {
-		case "effect":
-			add(KindType, string(str), "no tool's context.tool.effect is", EffectGroups)
-		case "namespace":
-			add(KindEntity, string(str), "no upstream's namespace is", s.namespaces())
-		case "id":
-			add(KindTool, string(str), "no tool's id is", s.toolIDs())
+		for _, v := range values {
+			if nv, isValue := v.(ast.NodeValue); isValue {
+				if str, isString := nv.Value.(types.String); isString {
+					add(kind, string(str), what, names)
+				}
+			}
 		}
+	}
+	// elements are a set literal's elements.
+	elements := func(n ast.IsNode) []ast.IsNode {
+		switch x := n.(type) {
+		case ast.NodeTypeSet:
+			return x.Elements
+		case ast.NodeValue:
+			if set, ok := x.Value.(types.Set); ok {
+				var out []ast.IsNode
+				for v := range set.All() {
+					out = append(out, ast.NodeValue{Value: v})
+				}
+				return out
+			}
+		}
+		return nil
 	}
 	for _, c := range pa.Conditions {
 		ast.Inspect(ast.NewNode(c.Body), func(n ast.IsNode) bool {
@@ -72,6 +101,16 @@ func (s *Schema) checkLiterals(set *Set, p Policy) []Problem {
 			case ast.NodeTypeNotEquals:
 				compared(x.Left, x.Right)
 				compared(x.Right, x.Left)
+			case ast.NodeTypeContains: // ["a", "b"].contains(attr)
+				compared(x.Right, elements(x.Left)...)
+			case ast.NodeTypeContainsAny: // [attr].containsAny(["a"])
+				for _, e := range elements(x.Left) {
+					compared(e, elements(x.Right)...)
+				}
+			case ast.NodeTypeLike:
+				if kind, what, names, ok := known(x.Arg); ok && !slices.ContainsFunc(names, func(n string) bool { return x.Value.Match(types.String(n)) }) {
+					add(kind, strings.Trim(string(x.Value.MarshalCedar()), `"`), strings.Replace(what, " is", " matches", 1), nil)
+				}
 			}
 			return true
 		})

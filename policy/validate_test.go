@@ -172,6 +172,12 @@ func TestValidateLiterals(t *testing.T) {
 			policy.Problem{Column: 54, Kind: policy.KindEntity, Name: "github", Suggestion: "mcp.github"}},
 		{"a tool id no tool has", `@id("p") forbid(principal, action, resource) when { context.tool.id != "mcp.github:merge_pull_requst" };`,
 			policy.Problem{Column: 73, Kind: policy.KindTool, Name: "mcp.github:merge_pull_requst", Suggestion: "mcp.github:merge_pull_request"}},
+		{"a resource name that is no namespace", `@id("p") forbid(principal, action, resource) when { resource.name == "github" };`,
+			policy.Problem{Column: 71, Kind: policy.KindEntity, Name: "github", Suggestion: "mcp.github"}},
+		{"a group in a set an effect is looked up in", `@id("p") forbid(principal, action, resource) when { ["destructive"].contains(context.tool.effect) };`,
+			policy.Problem{Column: 55, Kind: policy.KindType, Name: "destructive"}},
+		{"a pattern no effect matches", `@id("p") forbid(principal, action, resource) when { context.tool.effect like "destr*" };`,
+			policy.Problem{Column: 79, Kind: policy.KindType, Name: "destr*"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.Line = 1
@@ -180,6 +186,7 @@ func TestValidateLiterals(t *testing.T) {
 	}
 	for _, text := range []string{
 		`@id("p") forbid(principal, action, resource == Server::"mcp.github") when { context.tool.effect == "non_idempotent" && context.tool.namespace == "mcp.github" && context.tool.id != "mcp.github:merge_pull_request" };`,
+		`@id("p") forbid(principal, action, resource) when { context.tool.effect like "non_*" && ["mcp.github"].contains(resource.name) && [context.tool.id].containsAny(["mcp.github:get_me"]) };`,
 	} {
 		assert.Empty(t, s.Validate(mustSet(t, text)), text)
 	}
