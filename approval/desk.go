@@ -27,7 +27,8 @@ type DeskOptions struct {
 	// PageURL/requests/ID. Empty: requests have no URL.
 	PageURL string
 	// MaxPending caps the requests held unexpired; 0 is
-	// DefaultMaxPending.
+	// DefaultMaxPending. Each caller may hold CallerShare(MaxPending) of
+	// them.
 	MaxPending int
 	// Notify is told of each new request, in its own goroutine, after the
 	// request is stored; it decides nothing. Nil notifies nobody.

@@ -88,6 +88,13 @@ const (
 	DefaultMaxPending = 1000
 )
 
+// CallerShare is how many of max requests held unexpired one caller
+// (Binding.CallerKey) may hold: a tenth, rounded up, at least one. Without
+// it one agent opening distinct calls fills the desk and every other
+// caller's call goes unasked; with it, ten callers are needed to fill it.
+// Callers the front end cannot name are one caller ("anonymous").
+func CallerShare(max int) int { return (max + 9) / 10 }
+
 // Errors of requests, for callers to branch on.
 var (
 	// ErrNoRequest: no such request (never opened, or expired and
@@ -184,7 +191,8 @@ type RequestStore interface {
 	// OpenRequest stores r (valid, StatePending) unless a request for the
 	// same Binding is unexpired at now, pending or approved: then that one
 	// is returned and created is false. At most max requests are held
-	// unexpired (ErrFull).
+	// unexpired, and at most CallerShare(max) of them with r's CallerKey
+	// (ErrFull).
 	OpenRequest(ctx context.Context, r Request, now time.Time, max int) (got Request, created bool, err error)
 	// Request returns the request id, or ErrNoRequest.
 	Request(ctx context.Context, id string, now time.Time) (Request, error)
@@ -273,8 +281,27 @@ func (t requestTable) open(r Request, now time.Time, max int) (Request, bool, er
 	if len(t) >= max {
 		return Request{}, false, ErrFull
 	}
+	mine := 0
+	for _, o := range t {
+		if o.CallerKey == r.CallerKey {
+			mine++
+		}
+	}
+	if err := CheckShare(mine, max); err != nil {
+		return Request{}, false, err
+	}
 	t[r.ID] = r
 	return r, true, nil
+}
+
+// CheckShare is ErrFull when a caller holding n unexpired requests may
+// open no more under max (CallerShare): the rule every store applies under
+// its lock.
+func CheckShare(n, max int) error {
+	if share := CallerShare(max); n >= share {
+		return fmt.Errorf("%w: the caller holds %d requests, its share of %d", ErrFull, n, share)
+	}
+	return nil
 }
 
 func (t requestTable) get(id string, now time.Time) (Request, error) {

@@ -143,6 +143,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 	t.Run("requests", func(t *testing.T) { runRequests(t, open) })
 	t.Run("requests decided once under concurrency", func(t *testing.T) { runRequestRace(t, open) })
 	t.Run("requests are the caller's", func(t *testing.T) { runRequestCallers(t, open) })
+	t.Run("each caller its share of the requests", func(t *testing.T) { runRequestShare(t, open) })
 	t.Run("stored without a caller: binds nothing", func(t *testing.T) { runLegacy(t, open) })
 }
 
@@ -561,6 +562,68 @@ func runRequestCallers(t *testing.T, open func(t *testing.T) Instance) {
 	require.NoError(t, err)
 	assert.Nil(t, conf, "an approval of Caller's call confirms nothing for Other")
 	assert.Equal(t, approval.CodeCallerMismatch, log.Of("other-presents")[0].Reason)
+}
+
+// runRequestShare: one caller opening distinct calls holds at most its
+// share (approval.CallerShare) of max_pending, on every handle, so that
+// others' calls are still asked; the desk-wide cap stays the ceiling.
+func runRequestShare(t *testing.T, open func(t *testing.T) Instance) {
+	ctx := context.Background()
+	in := open(t)
+	clock := &Clock{now: Epoch}
+	const max = 12 // a share of 2
+	require.Equal(t, 2, approval.CallerShare(max))
+	mk := func(st approval.Store) *approval.Desk {
+		apps, err := approval.New(approval.Options{Store: st, TTL: ttl, Now: clock.Now})
+		require.NoError(t, err)
+		d, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: Rule, MaxPending: max})
+		require.NoError(t, err)
+		return d
+	}
+	a, b := mk(in.Store), mk(in.Open(t))
+	call := func(p *abi.Principal, n int) approval.Request {
+		r := request()
+		r.Caller, r.SubjectSHA256 = p, SHA(fmt.Sprintf("call %d", n))
+		return r
+	}
+	agent := func(i int) *abi.Principal {
+		return &abi.Principal{Issuer: "agents", Subject: fmt.Sprintf("agent-%d", i), Method: abi.MethodToken}
+	}
+	first, created, err := a.Open(ctx, call(Caller, 0))
+	require.NoError(t, err)
+	require.True(t, created)
+	clock.Set(Epoch.Add(time.Minute))
+	_, created, err = b.Open(ctx, call(Caller, 1))
+	require.NoError(t, err)
+	require.True(t, created)
+	for _, d := range []*approval.Desk{a, b} {
+		_, _, err = d.Open(ctx, call(Caller, 2))
+		require.ErrorIs(t, err, approval.ErrFull, "beyond the caller's share, on any handle")
+	}
+	again, created, err := b.Open(ctx, call(Caller, 0))
+	require.NoError(t, err, "a call already asked is met, whatever the share")
+	assert.False(t, created)
+	assert.Equal(t, first.ID, again.ID)
+	_, created, err = a.Open(ctx, call(Other, 0))
+	require.NoError(t, err, "another caller is still asked")
+	require.True(t, created)
+	_, created, err = b.Open(ctx, call(nil, 0))
+	require.NoError(t, err, "so is an anonymous one")
+	require.True(t, created)
+
+	// Many callers still fill the desk: its cap is the ceiling.
+	for i := range max - 4 {
+		_, _, err = a.Open(ctx, call(agent(i), 0))
+		require.NoError(t, err)
+	}
+	_, _, err = b.Open(ctx, call(agent(max), 0))
+	require.ErrorIs(t, err, approval.ErrFull)
+
+	// At its first request's expiry the caller has room for one again.
+	clock.Set(first.ExpiresAt)
+	_, created, err = b.Open(ctx, call(Caller, 3))
+	require.NoError(t, err)
+	require.True(t, created)
 }
 
 // runLegacy: an approval or a request an earlier version stored, whose

@@ -62,6 +62,15 @@ func (s approvalStore) OpenRequest(ctx context.Context, r approval.Request, now 
 		if n >= max {
 			return Passthrough(approval.ErrFull)
 		}
+		// The caller's share: the binding's caller_key in doc (no column of
+		// its own; the table holds at most max rows).
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM gatehost_approval_requests WHERE coalesce(doc->>'caller_key', '') = $1",
+			r.CallerKey).Scan(&n); err != nil {
+			return err
+		}
+		if err := approval.CheckShare(n, max); err != nil {
+			return Passthrough(err)
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO gatehost_approval_requests (id, binding_key, state, created_at, expires_at, doc)
 			VALUES ($1, $2, $3, $4, $5, $6)`, r.ID, key, r.State, r.CreatedAt, r.ExpiresAt, doc)
 		return err
