@@ -116,25 +116,55 @@ func hidden(r rune) bool {
 			unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
-// hiddenAfter reports r, following prev, as hidden: a hidden character,
-// or a combining mark (Mn, Me) other than one of a script's own marks on a
-// character of that script, as those scripts are written. The marks of no
-// one script (such as U+0301, or U+0338 drawn across what it follows) and
-// marks on another script's character can change or cover what they
-// follow.
-func hiddenAfter(prev, r rune) bool {
-	if hidden(r) {
-		return true
-	}
-	if !unicode.In(r, unicode.Mn, unicode.Me) {
-		return false
-	}
-	for name, t := range unicode.Scripts {
-		if unicode.Is(t, r) {
-			return name == "Inherited" || name == "Common" || hidden(prev) || !unicode.Is(t, prev)
+// maxMarks is how many combining marks one character carries as
+// written: enough for what scripts stack in ordinary text (Vietnamese and
+// Thai two, pointed Hebrew a dagesh, a vowel and an accent), far below the
+// 30 of Unicode's Stream-Safe Text Format (UAX #15), which drawn stacked
+// climb over the lines above. Beyond it each mark is written as an escape.
+const maxMarks = 3
+
+// glyphs follows the character combining marks attach to, deciding for
+// each character in turn whether it is written as an escape (hides).
+type glyphs struct {
+	base    rune // the last character written as itself, not a mark
+	marks   int  // the combining marks on base written as themselves
+	escaped bool // the last character was written as an escape
+}
+
+func newGlyphs() glyphs { return glyphs{base: '\n'} }
+
+// hides reports r as hidden where it follows: a hidden character, or a
+// combining mark (Mn, Me) other than one of a script's own marks on a
+// character of that script, as those scripts are written, the first
+// maxMarks on it. The marks of no one script (such as U+0301, or U+0338
+// drawn across what it follows), marks on another script's character and
+// marks stacked beyond a script's use can change or cover what they
+// follow. A mark after an escape would sit on the escape's text: marked.
+func (g *glyphs) hides(r rune) bool {
+	h := hidden(r)
+	if !h && unicode.In(r, unicode.Mn, unicode.Me) {
+		h = g.escaped || g.marks >= maxMarks || !ownMark(g.base, r)
+		if !h {
+			g.marks++
+			return false
 		}
 	}
-	return true
+	g.base, g.marks, g.escaped = r, 0, h
+	return h
+}
+
+// escape notes a character written as an escape by other means.
+func (g *glyphs) escape() { g.base, g.marks, g.escaped = utf8.RuneError, 0, true }
+
+// ownMark reports mark as one of a script's own marks on base, a
+// character of that script.
+func ownMark(base, mark rune) bool {
+	for name, t := range unicode.Scripts {
+		if unicode.Is(t, mark) {
+			return name != "Inherited" && name != "Common" && !hidden(base) && unicode.Is(t, base)
+		}
+	}
+	return false
 }
 
 // longBlank is the shortest run of spaces and tabs, after a line's
@@ -146,6 +176,8 @@ const longBlank = 8
 // \uXXXX escape (valid in a JSON string, where alone such characters can
 // stand in the arguments), so that no value can reorder or hide what the
 // approver reads; it marks long runs of blanks, which stay as they are.
+// A run of one hidden character is one mark holding every escape, so that
+// an argument of 85,000 zero-width spaces is one element, not 85,000.
 func show(s string) template.HTML { return render(s, false) }
 
 // render is show; with inJSON, s is JSON text, and each run of \u escapes
@@ -153,14 +185,27 @@ func show(s string) template.HTML { return render(s, false) }
 // written in escapes reads as what it is).
 func render(s string, inJSON bool) template.HTML {
 	var b strings.Builder
-	prev, indent := '\n', true // indent: only blanks since the line began
+	g, indent := newGlyphs(), true // indent: only blanks since the line began
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			b.WriteString(`<mark class="esc" title="a byte that is not UTF-8">\ufffd</mark>`)
-		case hiddenAfter(prev, r):
-			fmt.Fprintf(&b, `<mark class="esc" title="hidden character U+%04X">%s</mark>`, r, jsonEscape(r))
+			n := run(s[i:], 1)
+			title := "a byte that is not UTF-8"
+			if n > 1 {
+				title = fmt.Sprintf("%d bytes that are not UTF-8", n)
+			}
+			fmt.Fprintf(&b, `<mark class="esc" title="%s">%s</mark>`, title, strings.Repeat(`\ufffd`, n))
+			size *= n
+			g.escape()
+		case g.hides(r):
+			n := run(s[i:], size)
+			title := fmt.Sprintf("hidden character U+%04X", r)
+			if n > 1 {
+				title = fmt.Sprintf("%d hidden characters U+%04X", n, r)
+			}
+			fmt.Fprintf(&b, `<mark class="esc" title="%s">%s</mark>`, title, strings.Repeat(jsonEscape(r), n))
+			size *= n
 		case r == ' ' || r == '\t':
 			n := len(s[i:]) - len(strings.TrimLeft(s[i:], " \t"))
 			if !indent && n >= longBlank {
@@ -178,10 +223,18 @@ func render(s string, inJSON bool) template.HTML {
 			b.WriteString(template.HTMLEscapeString(s[i : i+size]))
 		}
 		indent = r == '\n' || (indent && (r == ' ' || r == '\t'))
-		prev = r
 		i += size
 	}
 	return template.HTML(b.String())
+}
+
+// run is how many times s begins with its first size bytes.
+func run(s string, size int) int {
+	n := 1
+	for (n+1)*size <= len(s) && s[n*size:(n+1)*size] == s[:size] {
+		n++
+	}
+	return n
 }
 
 // escapes writes the run of \uXXXX escapes that s begins with, marked,
@@ -197,14 +250,20 @@ func escapes(b *strings.Builder, s string) int {
 		return 2
 	}
 	var says strings.Builder
-	prev := '\n'
-	for _, r := range text {
-		if hiddenAfter(prev, r) || r == ' ' {
+	g := newGlyphs()
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if g.hides(r) || r == ' ' {
+			n := run(text[i:], size) // a run of one character as one
 			fmt.Fprintf(&says, "[U+%04X]", r)
+			if n > 1 {
+				fmt.Fprintf(&says, "×%d", n)
+			}
+			size *= n
 		} else {
 			says.WriteRune(r)
 		}
-		prev = r
+		i += size
 	}
 	fmt.Fprintf(b, `<mark class="uesc" title="escaped: %[1]s" data-text="%[1]s">%s</mark>`,
 		template.HTMLEscapeString(says.String()), s[:n])
@@ -215,14 +274,13 @@ func escapes(b *strings.Builder, s string) int {
 // for text where no markup can go (the title, attributes).
 func plain(s string) string {
 	var b strings.Builder
-	prev := '\n'
+	g := newGlyphs()
 	for _, r := range s {
-		if hiddenAfter(prev, r) {
+		if g.hides(r) {
 			b.WriteString(jsonEscape(r))
 		} else {
 			b.WriteRune(r)
 		}
-		prev = r
 	}
 	return b.String()
 }

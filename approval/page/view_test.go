@@ -40,6 +40,19 @@ func TestShow(t *testing.T) {
 		{"a\u094d", `a<mark class="esc" title="hidden character U+094D">\u094d</mark>`},
 		{"\u0915\u094d\u0937", "\u0915\u094d\u0937"},
 		{"\u05e9\u05c1", "\u05e9\u05c1"},
+		// A script's own marks, up to three on one character; beyond,
+		// stacked over the lines above: marked.
+		{"\u05e9\u05bc\u05b8\u0591", "\u05e9\u05bc\u05b8\u0591"},
+		{"\u0434" + strings.Repeat("\u0483", 3) + "\u0434\u0483", "\u0434" + strings.Repeat("\u0483", 3) + "\u0434\u0483"},
+		{"\u0434" + strings.Repeat("\u0483", 40) + "x",
+			"\u0434" + strings.Repeat("\u0483", 3) + `<mark class="esc" title="37 hidden characters U+0483">` + strings.Repeat(`\u0483`, 37) + "</mark>x"},
+		{"\u05e9" + strings.Repeat("\u05c4", 40) + strings.Repeat("\u05b4", 40),
+			"\u05e9" + strings.Repeat("\u05c4", 3) + `<mark class="esc" title="37 hidden characters U+05C4">` + strings.Repeat(`\u05c4`, 37) +
+				`</mark><mark class="esc" title="40 hidden characters U+05B4">` + strings.Repeat(`\u05b4`, 40) + "</mark>"},
+		// A run of one hidden character is one mark, every escape in it.
+		{"a" + strings.Repeat("\u200b", 5) + "\u200cb", `a<mark class="esc" title="5 hidden characters U+200B">` + strings.Repeat(`\u200b`, 5) +
+			`</mark><mark class="esc" title="hidden character U+200C">\u200c</mark>b`},
+		{"\xff\xff\xff", `<mark class="esc" title="3 bytes that are not UTF-8">\ufffd\ufffd\ufffd</mark>`},
 		// Long runs of blanks after the indentation are marked, kept.
 		{"w" + strings.Repeat(" ", 300) + "; rm -rf /",
 			`w<mark class="blank" title="300 spaces and tabs">` + strings.Repeat(" ", 300) + `</mark>; rm -rf /`},
@@ -52,6 +65,7 @@ func TestShow(t *testing.T) {
 	}
 	assert.Equal(t, `a\u202eb`, plain("a\u202eb"))
 	assert.Equal(t, `=\u0338 \u3164`, plain("=\u0338 \u3164"))
+	assert.Equal(t, "\u0434\u0483\u0483\u0483"+`\u0483`, plain("\u0434\u0483\u0483\u0483\u0483"))
 }
 
 func TestShowJSON(t *testing.T) {
@@ -60,6 +74,8 @@ func TestShowJSON(t *testing.T) {
 			"{\n  &#34;cmd&#34;: &#34;" + `<mark class="uesc" title="escaped: evil" data-text="evil">\u0065\u0076\u0069\u006c</mark>` + "&#34;\n}"},
 		{"a hidden character in an escape", `["a\u202eb"]`,
 			"[\n  &#34;a" + `<mark class="uesc" title="escaped: [U+202E]" data-text="[U+202E]">\u202e</mark>` + "b&#34;\n]"},
+		{"a run of one hidden character in escapes", `"` + strings.Repeat(`\u200b`, 4) + `"`,
+			`&#34;<mark class="uesc" title="escaped: [U+200B]×4" data-text="[U+200B]×4">` + strings.Repeat(`\u200b`, 4) + `</mark>&#34;`},
 		{"a surrogate pair", `"\ud83d\ude00"`, `&#34;<mark class="uesc" title="escaped: 😀" data-text="😀">\ud83d\ude00</mark>&#34;`},
 		{"markup in an escape", `"\u003c"`, `&#34;<mark class="uesc" title="escaped: &lt;" data-text="&lt;">\u003c</mark>&#34;`},
 		{"an escaped backslash is no \\u escape", `"\\u0065"`, `&#34;\\u0065&#34;`},
@@ -98,10 +114,9 @@ func FuzzShow(f *testing.F) {
 func checkShown(t *testing.T, out string) {
 	t.Helper()
 	require.True(t, utf8.ValidString(out))
-	prev := '\n'
+	g := newGlyphs()
 	for _, r := range out {
-		require.False(t, hiddenAfter(prev, r), "%q left in %q", r, out)
-		prev = r
+		require.False(t, g.hides(r), "%q left in %q", r, out)
 	}
 	bare := marks.ReplaceAllString(out, "")
 	require.NotContains(t, bare, "<")
