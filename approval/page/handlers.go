@@ -100,18 +100,22 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	d := h.base("Calls waiting for approval", s)
 	d.Live, d.Version = true, signature(rs, now)
 	order(rs, now)
-	argBytes := 0
+	rendered := 0
 	for _, q := range rs {
 		if q.Pending(now) {
 			d.Pending++
 		}
-		argBytes += len(q.Arguments)
 		v := h.view(q, s.P, s.CSRF, "list")
-		if len(d.Requests) > 0 && (len(d.Requests) >= listFull || argBytes > listBytes) {
+		// Counted as rendered, so that what an agent sends cannot make
+		// the list, and each live update's fetch of it, large: a request
+		// that does not fit is named, and shown whole on its own page.
+		if len(d.Requests) >= listFull || rendered+v.Rendered > listBytes {
+			v.Args, v.Diffs = "", nil
 			d.More = append(d.More, v)
-		} else {
-			d.Requests = append(d.Requests, v)
+			continue
 		}
+		rendered += v.Rendered
+		d.Requests = append(d.Requests, v)
 	}
 	h.render(w, http.StatusOK, "list", d)
 }

@@ -94,8 +94,8 @@ const (
 	// heartbeat keeps an idle event stream open through proxies.
 	heartbeat = 20 * time.Second
 	// The list shows at most listFull requests whole, with at most
-	// listBytes of arguments in all (the first always); the rest are
-	// listed by name, each whole on its own page.
+	// listBytes of arguments and diffs in all as rendered; the rest are
+	// named, each shown whole on its own page.
 	listFull  = 50
 	listBytes = 2 << 20
 	// settleMillis is how long after a live update moved or added a

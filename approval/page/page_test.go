@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -475,6 +476,43 @@ func TestLongList(t *testing.T) {
 	assert.Contains(t, r.body, "10 more, each on its own page")
 	assert.Equal(t, 10, strings.Count(r.body, `<li><a href="/approvals/requests/rq-`))
 	assert.Contains(t, r.body, `<span class="count">60</span>`)
+}
+
+// TestListBoundedAsRendered: hidden characters render many times larger
+// than they are sent; the list's bound counts them as rendered, and a
+// request's own page still shows every one.
+func TestListBoundedAsRendered(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		value string // the argument's string, 252 kB
+		// whole is how many requests the list shows whole.
+		whole int
+	}{
+		{"a run of one hidden character is one mark", strings.Repeat("\u200b", 84000), 4},
+		{"alternating hidden characters, a mark each", strings.Repeat("\u200b\u200c", 42000), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, setup{})
+			var ids []string
+			for i := range 8 {
+				ids = append(ids, f.open(t, bob, fmt.Sprintf("write_%d", i), `{"s":"`+c.value+`"}`).ID)
+			}
+			cl := f.client(t)
+			cl.signIn("tok-alice")
+			r := cl.get(prefix + "/")
+			require.Equal(t, http.StatusOK, r.status)
+			assert.Less(t, len(r.body), 5<<19, "the list stays within its bound as rendered")
+			assert.Equal(t, c.whole, strings.Count(r.body, `<article class="req`))
+			assert.Contains(t, r.body, fmt.Sprintf("%d more, each on its own page", 8-c.whole))
+			assert.Less(t, strings.Count(r.body, "<mark"), 50000)
+			one := cl.get(prefix + "/requests/" + ids[0])
+			require.Equal(t, http.StatusOK, one.status)
+			for _, ch := range []string{"\u200b", "\u200c"} {
+				assert.Equal(t, strings.Count(c.value, ch), strings.Count(one.body, strconv.QuoteToASCII(ch)[1:7]),
+					"every %q on the request's own page, escaped", ch)
+			}
+		})
+	}
 }
 
 func TestTokenSignInThrottled(t *testing.T) {

@@ -31,9 +31,13 @@ type view struct {
 	DecidedBy, Note                          string
 	Args                                     template.HTML
 	ArgBytes                                 int
-	Diffs                                    []diffView
-	Mine                                     bool
-	Prefix, CSRF, From                       string
+	// Rendered is the bytes of Args and the diffs as rendered, what the
+	// list's bound counts (a hidden character renders far larger than
+	// it is sent).
+	Rendered           int
+	Diffs              []diffView
+	Mine               bool
+	Prefix, CSRF, From string
 }
 
 // Display states: a request's State, or expired.
@@ -62,6 +66,14 @@ func (h *handler) view(r approval.Request, me *abi.Principal, csrf, from string)
 	v.Mine = !h.desk.Rule().AllowSelf && approval.SamePrincipal(me, r.Caller)
 	v.Args = showJSON(r.Arguments)
 	v.Diffs = diffs(r.Arguments)
+	v.Rendered = len(v.Args)
+	for i := range v.Diffs {
+		for j := range v.Diffs[i].Lines {
+			l := &v.Diffs[i].Lines[j]
+			l.HTML = show(l.Text)
+			v.Rendered += len(l.HTML)
+		}
+	}
 	return v
 }
 
@@ -317,6 +329,7 @@ type diffView struct {
 type diffLine struct {
 	Kind string // "same", "del" or "add"
 	Text string
+	HTML template.HTML // Text shown (view)
 }
 
 // pairs are the keys of edit-like arguments: an object holding both is
@@ -388,10 +401,10 @@ func lineDiff(a, b string) []diffLine {
 	var out []diffLine
 	if n*m > maxDiffCells {
 		for _, l := range x {
-			out = append(out, diffLine{"del", l})
+			out = append(out, diffLine{Kind: "del", Text: l})
 		}
 		for _, l := range y {
-			out = append(out, diffLine{"add", l})
+			out = append(out, diffLine{Kind: "add", Text: l})
 		}
 		return out
 	}
@@ -411,21 +424,21 @@ func lineDiff(a, b string) []diffLine {
 	for i < n && j < m {
 		switch {
 		case x[i] == y[j]:
-			out = append(out, diffLine{"same", x[i]})
+			out = append(out, diffLine{Kind: "same", Text: x[i]})
 			i, j = i+1, j+1
 		case *at(i+1, j) >= *at(i, j+1):
-			out = append(out, diffLine{"del", x[i]})
+			out = append(out, diffLine{Kind: "del", Text: x[i]})
 			i++
 		default:
-			out = append(out, diffLine{"add", y[j]})
+			out = append(out, diffLine{Kind: "add", Text: y[j]})
 			j++
 		}
 	}
 	for ; i < n; i++ {
-		out = append(out, diffLine{"del", x[i]})
+		out = append(out, diffLine{Kind: "del", Text: x[i]})
 	}
 	for ; j < m; j++ {
-		out = append(out, diffLine{"add", y[j]})
+		out = append(out, diffLine{Kind: "add", Text: y[j]})
 	}
 	return out
 }
