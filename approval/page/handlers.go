@@ -200,6 +200,7 @@ func (h *handler) decideFailed(w http.ResponseWriter, r *http.Request, s *sessio
 // events is the list's event stream: "changed" with the list's version
 // when it differs from the last one sent, at once when this process
 // changes it and at each poll for other replicas' changes and expiries.
+// It ends when the sign-in ends or its principal may no longer approve.
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	s, ok := h.approver(w, r)
 	if !ok {
@@ -226,6 +227,12 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 			return // the sign-in ended: the page's next load asks for another
 		}
 		rs, err := h.desk.List(ctx)
+		// The rule as it is now, after the read, before anything is sent:
+		// an approver removed, or whose token was, hears of no more change.
+		if err := h.desk.Rule().MayApprove(s.P); err != nil {
+			h.o.Logger.Warn("approval page: event stream ended: no longer an approver", "principal", principalName(s.P), "err", err)
+			return
+		}
 		if err == nil {
 			if v := signature(rs, now); v != last {
 				if _, err := fmt.Fprintf(w, "event: changed\ndata: %s\n\n", v); err != nil {

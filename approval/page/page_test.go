@@ -385,20 +385,28 @@ func TestStatic(t *testing.T) {
 	assert.NotContains(t, r.body, "package page")
 }
 
-func TestEvents(t *testing.T) {
-	f := newFixture(t, setup{})
+// events opens the event stream as alice, signed in.
+func events(t *testing.T, f *fixture) *bufio.Scanner {
+	t.Helper()
 	cl := f.client(t)
 	cl.signIn("tok-alice")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard
-	defer cancel()
+	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+prefix+"/events", nil)
 	require.NoError(t, err)
 	res, err := cl.http.Do(req)
 	require.NoError(t, err)
-	defer res.Body.Close()
+	t.Cleanup(func() { _ = res.Body.Close() })
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	assert.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
-	sc := bufio.NewScanner(res.Body)
+	return bufio.NewScanner(res.Body)
+}
+
+func TestEvents(t *testing.T) {
+	f := newFixture(t, setup{})
+	cl := f.client(t)
+	cl.signIn("tok-alice")
+	sc := events(t, f)
 	next := func() string {
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
@@ -415,12 +423,43 @@ func TestEvents(t *testing.T) {
 	rq := f.open(t, bob, "edit_file", editCall) // this process: at once
 	opened := next()
 	assert.NotEqual(t, empty, opened)
-	_, err = f.desk.Decide(t.Context(), rq.ID, alice, true, "")
+	_, err := f.desk.Decide(t.Context(), rq.ID, alice, true, "")
 	require.NoError(t, err)
 	decided := next()
 	assert.NotEqual(t, opened, decided)
 	f.clock.Set(approvaltest.Epoch.Add(time.Hour)) // expiry shows at the next poll
 	assert.NotEqual(t, decided, next())
+}
+
+// TestEventsEndWithTheRule: the stream applies the rule as it is at each
+// event, not as it was when the stream opened.
+func TestEventsEndWithTheRule(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rule approval.Rule
+	}{
+		{"the approver removed", approval.Rule{Approvers: []approval.Approver{{Method: abi.MethodToken, Subject: "bob"}}}},
+		{"the token removed", approval.Rule{Approvers: []approval.Approver{{Method: abi.MethodToken, Subject: "alice"}},
+			SignedIn: func(*abi.Principal) bool { return false }}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, setup{})
+			sc := events(t, f)
+			data := func() bool {
+				for sc.Scan() {
+					if strings.HasPrefix(sc.Text(), "data: ") {
+						return true
+					}
+				}
+				return false
+			}
+			require.True(t, data(), "the first version")
+			require.NoError(t, f.desk.SetRule(c.rule))
+			f.open(t, bob, "edit_file", editCall)
+			assert.False(t, data(), "no change reaches a principal who may no longer approve; the stream ends")
+			assert.NoError(t, sc.Err(), "ended by the server, not the hang guard")
+		})
+	}
 }
 
 // has asserts that body holds s, without printing a long body.
