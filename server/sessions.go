@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gatehost/gatehost/compose"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/eventlog"
 	"github.com/gatehost/gatehost/host/session"
@@ -170,11 +171,24 @@ func (s *Server) writeSessionError(w http.ResponseWriter, r *http.Request, op, i
 }
 
 // openSessionRequest answers what every session route refuses before the
-// store is touched: no runtime (503), an invalid session id (400), and for
-// a change, a body that is not {"tools": [...]} with 1 to maxSessionTools
-// names (400, 413). It returns the held runtime's catalog snapshot; the
-// caller releases the runtime.
+// store is touched: an approver token the approval rule refuses (403
+// not_approver: approvals.approvers, the token still loaded), no runtime
+// (503), an invalid session id (400), and for a change, a body that is not
+// {"tools": [...]} with 1 to maxSessionTools names (400, 413). It returns
+// the held runtime's catalog snapshot; the caller releases the runtime.
 func (s *Server) openSessionRequest(w http.ResponseWriter, r *http.Request, change bool) (*loadedConfig, *catalog.Snapshot, string, []string) {
+	// The one rule of who may approve: a grant lets agents call tools as
+	// surely as an approval does.
+	c := credentialOf(r.Context())
+	if c == nil { // withAuth lets only approver tokens through
+		writeError(w, r, http.StatusForbidden, errForbidden, "Authorization", "an approver token is required", nil)
+		return nil, nil, "", nil
+	}
+	if by := compose.ApproverPrincipal(c); s.desk.Rule().MayApprove(by) != nil {
+		writeError(w, r, http.StatusForbidden, errNotApprover, "Authorization",
+			"approver "+by.Subject+" may not change sessions: not one of approvals.approvers, or its token is no longer loaded", nil)
+		return nil, nil, "", nil
+	}
 	id := r.PathValue("id")
 	if !session.ValidID(id) {
 		writeError(w, r, http.StatusBadRequest, "invalid_session", "id",

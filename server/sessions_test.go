@@ -30,7 +30,12 @@ type sessionServer struct {
 }
 
 // sessionTokens are the credentials of a session API test server.
-type sessionTokens struct{ agents, approvers string }
+// rule, if set, is the config's approvals section.
+type sessionTokens struct{ agents, approvers, rule string }
+
+// notNamed is an approver token, mallory's, that approvals.approvers may
+// leave out.
+const notNamed = "approver-mallory-0123456789abcdef"
 
 var bothTokens = sessionTokens{agents: agentDev + " sessions=dev\n", approvers: approver + " name=alice\n"}
 
@@ -43,6 +48,9 @@ func startSessionServe(t *testing.T, dir, sessions string, toks sessionTokens) *
 	events := filepath.Join(dir, "events.jsonl")
 	cfg := fmt.Sprintf("catalog:\n  sources:\n    - {format: native, path: %s}\nevent_log:\n  path: %s\nsessions:\n  path: %s\ncache_dir: %s\n",
 		filepath.Join(repoRoot, "testdata/exec/catalog.json"), events, sessions, filepath.Join(dir, "cache"))
+	if toks.rule != "" {
+		cfg += "approvals:\n" + toks.rule
+	}
 	path := filepath.Join(dir, "gatehost.yaml")
 	writeAtomic(t, path, cfg)
 	t.Setenv(TokenEnv, "")
@@ -136,6 +144,9 @@ func TestSessionRoutesAuth(t *testing.T) {
 		{"no token", bothTokens, "", 401, errUnauthorized},
 		{"unknown token", bothTokens, "not-a-token-0123456789abcdef", 401, errUnauthorized},
 		{"approvers only, no token", sessionTokens{approvers: bothTokens.approvers}, "", 401, errUnauthorized},
+		{"an approver token approvals.approvers does not name",
+			sessionTokens{agents: bothTokens.agents, approvers: bothTokens.approvers + notNamed + " name=mallory\n",
+				rule: "  approvers: [{method: token, subject: alice}]\n"}, notNamed, 403, errNotApprover},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -151,7 +162,10 @@ func TestSessionRoutesAuth(t *testing.T) {
 		})
 	}
 	t.Run("approver token", func(t *testing.T) {
-		for _, toks := range []sessionTokens{bothTokens, {approvers: bothTokens.approvers}} {
+		named := bothTokens
+		named.approvers += notNamed + " name=mallory\n"
+		named.rule = "  approvers: [{method: token, subject: alice}]\n"
+		for _, toks := range []sessionTokens{bothTokens, {approvers: bothTokens.approvers}, named} {
 			dir := t.TempDir()
 			ss := startSessionServe(t, dir, filepath.Join(dir, "sessions.json"), toks)
 			v := ss.do(t, "POST", "/v1/sessions/dev/activate", approver, tools("files_read")).view(t)
