@@ -103,13 +103,15 @@ const (
 	// person takes to see that the list moved and aim again.
 	settleMillis = 1000
 	// Token sign-ins, so that a guess at a token costs the guesser time:
-	// each client tokenBurst at once, then one per tokenInterval; all
-	// together tokenAllBurst, then one per tokenAllInterval, a rate no
-	// one client reaches; clients are remembered up to tokenClients.
+	// each client tokenBurst at once, then one per tokenInterval, the
+	// guessing bound; all together tokenAllBurst, then one per
+	// tokenAllInterval, a ceiling on the work that eighty clients at
+	// their own rate do not reach; clients are remembered up to
+	// tokenClients.
 	tokenBurst       = 10
 	tokenInterval    = 4 * time.Second
-	tokenAllBurst    = 60
-	tokenAllInterval = time.Second
+	tokenAllBurst    = 600
+	tokenAllInterval = 50 * time.Millisecond
 	tokenClients     = 4096
 )
 
