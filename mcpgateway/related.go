@@ -25,9 +25,9 @@ type callInFlight struct {
 	ctx context.Context
 }
 
-// add records a call of d in flight with the handler context ctx until
+// add records a call of d, with the handler context ctx, in flight until
 // the returned function is called.
-func (f *callsInFlight) add(d *downstream, ctx context.Context) (done func()) {
+func (f *callsInFlight) add(ctx context.Context, d *downstream) (done func()) {
 	c := &callInFlight{d: d, ctx: ctx}
 	f.mu.Lock()
 	f.calls = append(f.calls, c)

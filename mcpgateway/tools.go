@@ -734,7 +734,7 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 	defer context.AfterFunc(live, cancel)()
 	meta, forget := d.g.progress.swap(ctx, d, p.Meta)
 	defer forget()
-	defer up.calls.add(d, ctx)()
+	defer up.calls.add(ctx, d)()
 	params := &mcp.CallToolParams{Meta: meta, Name: name, Arguments: p.Arguments}
 	if len(p.Arguments) == 0 {
 		params.Arguments = nil
