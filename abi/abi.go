@@ -21,7 +21,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 9
+const MinorVersion = 10
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.
@@ -237,3 +237,8 @@ const (
 	// calls of the run's session and principal (minor 8).
 	CapabilityCounters = "counters"
 )
+
+// SessionDigestPrefix starts a request's context.session_digest:
+// "sha256:" and the SHA-256, in lowercase hex, of the run's session set
+// (SPEC.md §5.3, §7.9, minor 10).
+const SessionDigestPrefix = "sha256:"

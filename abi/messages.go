@@ -119,6 +119,13 @@ type Context struct {
 	CatalogGeneration uint64 `json:"catalog_generation"`
 	// Session is the agent session the subject belongs to, if known.
 	Session string `json:"session,omitempty"`
+	// SessionDigest names the content of the run's session set, as the
+	// host read it when the run started: SessionDigestPrefix and a
+	// SHA-256 in lowercase hex. Sent to a stage granted the session
+	// capability when the host holds the session; absent otherwise.
+	// session.get answers are a function of it and the tool asked about,
+	// so a gate may keep them by it (SPEC.md §7.9). Added in minor 10.
+	SessionDigest string `json:"session_digest,omitempty"`
 	// Now is the run's clock, RFC 3339 with nanoseconds, in UTC. Gates use
 	// it instead of the guest clock, which is not real time.
 	Now string `json:"now"`

@@ -20,8 +20,9 @@ type sessionCapability struct{}
 
 // pinnedSession is the run's session set, read at the start of the run.
 type pinnedSession struct {
-	set *session.Set // nil: the store does not hold the session
-	err error        // the store could not be read
+	set    *session.Set // nil: the store does not hold the session
+	err    error        // the store could not be read
+	digest string       // set.Digest(); "" when set is nil or err is not
 }
 
 // errSessionStore is what a stage is answered when the session store
@@ -46,7 +47,11 @@ func (h *Host) pinSession(ctx context.Context, p *pipeline, id, runID string) *p
 						"run_id", runID, "pipeline", p.name, "session", id, "err", err)
 					err = errSessionStore
 				}
-				return &pinnedSession{set: set, err: err}
+				ps := &pinnedSession{set: set, err: err}
+				if err == nil {
+					ps.digest = set.Digest()
+				}
+				return ps
 			}
 		}
 	}

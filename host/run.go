@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -428,6 +429,11 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 			Principal:         rn.opts.Principal,
 		},
 	}}
+	// The digest goes only where session.get may be asked, so that a gate
+	// keeps answers only of a session it was granted.
+	if rn.session != nil && slices.Contains(s.cfg.Capabilities, abi.CapabilitySession) {
+		req.r.Context.SessionDigest = rn.session.digest
+	}
 	state := &runContext{host: h, snap: rn.snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: rn.id,
 		session: rn.opts.Session, subject: p.cfg.Subject, pinned: rn.session, counts: rn.counts, worktree: rn.opts.Worktree}
 	return h.callStage(ctx, s, r, req, state)

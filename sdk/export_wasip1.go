@@ -72,19 +72,19 @@ func hostCall(opPtr unsafe.Pointer, opLen uint32, reqPtr unsafe.Pointer, reqLen 
 //go:wasmimport gatehost_v1 result
 func hostResult(ptr unsafe.Pointer, size uint32) int32
 
-// wasmHost is the module's Host. Handle pins it to the run's catalog
-// generation (generationHost): the instance serves one host, whose
-// generations each name one catalog.
-type wasmHost struct {
-	generation uint64
-}
+// wasmHost is the module's Host. Handle pins it to the run (pinnedRun):
+// the instance serves one host, whose generations each name one catalog.
+type wasmHost struct{}
 
-func (h wasmHost) pinRun(generation uint64) Host { return pinnedHost{wasmHost{generation}} }
+func (wasmHost) pinRun(p runPins) Host { return pinnedHost{run: p} }
 
 // pinnedHost is wasmHost during a run.
-type pinnedHost struct{ wasmHost }
+type pinnedHost struct {
+	wasmHost
+	run runPins
+}
 
-func (h pinnedHost) catalogGeneration() uint64 { return h.generation }
+func (h pinnedHost) pins() runPins { return h.run }
 
 func (wasmHost) Log(level Level, msg string) {
 	hostLog(int32(level), unsafe.Pointer(unsafe.StringData(msg)), uint32(len(msg)))

@@ -142,26 +142,20 @@ var errNoResult = errors.New("sdk: host answer has neither result nor error")
 // instance asks the host only for names it has not looked up in this
 // generation. Errors are never remembered.
 func CatalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {
-	gh, pinned := h.(generationHost)
-	if pinned {
-		if t, found, ok := tools.get(gh.catalogGeneration(), name); ok {
+	var pins runPins
+	if pr, ok := h.(pinnedRun); ok {
+		pins = pr.pins()
+	}
+	if pins.catalog {
+		if t, found, ok := tools.get(pins.generation, name); ok {
 			return t, found, nil
 		}
 	}
 	tool, found, err = catalogGet(h, name)
-	if pinned && err == nil {
-		tools.put(gh.catalogGeneration(), name, tool, found)
+	if pins.catalog && err == nil {
+		tools.put(pins.generation, name, tool, found)
 	}
 	return tool, found, err
-}
-
-// generationHost is a Host whose every catalog call answers from the one
-// snapshot catalogGeneration names: the module's Host during a run, whose
-// instance belongs to one host. A native Host is not one: tests run many
-// hosts, with catalogs of the same generation, in one process.
-type generationHost interface {
-	Host
-	catalogGeneration() uint64
 }
 
 func catalogGet(h Host, name string) (tool abi.Tool, found bool, err error) {

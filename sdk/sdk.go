@@ -143,10 +143,18 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 		}
 	}()
 	// Only a run granted the catalog may be answered from the catalog
-	// the instance remembers: one instance serves the stages of every
-	// grant.
-	if p, ok := h.(runPinner); ok && slices.Contains(req.Context.Capabilities, abi.CapabilityCatalog) {
-		h = p.pinRun(req.Context.CatalogGeneration)
+	// the instance remembers, and only one granted the session from the
+	// session answers it remembers: one instance serves the stages of
+	// every grant.
+	if p, ok := h.(runPinner); ok {
+		pins := runPins{generation: req.Context.CatalogGeneration,
+			catalog: slices.Contains(req.Context.Capabilities, abi.CapabilityCatalog)}
+		if slices.Contains(req.Context.Capabilities, abi.CapabilitySession) && validSessionDigest(req.Context.SessionDigest) {
+			pins.session = req.Context.SessionDigest
+		}
+		if pins.catalog || pins.session != "" {
+			h = p.pinRun(pins)
+		}
 	}
 	resp, err := g.Evaluate(ctx, Request{Request: req, Host: h})
 	if err != nil {
@@ -155,10 +163,26 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 	return resp
 }
 
-// runPinner is a Host that can become the Host of one run: a
-// generationHost answering from the run's catalog generation.
+// runPinner is a Host that can become the Host of one run: a pinnedRun
+// whose catalog calls answer from the run's catalog generation and whose
+// session calls answer from the run's session set.
 type runPinner interface {
-	pinRun(catalogGeneration uint64) Host
+	pinRun(runPins) Host
+}
+
+// runPins is what a run's Host is pinned to.
+type runPins struct {
+	catalog    bool   // the run is granted the catalog: generation names its snapshot
+	generation uint64 // context.catalog_generation
+	session    string // context.session_digest of a run granted the session; "" for none
+}
+
+// pinnedRun is a Host pinned to one run (the module's Host during a run).
+// A native Host is not one: tests run many hosts, with catalogs of the
+// same generation, in one process.
+type pinnedRun interface {
+	Host
+	pins() runPins
 }
 
 // Inconclusive returns an inconclusive response with a snake_case reason and,

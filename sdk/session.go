@@ -1,10 +1,100 @@
 package sdk
 
-import "github.com/gatehost/gatehost/abi"
+import (
+	"strings"
+	"sync"
+
+	"github.com/gatehost/gatehost/abi"
+)
 
 // SessionGet asks what the run's session holds for the tool with canonical
 // id tool: its core pin and its activation grant, if any (operation
 // session.get; abi/SPEC.md §7.9).
+//
+// In a module, the SDK remembers the answers of a run granted the session,
+// keyed by the run's session digest (context.session_digest, minor 10)
+// and the tool: the digest names the content of the session set the host
+// answers from, so a warm instance asks the host only for tools it has not
+// looked up in a set of that content. A set changed in any way (a tool
+// activated or revoked, the session made again) has another digest. A run
+// without a well-formed digest is always asked about. Errors are never
+// remembered.
 func SessionGet(h Host, tool string) (abi.SessionGetAnswer, error) {
-	return Call[abi.SessionGetAnswer](h, abi.OpSessionGet, abi.SessionGetRequest{Tool: tool})
+	var digest string
+	if pr, ok := h.(pinnedRun); ok {
+		digest = pr.pins().session
+	}
+	if digest != "" {
+		if a, ok := sessionAnswers.get(digest, tool); ok {
+			return a, nil
+		}
+	}
+	a, err := Call[abi.SessionGetAnswer](h, abi.OpSessionGet, abi.SessionGetRequest{Tool: tool})
+	if digest != "" && err == nil {
+		sessionAnswers.put(digest, tool, a)
+	}
+	return a, err
+}
+
+// validSessionDigest reports whether d is a session digest as the ABI
+// writes it: only such a digest keys remembered answers, since a malformed
+// one could make two sets look the same.
+func validSessionDigest(d string) bool {
+	hex, ok := strings.CutPrefix(d, abi.SessionDigestPrefix)
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for i := range len(hex) {
+		if c := hex[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionAnswerMax bounds the remembered answers of one session digest.
+const sessionAnswerMax = 1024
+
+// sessionAnswers remembers session.get answers of one session digest by
+// tool; a run with another digest empties it. The mutex is for native use;
+// in a guest there is one thread.
+var sessionAnswers sessionCache
+
+type sessionCache struct {
+	mu     sync.Mutex
+	digest string
+	m      map[string]abi.SessionGetAnswer
+}
+
+// get returns a copy of the remembered answer, so that a gate changing the
+// pin or grant it was given changes nothing the next run sees.
+func (c *sessionCache) get(digest, tool string) (abi.SessionGetAnswer, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.m[tool]
+	if !ok || c.digest != digest {
+		return abi.SessionGetAnswer{}, false
+	}
+	return copySessionAnswer(a), true
+}
+
+func (c *sessionCache) put(digest, tool string, a abi.SessionGetAnswer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.digest != digest || len(c.m) >= sessionAnswerMax {
+		c.m, c.digest = map[string]abi.SessionGetAnswer{}, digest
+	}
+	c.m[tool] = copySessionAnswer(a)
+}
+
+func copySessionAnswer(a abi.SessionGetAnswer) abi.SessionGetAnswer {
+	if a.Core != nil {
+		p := *a.Core
+		a.Core = &p
+	}
+	if a.Activation != nil {
+		act := *a.Activation
+		a.Activation = &act
+	}
+	return a
 }

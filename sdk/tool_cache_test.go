@@ -10,14 +10,19 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// generationScripted is a scriptedHost pinned to a catalog generation, as
-// the module's Host is during a run.
-type generationScripted struct {
+// pinnedScripted is a scriptedHost pinned to a run, as the module's Host
+// is during a run.
+type pinnedScripted struct {
 	*scriptedHost
-	gen uint64
+	run runPins
 }
 
-func (h generationScripted) catalogGeneration() uint64 { return h.gen }
+func (h pinnedScripted) pins() runPins { return h.run }
+
+// generationScripted is a scriptedHost pinned to a catalog generation.
+func generationScripted(sh *scriptedHost, gen uint64) pinnedScripted {
+	return pinnedScripted{sh, runPins{catalog: true, generation: gen}}
+}
 
 func TestCatalogGetRemembersAnswersOfAGeneration(t *testing.T) {
 	const d = "1111111111111111111111111111111111111111111111111111111111111111"
@@ -56,7 +61,7 @@ func TestCatalogGetRemembersAnswersOfAGeneration(t *testing.T) {
 				}
 				var h Host = sh
 				if l.pinned {
-					h = generationScripted{sh, l.gen}
+					h = generationScripted(sh, l.gen)
 				}
 				tool, ok, err := CatalogGet(h, l.name)
 				assert.Len(t, sh.answers, 0, "lookup %d: unused answers", i)
@@ -77,7 +82,7 @@ func TestCatalogGetRememberedToolIsACopy(t *testing.T) {
 	tools = toolCache{}
 	const d = "1111111111111111111111111111111111111111111111111111111111111111"
 	sh := &scriptedHost{answers: []string{`{"result":{"found":true,"tool":{"id":"x:t","name":"t","aliases":["a"],"hints":{"read_only":true,"destructive":false,"idempotent":true,"open_world":false},"schema_digest":"` + d + `"}}}`}}
-	h := generationScripted{sh, 3}
+	h := generationScripted(sh, 3)
 	tool, _, err := CatalogGet(h, "t")
 	require.NoError(t, err)
 	tool.Aliases[0], tool.Hints.ReadOnly = "changed", false
@@ -87,10 +92,10 @@ func TestCatalogGetRememberedToolIsACopy(t *testing.T) {
 	assert.True(t, again.Hints.ReadOnly)
 }
 
-// pinnerHost becomes a generationScripted for the run's generation.
+// pinnerHost becomes a pinnedScripted for the run.
 type pinnerHost struct{ *scriptedHost }
 
-func (h pinnerHost) pinRun(gen uint64) Host { return generationScripted{h.scriptedHost, gen} }
+func (h pinnerHost) pinRun(p runPins) Host { return pinnedScripted{h.scriptedHost, p} }
 
 // Handle pins a pinnable Host to the request's catalog generation when the
 // run is granted the catalog.
@@ -118,10 +123,10 @@ func TestHandlePinsTheRunsGeneration(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got = nil
 			Handle(context.Background(), g, tc.host, []byte(tc.request))
-			gh, ok := got.(generationHost)
+			pr, ok := got.(pinnedRun)
 			require.Equal(t, tc.wantPinned, ok)
 			if ok {
-				assert.Equal(t, uint64(42), gh.catalogGeneration())
+				assert.Equal(t, runPins{catalog: true, generation: 42}, pr.pins())
 			}
 		})
 	}
