@@ -78,7 +78,7 @@ type EnvelopeCaller interface {
 // names the member and the byte offset.
 func Call[T any](h Host, op string, req any) (T, error) {
 	var zero T
-	body, err := json.Marshal(req)
+	body, err := encodeRequest(req)
 	if err != nil {
 		return zero, fmt.Errorf("sdk: encode %s request: %w", op, err)
 	}
@@ -112,6 +112,17 @@ func Call[T any](h Host, op string, req any) (T, error) {
 		return zero, fmt.Errorf("sdk: decode %s result: %w", op, err)
 	}
 	return out, nil
+}
+
+// encodeRequest encodes a host-call request with json.Marshal, but the
+// schema.validate request, which carries a value of the subject and is
+// sent once per action: without reflection, to the same request
+// (guestjson.EncodeSchemaValidateRequest).
+func encodeRequest(req any) ([]byte, error) {
+	if r, ok := req.(abi.SchemaValidateRequest); ok {
+		return guestjson.EncodeSchemaValidateRequest(r)
+	}
+	return json.Marshal(req)
 }
 
 // decode decodes b into *v as json.Unmarshal does: with guestjson for the

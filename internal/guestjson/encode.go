@@ -232,3 +232,53 @@ func (e *encoder) str(s string) {
 	b = append(b, s[start:]...)
 	e.b = append(b, '"')
 }
+
+// EncodeSchemaValidateRequest encodes a schema.validate request, the
+// host-call request a gate sends once per action, without reflection: the
+// same members as json.Marshal(r), with r.Value written as it is (less
+// surrounding whitespace) once checked to be one JSON value, where
+// json.Marshal compacts it and escapes HTML characters, which mean nothing
+// to the host. Decoded, the two encodings are the same request
+// (FuzzSchemaValidateRequest). A value that is not one JSON value is
+// refused with encoding/json's error. In a module, json.Marshal's
+// reflection and its compaction of the value were an eighth of the
+// static-verify gate's time.
+func EncodeSchemaValidateRequest(r abi.SchemaValidateRequest) ([]byte, error) {
+	value := []byte("null") // json.Marshal's encoding of a nil json.RawMessage
+	if r.Value != nil {
+		d := decoder{data: r.Value}
+		d.ws()
+		start := d.off
+		err := d.skip()
+		end := d.off
+		if err == nil {
+			d.ws()
+			if d.off != len(d.data) {
+				err = d.syntax("data after the value")
+			}
+		}
+		if err != nil {
+			return json.Marshal(r)
+		}
+		value = r.Value[start:end]
+	}
+	e := encoder{b: make([]byte, 0, len(value)+len(r.Tool)+len(r.SchemaDigest)+40)}
+	e.b = append(e.b, '{')
+	if r.Tool != "" {
+		e.b = append(e.b, `"tool":`...)
+		e.str(r.Tool)
+		e.b = append(e.b, ',')
+	}
+	if r.SchemaDigest != "" {
+		e.b = append(e.b, `"schema_digest":`...)
+		e.str(r.SchemaDigest)
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, `"value":`...)
+	e.b = append(e.b, value...)
+	e.b = append(e.b, '}')
+	if e.err != nil {
+		return json.Marshal(r)
+	}
+	return e.b, nil
+}

@@ -61,3 +61,55 @@ func FuzzEncodeResponseAsMarshal(f *testing.F) {
 			Evidence: map[string]any{"v": v, basis: message, string(evidence): []string{message}}})
 	})
 }
+
+// agreeSchemaValidateRequest checks EncodeSchemaValidateRequest against
+// json.Marshal: both refuse, or both decode to the same request, the value
+// decoded alike (numbers as written).
+func agreeSchemaValidateRequest(t *testing.T, r abi.SchemaValidateRequest) {
+	t.Helper()
+	want, wantErr := json.Marshal(r)
+	got, gotErr := EncodeSchemaValidateRequest(r)
+	require.Equal(t, wantErr != nil, gotErr != nil, "%v / %v", wantErr, gotErr)
+	if wantErr != nil {
+		require.Equal(t, wantErr.Error(), gotErr.Error())
+		return
+	}
+	decode := func(b []byte) (abi.SchemaValidateRequest, any) {
+		var req abi.SchemaValidateRequest
+		require.NoError(t, json.Unmarshal(b, &req), "%s", b)
+		v, err := DecodeValue(req.Value)
+		require.NoError(t, err)
+		req.Value = nil
+		return req, v
+	}
+	wr, wv := decode(want)
+	gr, gv := decode(got)
+	require.Equal(t, wr, gr)
+	require.Equal(t, wv, gv)
+}
+
+func TestEncodeSchemaValidateRequest(t *testing.T) {
+	weird := "a\"b\\c\x00\x1f<>&\u2028 \xff \U0001F600"
+	for _, r := range []abi.SchemaValidateRequest{
+		{},
+		{Tool: "mcp.github:create_issue", Value: json.RawMessage(`{"owner":"o","n":1.50,"tags":["<a>"]}`)},
+		{SchemaDigest: "0123", Value: json.RawMessage(" \n[1, 2 ,\t{ \"a\" : null }]\r\n")},
+		{Tool: weird, SchemaDigest: weird, Value: json.RawMessage(`"` + weird[3:] + `"`)},
+		{Tool: "t", Value: json.RawMessage(`{"a":1} {"b":2}`)},
+		{Tool: "t", Value: json.RawMessage(`{"a":1,"tool":"other"`)},
+		{Tool: "t", Value: json.RawMessage(`1,"tool":"other"`)},
+		{Tool: "t", Value: json.RawMessage(`   `)},
+		{Tool: "t", Value: json.RawMessage(`nul`)},
+	} {
+		agreeSchemaValidateRequest(t, r)
+	}
+}
+
+func FuzzSchemaValidateRequest(f *testing.F) {
+	f.Add("mcp.github:create_issue", "", []byte(`{"owner":"o","n":1.50}`))
+	f.Add("", "abc", []byte(` [1, "x<y\u2028", {"a": null}] `))
+	f.Add("t", "", []byte(`1,"tool":"other"`))
+	f.Fuzz(func(t *testing.T, tool, digest string, value []byte) {
+		agreeSchemaValidateRequest(t, abi.SchemaValidateRequest{Tool: tool, SchemaDigest: digest, Value: value})
+	})
+}

@@ -111,9 +111,7 @@ func TestCanonical(t *testing.T) {
 	enc := func(s string) string {
 		v, err := decodeParams(json.RawMessage(s))
 		assert.NoError(t, err)
-		var b strings.Builder
-		canonical(&b, v)
-		return b.String()
+		return string(canonical(nil, v))
 	}
 	assert.Equal(t, enc(`{"a":1,"b":[true,null,"x"]}`), enc(` { "b" : [true, null, "x"], "a": 1.0 } `))
 	assert.Equal(t, enc(`{"n":100}`), enc(`{"n":1e2}`))
@@ -121,6 +119,11 @@ func TestCanonical(t *testing.T) {
 	assert.NotEqual(t, enc(`{"n":9007199254740993}`), enc(`{"n":9007199254740992}`)) // beyond float64
 	assert.NotEqual(t, enc(`{"n":1e-400}`), enc(`{"n":0}`))                          // underflow
 	assert.NotEqual(t, enc(`["a,b"]`), enc(`["a","b"]`))
+	// Lengths come first: no string can end early or swallow what follows.
+	assert.NotEqual(t, enc(`["a\",\"b"]`), enc(`["a","b"]`))
+	assert.NotEqual(t, enc(`{"a":"1","b":"2"}`), enc(`{"a":"1\",\"b\":\"2"}`))
+	assert.NotEqual(t, enc(`{"a:1":1}`), enc(`{"a":"1:1"}`))
+	assert.NotEqual(t, enc(`["12:ab"]`), enc(`["1","2:ab"]`))
 }
 
 func TestParseConfig(t *testing.T) {

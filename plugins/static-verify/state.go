@@ -252,7 +252,7 @@ func (v *verifier) repeatedCalls() {
 	}
 	groups := map[string]*group{}
 	var order []string
-	var b strings.Builder
+	var b []byte
 	for i := range v.acts {
 		act := &v.acts[i]
 		if act.kind != abi.ActionToolCall || act.a.Tool == "" || !act.paramsOK {
@@ -262,11 +262,8 @@ func (v *verifier) repeatedCalls() {
 		if act.tool != nil {
 			tool = toolID(act.tool) // a wire name and an id are the same tool
 		}
-		b.Reset()
-		b.WriteString(tool)
-		b.WriteByte(0)
-		canonical(&b, act.params)
-		k := b.String()
+		b = canonical(canonicalString(b[:0], tool), act.params)
+		k := string(b)
 		g := groups[k]
 		if g == nil {
 			g = &group{tool: tool}
