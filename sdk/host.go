@@ -114,16 +114,10 @@ func Call[T any](h Host, op string, req any) (T, error) {
 	return out, nil
 }
 
-// encodeRequest encodes a host-call request with json.Marshal, but the
-// schema.validate request, which carries a value of the subject and is
-// sent once per action: without reflection, to the same request
-// (guestjson.EncodeSchemaValidateRequest).
-func encodeRequest(req any) ([]byte, error) {
-	if r, ok := req.(abi.SchemaValidateRequest); ok {
-		return guestjson.EncodeSchemaValidateRequest(r)
-	}
-	return json.Marshal(req)
-}
+// encodeRequest encodes a host-call request: the requests gates send on
+// every run without reflection (guestjson.EncodeHostRequest), the rest
+// with json.Marshal.
+func encodeRequest(req any) ([]byte, error) { return guestjson.EncodeHostRequest(req) }
 
 // decode decodes b into *v as json.Unmarshal does: with guestjson for the
 // answers gates decode on every run (encoding/json's reflection costs

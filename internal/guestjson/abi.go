@@ -14,7 +14,7 @@ type field[T any] struct {
 
 // structOf returns the decoder of a struct with the given fields: null
 // leaves the struct unchanged; an object's members are decoded into their
-// fields, unknown ones skipped. A member matches a field by exact name,
+// fields, unknown ones skipped (refused by a strict decoder). A member matches a field by exact name,
 // else under case folding (bytes.EqualFold), as encoding/json matches
 // (fold.go); no two names of one struct fold alike, so the order of the two
 // passes decides nothing.
@@ -62,6 +62,8 @@ func structOf[T any](fs []field[T]) func(*decoder, *T) error {
 			}
 			if i := lookup(name); i >= 0 {
 				err = fs[i].set(d, v)
+			} else if d.strict {
+				err = &Error{Offset: d.off, Reason: "unknown field", kind: ErrType}
 			} else {
 				err = d.skip()
 			}

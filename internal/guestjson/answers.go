@@ -33,6 +33,30 @@ func Decode[T any](b []byte, v *T) (ok bool, err error) {
 	return true, d.top(func() error { return c.value(&d, v) })
 }
 
+// DecodeStrict is Decode with unknown members refused at every depth of
+// T's structs (a map's members are not fields), as a json.Decoder with
+// DisallowUnknownFields decodes one value; unlike a Decoder, anything but
+// whitespace after the value is refused. For a gate that must not drop
+// what a newer host says: a member it does not know fails the call.
+func DecodeStrict[T any](b []byte, v *T) (ok bool, err error) {
+	c := codecOf[T]()
+	if c == nil {
+		return false, nil
+	}
+	d := decoder{data: b, strict: true}
+	return true, d.top(func() error { return c.value(&d, v) })
+}
+
+// DecodeAny decodes b as one JSON value into an empty interface, as
+// json.Unmarshal does: objects as map[string]any, arrays as []any,
+// numbers as float64 (a number out of float64's range is refused).
+func DecodeAny(b []byte) (any, error) {
+	d := decoder{data: b}
+	var v any
+	err := d.top(func() (err error) { v, err = d.any(); return err })
+	return v, err
+}
+
 // DecodeValue decodes b as one JSON value into an empty interface, as a
 // json.Decoder with UseNumber decodes it: objects as map[string]any,
 // arrays as []any, numbers as json.Number; unlike a Decoder, anything but
@@ -191,6 +215,9 @@ func init() {
 		{"lt", func(d *decoder, c *abi.Condition) error { return operand(d, &c.Lt) }},
 		{"lte", func(d *decoder, c *abi.Condition) error { return operand(d, &c.Lte) }},
 		{"contains", func(d *decoder, c *abi.Condition) error { return operand(d, &c.Contains) }},
+		{"starts_with", func(d *decoder, c *abi.Condition) error { return operand(d, &c.StartsWith) }},
+		{"under", func(d *decoder, c *abi.Condition) error { return operand(d, &c.Under) }},
+		{"value", func(d *decoder, c *abi.Condition) error { return operand(d, &c.Value) }},
 		{"all_of", func(d *decoder, c *abi.Condition) error { return setSlice(d, &c.AllOf, decodeCondition) }},
 		{"any_of", func(d *decoder, c *abi.Condition) error { return setSlice(d, &c.AnyOf, decodeCondition) }},
 		{"not", func(d *decoder, c *abi.Condition) error { return setPtr(d, &c.Not, decodeCondition) }},
@@ -198,16 +225,37 @@ func init() {
 	require := structOf([]field[abi.Require]{
 		{"match", func(d *decoder, r *abi.Require) error { return setPtr(d, &r.Match, decodeCondition) }},
 	})
+	forEach := setUnmarshaler[abi.ForEach] // it reads its own "as"
+	bind := func(d *decoder, m *map[string]abi.Operand) error { return setMapOf(d, m, setUnmarshaler[abi.Operand]) }
+	let := structOf([]field[abi.Let]{
+		{"for_each", func(d *decoder, l *abi.Let) error { return setPtr(d, &l.ForEach, forEach) }},
+		{"view", func(d *decoder, l *abi.Let) error { return setString(d, &l.View) }},
+		{"capability", func(d *decoder, l *abi.Let) error { return setString(d, &l.Capability) }},
+		{"bind", func(d *decoder, l *abi.Let) error { return bind(d, &l.Bind) }},
+		{"value", func(d *decoder, l *abi.Let) error { return setUnmarshaler(d, &l.Value) }},
+	})
+	lets := func(d *decoder, m *map[string]abi.Let) error { return setMapOf(d, m, let) }
+	effect := structOf([]field[abi.DomainEffect]{
+		{"collection", func(d *decoder, e *abi.DomainEffect) error { return setString(d, &e.Collection) }},
+		{"id", func(d *decoder, e *abi.DomainEffect) error { return setUnmarshaler(d, &e.ID) }},
+		{"view", func(d *decoder, e *abi.DomainEffect) error { return setString(d, &e.View) }},
+		{"capability", func(d *decoder, e *abi.DomainEffect) error { return setString(d, &e.Capability) }},
+		{"bind", func(d *decoder, e *abi.DomainEffect) error { return bind(d, &e.Bind) }},
+		{"for_each", func(d *decoder, e *abi.DomainEffect) error { return setPtr(d, &e.ForEach, forEach) }},
+		{"let", func(d *decoder, e *abi.DomainEffect) error { return lets(d, &e.Let) }},
+		{"when", func(d *decoder, e *abi.DomainEffect) error { return setPtr(d, &e.When, decodeCondition) }},
+		{"set", func(d *decoder, e *abi.DomainEffect) error { return bind(d, &e.Set) }},
+	})
 	precondition := structOf([]field[abi.DomainPrecondition]{
 		{"id", func(d *decoder, p *abi.DomainPrecondition) error { return setString(d, &p.ID) }},
 		{"view", func(d *decoder, p *abi.DomainPrecondition) error { return setString(d, &p.View) }},
 		{"capability", func(d *decoder, p *abi.DomainPrecondition) error { return setString(d, &p.Capability) }},
-		{"bind", func(d *decoder, p *abi.DomainPrecondition) error {
-			return setMapOf(d, &p.Bind, setUnmarshaler[abi.Operand])
-		}},
+		{"bind", func(d *decoder, p *abi.DomainPrecondition) error { return bind(d, &p.Bind) }},
 		{"deny_when", func(d *decoder, p *abi.DomainPrecondition) error { return setPtr(d, &p.DenyWhen, decodeCondition) }},
 		{"require", func(d *decoder, p *abi.DomainPrecondition) error { return setPtr(d, &p.Require, require) }},
 		{"message", func(d *decoder, p *abi.DomainPrecondition) error { return setString(d, &p.Message) }},
+		{"for_each", func(d *decoder, p *abi.DomainPrecondition) error { return setPtr(d, &p.ForEach, forEach) }},
+		{"let", func(d *decoder, p *abi.DomainPrecondition) error { return lets(d, &p.Let) }},
 	})
 	capability := structOf([]field[abi.DomainCapability]{
 		{"domain", func(d *decoder, c *abi.DomainCapability) error { return setString(d, &c.Domain) }},
@@ -220,6 +268,7 @@ func init() {
 		{"preconditions", func(d *decoder, c *abi.DomainCapability) error {
 			return setSlice(d, &c.Preconditions, precondition)
 		}},
+		{"effects", func(d *decoder, c *abi.DomainCapability) error { return setSlice(d, &c.Effects, effect) }},
 		{"local_time_offset", func(d *decoder, c *abi.DomainCapability) error { return setString(d, &c.LocalTimeOffset) }},
 	})
 	queryCapabilityCodec = newCodec(structOf([]field[abi.QueryCapabilityAnswer]{

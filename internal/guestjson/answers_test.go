@@ -3,6 +3,9 @@ package guestjson
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,8 +40,52 @@ func agreeAs[T any](t *testing.T, b []byte) {
 	check("envelope", wantErr, gotErr, wantEnv, gotEnv)
 }
 
+// decodeOne decodes b as a json.Decoder configured by opt decodes one
+// value, refusing anything but whitespace after it, as this package does.
+func decodeOne(b []byte, v any, opt func(*json.Decoder)) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	opt(dec)
+	err := dec.Decode(v)
+	if err == nil && strings.TrimLeft(string(b[dec.InputOffset():]), " \t\r\n") != "" {
+		err = errors.New("data after the value")
+	}
+	return err
+}
+
+// sameResult requires encoding/json's and this package's results to
+// agree: both refused (this package with a typed error), or both equal.
+func sameResult(t *testing.T, what string, b []byte, want, got any, wantErr, gotErr error) {
+	t.Helper()
+	if wantErr != nil || gotErr != nil {
+		require.Equal(t, wantErr != nil, gotErr != nil, "%s %q: encoding/json %v, guestjson %v", what, b, wantErr, gotErr)
+		require.True(t, errors.Is(gotErr, ErrSyntax) || errors.Is(gotErr, ErrType), "untyped error %v", gotErr)
+		return
+	}
+	require.Equal(t, want, got, "%s %q", what, b)
+}
+
+// agreeStrictAs checks DecodeStrict on b against a json.Decoder with
+// DisallowUnknownFields that also refuses data after the value.
+func agreeStrictAs[T any](t *testing.T, b []byte) {
+	t.Helper()
+	var want, got T
+	wantErr := decodeOne(b, &want, (*json.Decoder).DisallowUnknownFields)
+	ok, gotErr := DecodeStrict(b, &got)
+	require.True(t, ok, "DecodeStrict knows %T", want)
+	sameResult(t, fmt.Sprintf("strict %T", want), b, want, got, wantErr, gotErr)
+}
+
+// agreeAny checks DecodeAny on b against json.Unmarshal into an any.
+func agreeAny(t *testing.T, b []byte) {
+	t.Helper()
+	var want any
+	wantErr := json.Unmarshal(b, &want)
+	got, gotErr := DecodeAny(b)
+	sameResult(t, "any", b, want, got, wantErr, gotErr)
+}
+
 // agreeAnswers checks every answer type this package decodes on b, bare
-// and in an envelope.
+// and in an envelope, and strictly.
 func agreeAnswers(t *testing.T, b []byte) {
 	t.Helper()
 	agreeAs[abi.CallAnswer](t, b)
@@ -47,6 +94,12 @@ func agreeAnswers(t *testing.T, b []byte) {
 	agreeAs[abi.SchemaValidateAnswer](t, b)
 	agreeAs[abi.QueryCapabilityAnswer](t, b)
 	agreeAs[abi.QueryRowsAnswer](t, b)
+	agreeStrictAs[abi.CallAnswer](t, b)
+	agreeStrictAs[abi.CatalogGetAnswer](t, b)
+	agreeStrictAs[abi.SessionGetAnswer](t, b)
+	agreeStrictAs[abi.SchemaValidateAnswer](t, b)
+	agreeStrictAs[abi.QueryCapabilityAnswer](t, b)
+	agreeStrictAs[abi.QueryRowsAnswer](t, b)
 }
 
 // answerShapes are answers on every rule of the package doc, for each
@@ -221,28 +274,134 @@ func answerSeeds(f *testing.F) [][]byte {
 // after the value).
 func agreeValue(t *testing.T, b []byte) {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.UseNumber()
 	var want any
-	wantErr := dec.Decode(&want)
-	if wantErr == nil && strings.TrimLeft(string(b[dec.InputOffset():]), " \t\r\n") != "" {
-		wantErr = errors.New("data after the value")
-	}
+	wantErr := decodeOne(b, &want, (*json.Decoder).UseNumber)
 	got, gotErr := DecodeValue(b)
-	if wantErr != nil || gotErr != nil {
-		require.Equal(t, wantErr != nil, gotErr != nil, "%q: encoding/json %v, guestjson %v", b, wantErr, gotErr)
-		require.True(t, errors.Is(gotErr, ErrSyntax) || errors.Is(gotErr, ErrType), "untyped error %v", gotErr)
-		return
-	}
-	require.Equal(t, want, got, "%q", b)
+	sameResult(t, "value", b, want, got, wantErr, gotErr)
 }
 
 func TestValueAgreesWithEncodingJSON(t *testing.T) {
 	for _, s := range []string{`{}`, ` {"a": 1, "b": [1.5, -2e3, 12345678901234567890], "c": {"d": null, "e": true}} `,
 		`"x\u00e9\ud800"`, `0`, `-0.0e+1`, `[]`, `{"a":1}x`, `{"a":01}`, `[1,]`, `{"a" 1}`, "\"\xff\"", `1e999`} {
 		agreeValue(t, []byte(s))
+		agreeAny(t, []byte(s))
 	}
 	for _, s := range shapes {
 		agreeValue(t, readShape(t, s))
+		agreeAny(t, readShape(t, s))
 	}
+}
+
+// A strict decode refuses a member no field has, at any depth of the
+// answer's structs, and takes what the plain decode takes otherwise.
+func TestDecodeStrict(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"found":true,"capability":{"name":"t","preconditions":[]}}`, true},
+		{`{"found":true,"FOUND":false}`, true}, // case folding matches, as encoding/json's
+		{`{"found":true,"newer":1}`, false},
+		{`{"found":true,"capability":{"name":"t","preconditions":[{"id":"p","when_newer":{}}]}}`, false},
+		{`{"found":true} x`, false},
+	} {
+		var a abi.QueryCapabilityAnswer
+		ok, err := DecodeStrict([]byte(tc.in), &a)
+		require.True(t, ok)
+		require.Equal(t, tc.want, err == nil, "%s: %v", tc.in, err)
+		agreeStrictAs[abi.QueryCapabilityAnswer](t, []byte(tc.in))
+	}
+	var rows abi.QueryRowsAnswer
+	_, err := DecodeStrict([]byte(`{"rows":[{"any":"member","of":{"a":"row"}}]}`), &rows)
+	require.NoError(t, err, "a row is a map: its members are not fields")
+}
+
+// fullDoc writes a JSON document of typ with every member encoding/json
+// knows, at every depth (a type met again inside itself is {}), so that a
+// field left out of a codec shows as an unknown member to DecodeStrict.
+func fullDoc(typ reflect.Type, seen map[reflect.Type]bool) string {
+	switch typ {
+	case reflect.TypeFor[abi.Operand]():
+		return `1` // a literal
+	case reflect.TypeFor[abi.ForEach]():
+		return `{"param":"p","as":["x"]}`
+	case reflect.TypeFor[json.RawMessage]():
+		return `{"raw":[true]}`
+	}
+	if reflect.PointerTo(typ).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		panic("fullDoc: teach me a document of " + typ.String())
+	}
+	switch typ.Kind() {
+	case reflect.String:
+		return `"x"`
+	case reflect.Bool:
+		return `true`
+	case reflect.Int, reflect.Int64, reflect.Uint64, reflect.Uint32, reflect.Int32:
+		return `1`
+	case reflect.Float64:
+		return `1.5`
+	case reflect.Interface:
+		return `{"a":[1,"b",null]}`
+	case reflect.Pointer:
+		return fullDoc(typ.Elem(), seen)
+	case reflect.Slice:
+		return `[` + fullDoc(typ.Elem(), seen) + `]`
+	case reflect.Map:
+		return `{"k":` + fullDoc(typ.Elem(), seen) + `}`
+	case reflect.Struct:
+		if seen[typ] {
+			return `{}`
+		}
+		seen[typ] = true
+		defer delete(seen, typ)
+		var members []string
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			members = append(members, strconv.Quote(name)+":"+fullDoc(f.Type, seen))
+		}
+		return `{` + strings.Join(members, ",") + `}`
+	}
+	panic("fullDoc: teach me " + typ.String())
+}
+
+// Every codec knows every field of its type, at every depth: an answer
+// with all of them decodes strictly, to what encoding/json decodes. (A
+// field a codec left out was skipped by Decode, and the agreement fuzz
+// found it only if it wrote that member by chance.)
+func TestCodecsKnowEveryField(t *testing.T) {
+	check := func(name string, doc string, strict func([]byte) (any, error), plain func([]byte) (any, error)) {
+		t.Helper()
+		want, err := plain([]byte(doc))
+		require.NoError(t, err, "%s: encoding/json refuses the document %s", name, doc)
+		got, err := strict([]byte(doc))
+		require.NoError(t, err, "%s: %s", name, doc)
+		require.Equal(t, want, got, name)
+	}
+	codec := func(name string, typ reflect.Type, strict func([]byte) (any, error), plain func([]byte) (any, error)) {
+		check(name, fullDoc(typ, map[reflect.Type]bool{}), strict, plain)
+	}
+	codec("CallAnswer", reflect.TypeFor[abi.CallAnswer](), strictAs[abi.CallAnswer], plainAs[abi.CallAnswer])
+	codec("CatalogGetAnswer", reflect.TypeFor[abi.CatalogGetAnswer](), strictAs[abi.CatalogGetAnswer], plainAs[abi.CatalogGetAnswer])
+	codec("SessionGetAnswer", reflect.TypeFor[abi.SessionGetAnswer](), strictAs[abi.SessionGetAnswer], plainAs[abi.SessionGetAnswer])
+	codec("SchemaValidateAnswer", reflect.TypeFor[abi.SchemaValidateAnswer](), strictAs[abi.SchemaValidateAnswer], plainAs[abi.SchemaValidateAnswer])
+	codec("QueryCapabilityAnswer", reflect.TypeFor[abi.QueryCapabilityAnswer](), strictAs[abi.QueryCapabilityAnswer], plainAs[abi.QueryCapabilityAnswer])
+	codec("QueryRowsAnswer", reflect.TypeFor[abi.QueryRowsAnswer](), strictAs[abi.QueryRowsAnswer], plainAs[abi.QueryRowsAnswer])
+}
+
+func strictAs[T any](b []byte) (any, error) {
+	var v T
+	_, err := DecodeStrict(b, &v)
+	return v, err
+}
+
+func plainAs[T any](b []byte) (any, error) {
+	var v T
+	return v, json.Unmarshal(b, &v)
 }

@@ -97,6 +97,9 @@ type decoder struct {
 	// numbers: a number decodes into an any as a json.Number, as with
 	// encoding/json's Decoder.UseNumber (DecodeValue).
 	numbers bool
+	// strict: a member that matches no field of a struct is refused, as
+	// with encoding/json's Decoder.DisallowUnknownFields (DecodeStrict).
+	strict bool
 }
 
 func (d *decoder) syntax(reason string) error {

@@ -282,3 +282,46 @@ func EncodeSchemaValidateRequest(r abi.SchemaValidateRequest) ([]byte, error) {
 	}
 	return e.b, nil
 }
+
+// EncodeHostRequest encodes a host-call request as the SDK sends it:
+// abi.SchemaValidateRequest by EncodeSchemaValidateRequest;
+// abi.QueryRowsRequest (without an overlay) and abi.QueryCapabilityRequest,
+// sent once per precondition and per tool, as json.Marshal does, byte for
+// byte, without reflection; anything else, and on any error, by
+// json.Marshal, whose bytes and error are then the answer.
+func EncodeHostRequest(req any) ([]byte, error) {
+	switch r := req.(type) {
+	case abi.SchemaValidateRequest:
+		return EncodeSchemaValidateRequest(r)
+	case abi.QueryCapabilityRequest:
+		e := encoder{b: make([]byte, 0, len(r.Domain)+len(r.Name)+24)}
+		e.b = append(e.b, `{"domain":`...)
+		e.str(r.Domain)
+		e.b = append(e.b, `,"name":`...)
+		e.str(r.Name)
+		e.b = append(e.b, '}')
+		return e.b, nil
+	case abi.QueryRowsRequest:
+		if len(r.Overlay) > 0 {
+			break
+		}
+		e := encoder{b: make([]byte, 0, 256)}
+		e.b = append(e.b, `{"domain":`...)
+		e.str(r.Domain)
+		if r.View != "" {
+			e.b = append(e.b, `,"view":`...)
+			e.str(r.View)
+		}
+		if r.Capability != "" {
+			e.b = append(e.b, `,"capability":`...)
+			e.str(r.Capability)
+		}
+		e.b = append(e.b, `,"params":`...)
+		e.value(r.Params)
+		e.b = append(e.b, '}')
+		if e.err == nil {
+			return e.b, nil
+		}
+	}
+	return json.Marshal(req)
+}

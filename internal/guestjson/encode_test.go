@@ -113,3 +113,46 @@ func FuzzSchemaValidateRequest(f *testing.F) {
 		agreeSchemaValidateRequest(t, abi.SchemaValidateRequest{Tool: tool, SchemaDigest: digest, Value: value})
 	})
 }
+
+// agreeHostRequest checks EncodeHostRequest against json.Marshal for the
+// requests it encodes byte for byte: the same bytes, or both an error.
+func agreeHostRequest(t *testing.T, req any) {
+	t.Helper()
+	want, wantErr := json.Marshal(req)
+	got, gotErr := EncodeHostRequest(req)
+	require.Equal(t, wantErr != nil, gotErr != nil, "%v / %v", wantErr, gotErr)
+	require.Equal(t, string(want), string(got))
+}
+
+func TestEncodeHostRequestAsMarshal(t *testing.T) {
+	weird := "a\"b\\c\x00\x1f<>&\u2028 \xff \U0001F600"
+	for _, req := range []any{
+		abi.QueryCapabilityRequest{},
+		abi.QueryCapabilityRequest{Domain: "retail", Name: weird},
+		abi.QueryRowsRequest{Domain: "retail"},
+		abi.QueryRowsRequest{Domain: "retail", View: "orders", Params: map[string]any{}},
+		abi.QueryRowsRequest{Domain: weird, Capability: weird, Params: map[string]any{"id": "o1", "n": 2.5, "big": 1e21, "list": []any{nil, true, weird},
+			"obj": map[string]any{weird: json.Number("1.50")}}},
+		abi.QueryRowsRequest{Domain: "retail", View: "v", Params: map[string]any{"x": 1},
+			Overlay: []abi.Effect{{ID: "o1", Collection: "orders", Set: map[string]any{"status": "paid"}}}},
+		abi.QueryRowsRequest{Domain: "retail", Params: map[string]any{"nan": math.NaN()}},
+		abi.QueryRowsRequest{Domain: "retail", Params: map[string]any{"ch": make(chan int)}},
+		struct{ A int }{1},
+	} {
+		agreeHostRequest(t, req)
+	}
+}
+
+func FuzzEncodeHostRequestAsMarshal(f *testing.F) {
+	f.Add("retail", "orders", []byte(`{"id":"o1","n":[1,2.5e-9,"x<y"],"m":{"c":null}}`))
+	f.Add("", "", []byte(`[1e300, -0, 12345678901234567890]`))
+	f.Fuzz(func(t *testing.T, domain, name string, params []byte) {
+		var v any
+		if json.Unmarshal(params, &v) != nil {
+			v = string(params)
+		}
+		agreeHostRequest(t, abi.QueryCapabilityRequest{Domain: domain, Name: name})
+		agreeHostRequest(t, abi.QueryRowsRequest{Domain: domain, View: name, Params: map[string]any{name: v, domain: []any{v, name}}})
+		agreeHostRequest(t, abi.QueryRowsRequest{Domain: domain, Capability: name, Params: map[string]any{"v": v}})
+	})
+}

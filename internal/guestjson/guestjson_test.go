@@ -163,6 +163,7 @@ func FuzzAgreesWithEncodingJSON(f *testing.F) {
 		agree(t, b)
 		agreeAnswers(t, b)
 		agreeValue(t, b)
+		agreeAny(t, b)
 	})
 }
 

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/guestjson"
 	"github.com/gatehost/gatehost/sdk"
 )
 
@@ -258,7 +259,7 @@ func (c *checker) capabilityAnswer(req abi.QueryCapabilityRequest) (abi.QueryCap
 	if ok {
 		return a, nil
 	}
-	if err := strictUnmarshal(raw, &a); err != nil {
+	if err := strictDecode(raw, &a); err != nil {
 		return abi.QueryCapabilityAnswer{}, fmt.Errorf("%s answer: %w", abi.OpQueryCapability, err)
 	}
 	answerCache.Lock()
@@ -269,9 +270,11 @@ func (c *checker) capabilityAnswer(req abi.QueryCapabilityRequest) (abi.QueryCap
 	return a, nil
 }
 
-// call encodes req and calls op; the answer is returned undecoded.
+// call encodes req and calls op; the answer is returned undecoded. The
+// requests sent on every run are encoded without reflection, byte for
+// byte as json.Marshal encodes them (guestjson.EncodeHostRequest).
 func (c *checker) call(op string, req any) ([]byte, error) {
-	body, err := json.Marshal(req)
+	body, err := guestjson.EncodeHostRequest(req)
 	if err != nil {
 		return nil, err
 	}
@@ -286,10 +289,29 @@ func (c *checker) hostCall(op string, req, into any) error {
 	if err != nil {
 		return err
 	}
-	if err := strictUnmarshal(raw, into); err != nil {
+	if err := strictDecode(raw, into); err != nil {
 		return fmt.Errorf("%s answer: %w", op, err)
 	}
 	return nil
+}
+
+// strictDecode decodes an answer strictly: the answers of query.rows and
+// query.capability, decoded on every run, without reflection
+// (guestjson.DecodeStrict, which also refuses data after the value); any
+// other with encoding/json.
+func strictDecode(raw []byte, into any) error {
+	var handled bool
+	var err error
+	switch v := into.(type) {
+	case *abi.QueryRowsAnswer:
+		handled, err = guestjson.DecodeStrict(raw, v)
+	case *abi.QueryCapabilityAnswer:
+		handled, err = guestjson.DecodeStrict(raw, v)
+	}
+	if handled {
+		return err
+	}
+	return strictUnmarshal(raw, into)
 }
 
 func (c *checker) deny(cl call, code, msg string, details map[string]any) {
@@ -403,12 +425,34 @@ func decodeParams(cl call) (map[string]any, error) {
 	if cl.parseError != "" {
 		return nil, fmt.Errorf("the call's arguments could not be parsed: %s", cl.parseError)
 	}
-	params := map[string]any{}
-	if len(cl.params) == 0 || string(cl.params) == "null" {
-		return params, nil
+	if len(cl.params) == 0 {
+		return map[string]any{}, nil
 	}
-	if err := json.Unmarshal(cl.params, &params); err != nil {
+	// As json.Unmarshal into a map decodes, without reflection.
+	v, err := guestjson.DecodeAny(cl.params)
+	if err != nil {
 		return nil, fmt.Errorf("parameters are not a JSON object: %w", err)
 	}
-	return params, nil
+	switch v := v.(type) {
+	case nil: // null leaves the map empty
+		return map[string]any{}, nil
+	case map[string]any:
+		return v, nil
+	}
+	return nil, fmt.Errorf("parameters are not a JSON object: %s", jsonKind(v))
+}
+
+// jsonKind names the JSON kind of a value DecodeAny returned.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "not an object"
 }
