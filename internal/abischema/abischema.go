@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/guestjson"
 	"github.com/gatehost/gatehost/internal/schemac"
 	"github.com/gatehost/gatehost/internal/schemafind"
 )
@@ -99,17 +100,13 @@ func SafeValidate(s *jsonschema.Schema, v any) (err error) {
 }
 
 // Decode decodes JSON the way the validator expects: numbers as json.Number,
-// one value, nothing after it.
+// one value, nothing after it. It decodes as a json.Decoder with UseNumber
+// would, without reflection (guestjson.DecodeValue, fuzzed against
+// encoding/json): the host decodes every subject and every answer with it.
 func Decode(doc []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(doc))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
+	v, err := guestjson.DecodeValue(doc)
+	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	// More() reports false at a stray '}' or ']', so look at the bytes.
-	if rest := bytes.TrimLeft(doc[d.InputOffset():], " \t\r\n"); len(rest) > 0 {
-		return nil, fmt.Errorf("not JSON: trailing data after the value")
 	}
 	if err := checkNumbers(v, ""); err != nil {
 		return nil, err

@@ -3,7 +3,8 @@
 // (Decode, DecodeEnvelope), without reflection, for the guest side of the
 // SDK, where
 // encoding/json's reflection and byte-at-a-time scanner cost several
-// milliseconds per call in WebAssembly.
+// milliseconds per call in WebAssembly. The host decodes subjects and
+// answers with DecodeValue too (internal/abischema).
 //
 // It decodes exactly what encoding/json's Unmarshal decodes into the same
 // types, and refuses what it refuses:
