@@ -13,6 +13,8 @@
 // tools can share it freely.
 package abi
 
+import "strings"
+
 // MajorVersion is the ABI major version this package describes. A module
 // reports its major from the gate_abi_version export; the host refuses to
 // load a module whose major differs. Within a major, changes are additive:
@@ -242,3 +244,11 @@ const (
 // "sha256:" and the SHA-256, in lowercase hex, of the run's session set
 // (SPEC.md §5.3, §7.9, minor 10).
 const SessionDigestPrefix = "sha256:"
+
+// IsSessionDigest reports whether d has the form of a session digest:
+// SessionDigestPrefix and 64 lowercase hex digits. A gate treats any other
+// context.session_digest as absent (SPEC.md §7.9).
+func IsSessionDigest(d string) bool {
+	hex, ok := strings.CutPrefix(d, SessionDigestPrefix)
+	return ok && IsSchemaDigest(hex)
+}

@@ -149,7 +149,7 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 	if p, ok := h.(runPinner); ok {
 		pins := runPins{generation: req.Context.CatalogGeneration,
 			catalog: slices.Contains(req.Context.Capabilities, abi.CapabilityCatalog)}
-		if slices.Contains(req.Context.Capabilities, abi.CapabilitySession) && validSessionDigest(req.Context.SessionDigest) {
+		if slices.Contains(req.Context.Capabilities, abi.CapabilitySession) && abi.IsSessionDigest(req.Context.SessionDigest) {
 			pins.session = req.Context.SessionDigest
 		}
 		if pins.catalog || pins.session != "" {

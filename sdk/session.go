@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/gatehost/gatehost/abi"
@@ -34,22 +33,6 @@ func SessionGet(h Host, tool string) (abi.SessionGetAnswer, error) {
 		sessionAnswers.put(digest, tool, a)
 	}
 	return a, err
-}
-
-// validSessionDigest reports whether d is a session digest as the ABI
-// writes it: only such a digest keys remembered answers, since a malformed
-// one could make two sets look the same.
-func validSessionDigest(d string) bool {
-	hex, ok := strings.CutPrefix(d, abi.SessionDigestPrefix)
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for i := range len(hex) {
-		if c := hex[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // sessionAnswerMax bounds the remembered answers of one session digest.
