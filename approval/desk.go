@@ -297,6 +297,30 @@ func (d *Desk) Use(ctx context.Context, id string) (Request, error) {
 	return r, err
 }
 
+// ReadyWait bounds how long UseReady waits for an approval being stored:
+// storing it takes milliseconds, and an approval not stored by then is
+// refused as ErrNotReady, as Use refuses it.
+const ReadyWait = 10 * time.Second
+
+// UseReady is Use that waits out ErrNotReady, the moment between an
+// approver's decision and its approval being stored, for at most ReadyWait
+// and while ctx lasts: a caller who makes the call again just as it is
+// approved has it run, instead of refused a second time. Any other error,
+// and ErrNotReady past the wait, is Use's.
+func (d *Desk) UseReady(ctx context.Context, id string) (Request, error) {
+	wctx, cancel := context.WithTimeout(ctx, ReadyWait)
+	defer cancel()
+	for {
+		r, err := d.Use(ctx, id)
+		if !errors.Is(err, ErrNotReady) {
+			return r, err
+		}
+		if _, werr := d.Wait(wctx, id); werr != nil {
+			return r, err
+		}
+	}
+}
+
 // Wait waits until request id is decided or expires, or ctx ends, and
 // returns it as it then is: StatePending means it expired (or ctx ended:
 // the error says which).

@@ -195,6 +195,29 @@ func (g gatedAdd) Add(ctx context.Context, a approval.Approval, now time.Time, m
 	return g.Store.Add(ctx, a, now, max)
 }
 
+// approvedNotStored opens a request and has it approved on a store that
+// holds the approval's Add until release is closed; it returns once the
+// request is approved and its approval is being stored. decided gets the
+// decision's error.
+func approvedNotStored(t *testing.T) (d *approval.Desk, apps *approval.Approvals, r approval.Request, release chan struct{}, decided chan error) {
+	t.Helper()
+	ctx := context.Background()
+	st := gatedAdd{Store: approval.NewMemory(), adding: make(chan struct{}), release: make(chan struct{})}
+	apps, err := approval.New(approval.Options{Store: st})
+	require.NoError(t, err)
+	d, err = approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: approvaltest.Rule, Poll: time.Millisecond})
+	require.NoError(t, err)
+	r, _, err = d.Open(ctx, approval.Request{Binding: approvaltest.Call, Caller: approvaltest.Caller, Arguments: []byte(`{}`)})
+	require.NoError(t, err)
+	decided = make(chan error, 1)
+	go func() {
+		_, err := d.Decide(ctx, r.ID, approvaltest.Approver, true, "")
+		decided <- err
+	}()
+	<-st.adding
+	return d, apps, r, st.release, decided
+}
+
 // TestApprovedNotReadyUntilStored: between a decision and its approval
 // being stored the request is approved but not ready: a front end cannot
 // claim it (ErrNotReady) and one waiting keeps waiting, so the approval
@@ -202,19 +225,7 @@ func (g gatedAdd) Add(ctx context.Context, a approval.Approval, now time.Time, m
 // the waiter returns, the claim succeeds and the approval confirms.
 func TestApprovedNotReadyUntilStored(t *testing.T) {
 	ctx := context.Background()
-	st := gatedAdd{Store: approval.NewMemory(), adding: make(chan struct{}), release: make(chan struct{})}
-	apps, err := approval.New(approval.Options{Store: st})
-	require.NoError(t, err)
-	d, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: approvaltest.Rule, Poll: time.Millisecond})
-	require.NoError(t, err)
-	r, _, err := d.Open(ctx, approval.Request{Binding: approvaltest.Call, Caller: approvaltest.Caller, Arguments: []byte(`{}`)})
-	require.NoError(t, err)
-	decided := make(chan error, 1)
-	go func() {
-		_, err := d.Decide(ctx, r.ID, approvaltest.Approver, true, "")
-		decided <- err
-	}()
-	<-st.adding
+	d, apps, r, release, decided := approvedNotStored(t)
 	got, err := d.Get(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, approval.StateApproved, got.State)
@@ -226,7 +237,7 @@ func TestApprovedNotReadyUntilStored(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a waiter does not return an approval not yet stored")
 
-	close(st.release)
+	close(release)
 	require.NoError(t, <-decided)
 	got, err = d.Wait(ctx, r.ID)
 	require.NoError(t, err)
@@ -234,6 +245,44 @@ func TestApprovedNotReadyUntilStored(t *testing.T) {
 	used, err := d.Use(ctx, r.ID)
 	require.NoError(t, err)
 	conf, err := apps.Confirm(ctx, approvaltest.Present("run", used.ApprovalID, approvaltest.Call, true))
+	require.NoError(t, err)
+	assert.NotNil(t, conf, "the approval claimed confirms the call")
+}
+
+// TestUseReadyWaitsForTheApproval: a front end claiming an approval that
+// is decided but not yet stored waits for it (UseReady) rather than
+// refusing the call a second time; once stored, the claim succeeds and the
+// approval confirms. A wait that ends first is ErrNotReady, as Use's.
+func TestUseReadyWaitsForTheApproval(t *testing.T) {
+	ctx := context.Background()
+	d, apps, r, release, decided := approvedNotStored(t)
+
+	// A wait that ends while the approval is being stored.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err := d.UseReady(short, r.ID)
+	cancel()
+	require.ErrorIs(t, err, approval.ErrNotReady)
+
+	type claim struct {
+		r   approval.Request
+		err error
+	}
+	claimed := make(chan claim, 1)
+	go func() {
+		r, err := d.UseReady(ctx, r.ID)
+		claimed <- claim{r, err}
+	}()
+	select {
+	case c := <-claimed:
+		t.Fatalf("claimed before the approval was stored: %+v, %v", c.r, c.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-decided)
+	c := <-claimed
+	require.NoError(t, c.err)
+	assert.Equal(t, approval.StateUsed, c.r.State)
+	conf, err := apps.Confirm(ctx, approvaltest.Present("run", c.r.ApprovalID, approvaltest.Call, true))
 	require.NoError(t, err)
 	assert.NotNil(t, conf, "the approval claimed confirms the call")
 }

@@ -109,7 +109,7 @@ func (d *downstream) confirm(ctx context.Context, c call, dec *host.Decision, up
 	}
 	// Approved: this front end claims the approval (once, whichever
 	// replica or session asks), then presents it in the second run.
-	if r, err = g.desk.Use(ctx, r.ID); err != nil {
+	if r, err = g.desk.UseReady(ctx, r.ID); err != nil {
 		g.opts.Logger.Warn("mcp gateway: approved request not usable", "request_id", r.ID, "error", err)
 		return dec, &r, nil, nil
 	}

@@ -142,7 +142,7 @@ func (s *Server) askApproval(ctx context.Context, rt *loadedConfig, sr *subjectR
 		return d, &approvalView{State: "unavailable"}, nil
 	}
 	if r.State == approval.StateApproved {
-		if r, err = s.desk.Use(ctx, r.ID); err == nil {
+		if r, err = s.desk.UseReady(ctx, r.ID); err == nil {
 			opts.ConfirmationToken = r.ApprovalID
 			d2, err := rt.h.Check(ctx, sr.name, sr.body, opts)
 			return d2, nil, err
