@@ -57,6 +57,27 @@ func DecodeAny(b []byte) (any, error) {
 	return v, err
 }
 
+// Kind names the JSON type of a value DecodeValue or DecodeAny returned
+// (or encoding/json decoded into an any): null, boolean, number, string,
+// array or object; "unknown" for any other Go value.
+func Kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64, json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "unknown"
+}
+
 // DecodeValue decodes b as one JSON value into an empty interface, as a
 // json.Decoder with UseNumber decodes it: objects as map[string]any,
 // arrays as []any, numbers as json.Number; unlike a Decoder, anything but

@@ -439,20 +439,5 @@ func decodeParams(cl call) (map[string]any, error) {
 	case map[string]any:
 		return v, nil
 	}
-	return nil, fmt.Errorf("parameters are not a JSON object: %s", jsonKind(v))
-}
-
-// jsonKind names the JSON kind of a value DecodeAny returned.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "not an object"
+	return nil, fmt.Errorf("parameters are not a JSON object, got %s", guestjson.Kind(v))
 }

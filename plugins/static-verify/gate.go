@@ -33,6 +33,7 @@ import (
 	"sort"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/guestjson"
 	"github.com/gatehost/gatehost/internal/runecut"
 	"github.com/gatehost/gatehost/sdk"
 )
@@ -360,7 +361,7 @@ func (v *verifier) unknownTool(i int, name string) error {
 func (v *verifier) checkParams(i int, t *abi.Tool, act *action) error {
 	if _, ok := act.params.(map[string]any); !ok {
 		f := blocking(CodeSchemaViolation,
-			fmt.Sprintf("%s: parameters must be a JSON object, got %s", clip(t.Name), jsonTypeName(act.params)))
+			fmt.Sprintf("%s: parameters must be a JSON object, got %s", clip(t.Name), guestjson.Kind(act.params)))
 		f.Keyword = "type"
 		v.add(i, f)
 		return nil

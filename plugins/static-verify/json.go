@@ -38,25 +38,6 @@ func decodeParams(raw json.RawMessage) (any, error) {
 	return guestjson.DecodeValue(raw)
 }
 
-// jsonTypeName names the JSON type of a decoded value.
-func jsonTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64, json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
-}
-
 // canonical appends an encoding of v in which object keys are sorted, so two
 // parameter objects that differ only in key order or spacing encode the same.
 // It only needs to be injective, not to be standard JSON: a string (or key)

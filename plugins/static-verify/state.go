@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/docpath"
+	"github.com/gatehost/gatehost/internal/guestjson"
 )
 
 // advisory builds an advisory finding. Findings that depend on the forward
@@ -149,7 +150,7 @@ func checkPrecondition(state map[string]any, key, op string, want any) (bool, st
 	g, gok := got.(float64)
 	w, wok := want.(float64)
 	if !gok || !wok {
-		return false, fmt.Sprintf("cannot compare: %s needs numbers, the state holds %s and the precondition %s", op, jsonTypeName(got), jsonTypeName(want))
+		return false, fmt.Sprintf("cannot compare: %s needs numbers, the state holds %s and the precondition %s", op, guestjson.Kind(got), guestjson.Kind(want))
 	}
 	var ok bool
 	switch op {
@@ -175,7 +176,7 @@ func contains(got, want any) (bool, string) {
 	case string:
 		w, ok := want.(string)
 		if !ok {
-			return false, fmt.Sprintf("cannot apply contains: the state holds a string and the precondition %s", jsonTypeName(want))
+			return false, fmt.Sprintf("cannot apply contains: the state holds a string and the precondition %s", guestjson.Kind(want))
 		}
 		if strings.Contains(g, w) {
 			return true, ""
@@ -191,14 +192,14 @@ func contains(got, want any) (bool, string) {
 	case map[string]any:
 		w, ok := want.(string)
 		if !ok {
-			return false, fmt.Sprintf("cannot apply contains: the state holds an object and the precondition %s", jsonTypeName(want))
+			return false, fmt.Sprintf("cannot apply contains: the state holds an object and the precondition %s", guestjson.Kind(want))
 		}
 		if _, ok := g[w]; ok {
 			return true, ""
 		}
 		return false, "the object does not have the key"
 	}
-	return false, fmt.Sprintf("cannot apply contains to %s", jsonTypeName(got))
+	return false, fmt.Sprintf("cannot apply contains to %s", guestjson.Kind(got))
 }
 
 // writeConflicts reports two actions that declare a write to the same key
