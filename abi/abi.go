@@ -23,7 +23,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 10
+const MinorVersion = 11
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.
@@ -248,7 +248,20 @@ const SessionDigestPrefix = "sha256:"
 // IsSessionDigest reports whether d has the form of a session digest:
 // SessionDigestPrefix and 64 lowercase hex digits. A gate treats any other
 // context.session_digest as absent (SPEC.md §7.9).
-func IsSessionDigest(d string) bool {
-	hex, ok := strings.CutPrefix(d, SessionDigestPrefix)
+func IsSessionDigest(d string) bool { return isSHA256Name(d, SessionDigestPrefix) }
+
+// QueryDigestPrefix starts a request's context.query_digest: "sha256:"
+// and the SHA-256, in lowercase hex, of the domain catalogs the host
+// answers query.capability from (SPEC.md §5.3, §7.12, minor 11).
+const QueryDigestPrefix = "sha256:"
+
+// IsQueryDigest reports whether d has the form of a query digest:
+// QueryDigestPrefix and 64 lowercase hex digits. A gate treats any other
+// context.query_digest as absent (SPEC.md §7.12).
+func IsQueryDigest(d string) bool { return isSHA256Name(d, QueryDigestPrefix) }
+
+// isSHA256Name reports whether d is prefix and a SHA-256 in lowercase hex.
+func isSHA256Name(d, prefix string) bool {
+	hex, ok := strings.CutPrefix(d, prefix)
 	return ok && IsSchemaDigest(hex)
 }

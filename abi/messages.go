@@ -126,6 +126,13 @@ type Context struct {
 	// session.get answers are a function of it and the tool asked about,
 	// so a gate may keep them by it (SPEC.md §7.9). Added in minor 10.
 	SessionDigest string `json:"session_digest,omitempty"`
+	// QueryDigest names the content of the domain catalogs the host
+	// answers query.capability from: QueryDigestPrefix and a SHA-256 in
+	// lowercase hex. Sent to a stage granted the query capability when
+	// the host has domains; absent otherwise. query.capability answers
+	// are a function of it, the domain and the name asked about, so a
+	// gate may keep them by it (SPEC.md §7.12). Added in minor 11.
+	QueryDigest string `json:"query_digest,omitempty"`
 	// Now is the run's clock, RFC 3339 with nanoseconds, in UTC. Gates use
 	// it instead of the guest clock, which is not real time.
 	Now string `json:"now"`

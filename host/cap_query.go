@@ -2,6 +2,9 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,8 +35,13 @@ type Domain struct {
 }
 
 // prepareDomains checks, at load time, that each domain's source can
-// evaluate every view of its catalog.
+// evaluate every view of its catalog, and names the catalogs' content
+// (queryDigest).
 func (h *Host) prepareDomains(ctx context.Context) error {
+	if len(h.cfg.Domains) == 0 {
+		return nil
+	}
+	b := []byte(queryDigestDomain)
 	for _, name := range slices.Sorted(maps.Keys(h.cfg.Domains)) {
 		d := h.cfg.Domains[name]
 		field := "domains." + name
@@ -48,9 +56,21 @@ func (h *Host) prepareDomains(ctx context.Context) error {
 		if err := d.Catalog.Prepare(ctx, d.Source); err != nil {
 			return &ConfigError{Field: field + ".source", Reason: "cannot evaluate the catalog's views", Err: err}
 		}
+		sum, err := d.Catalog.AnswerDigest()
+		if err != nil {
+			return &ConfigError{Field: field + ".catalog", Reason: "cannot encode a capability", Err: err}
+		}
+		b = binary.AppendUvarint(b, uint64(len(name)))
+		b = append(append(b, name...), sum[:]...)
 	}
+	sum := sha256.Sum256(b)
+	h.queryDigest = abi.QueryDigestPrefix + hex.EncodeToString(sum[:])
 	return nil
 }
+
+// queryDigestDomain starts the bytes the query digest is taken over, so
+// that no other SHA-256 the host computes can name its domains.
+const queryDigestDomain = "gatehost query v1\x00"
 
 type queryCapability struct{}
 

@@ -95,6 +95,9 @@ func (c calls) Call(ctx context.Context, state any, op string, request []byte) [
 	if !ok {
 		return abi.EncodeCallError(abi.ErrCodeCapabilityDenied, "no capability is granted outside an evaluation")
 	}
+	if s.host != nil && s.host.onHostCall != nil {
+		s.host.onHostCall(op)
+	}
 	name := abi.CapabilityOf(op)
 	if !slices.Contains(s.granted, name) {
 		s.deny(op)

@@ -56,5 +56,12 @@ func OnAnswerCheck(h *Host, plugin string, f func()) { poolOf(h, plugin).onAnswe
 // any run.
 func OnRequest(h *Host, plugin string, f func([]byte)) { poolOf(h, plugin).onRequest = f }
 
+// OnHostCall calls f with the operation of every host call a guest of h
+// makes. Set it before the first Check.
+func OnHostCall(h *Host, f func(op string)) { h.onHostCall = f }
+
 // CheckAnswer is the host's check of a gate's answer bytes.
 func CheckAnswer(out []byte) (any, error) { return checkAnswer(out) }
+
+// QueryDigest is what h sends as context.query_digest.
+func QueryDigest(h *Host) string { return h.queryDigest }

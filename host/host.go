@@ -61,6 +61,13 @@ type Host struct {
 
 	closeOnce sync.Once
 	closed    atomic.Bool
+
+	// queryDigest names the content of the domains' query.capability
+	// answers (context.query_digest); "" when there are no domains.
+	queryDigest string
+	// onHostCall, when set (tests only), is called with the operation of
+	// every host call a guest makes, before it is answered.
+	onHostCall func(op string)
 }
 
 type variant struct {

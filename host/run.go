@@ -434,6 +434,12 @@ func (h *Host) runStage(ctx context.Context, rn *run, s *stage) (r StageResult) 
 	if rn.session != nil && slices.Contains(s.cfg.Capabilities, abi.CapabilitySession) {
 		req.r.Context.SessionDigest = rn.session.digest
 	}
+	// The domains' digest likewise goes only where query.capability may be
+	// asked: the domains are fixed for the host's life, so it is computed
+	// once, at New.
+	if slices.Contains(s.cfg.Capabilities, abi.CapabilityQuery) {
+		req.r.Context.QueryDigest = h.queryDigest
+	}
 	state := &runContext{host: h, snap: rn.snap, granted: s.cfg.Capabilities, pipeline: p.name, stage: s.cfg.Name, runID: rn.id,
 		session: rn.opts.Session, subject: p.cfg.Subject, pinned: rn.session, counts: rn.counts, worktree: rn.opts.Worktree}
 	return h.callStage(ctx, s, r, req, state)

@@ -143,16 +143,20 @@ func evaluate(ctx context.Context, g *Gate, h Host, request []byte) (resp abi.Re
 		}
 	}()
 	// Only a run granted the catalog may be answered from the catalog
-	// the instance remembers, and only one granted the session from the
-	// session answers it remembers: one instance serves the stages of
-	// every grant.
+	// the instance remembers, only one granted the session from the
+	// session answers it remembers, and only one granted the query
+	// capability from the domain answers: one instance serves the stages
+	// of every grant.
 	if p, ok := h.(runPinner); ok {
 		pins := runPins{generation: req.Context.CatalogGeneration,
 			catalog: slices.Contains(req.Context.Capabilities, abi.CapabilityCatalog)}
 		if slices.Contains(req.Context.Capabilities, abi.CapabilitySession) && abi.IsSessionDigest(req.Context.SessionDigest) {
 			pins.session = req.Context.SessionDigest
 		}
-		if pins.catalog || pins.session != "" {
+		if slices.Contains(req.Context.Capabilities, abi.CapabilityQuery) && abi.IsQueryDigest(req.Context.QueryDigest) {
+			pins.query = req.Context.QueryDigest
+		}
+		if pins.catalog || pins.session != "" || pins.query != "" {
 			h = p.pinRun(pins)
 		}
 	}
@@ -175,6 +179,7 @@ type runPins struct {
 	catalog    bool   // the run is granted the catalog: generation names its snapshot
 	generation uint64 // context.catalog_generation
 	session    string // context.session_digest of a run granted the session; "" for none
+	query      string // context.query_digest of a run granted the query capability; "" for none
 }
 
 // pinnedRun is a Host pinned to one run (the module's Host during a run).

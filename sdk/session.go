@@ -1,10 +1,6 @@
 package sdk
 
-import (
-	"sync"
-
-	"github.com/gatehost/gatehost/abi"
-)
+import "github.com/gatehost/gatehost/abi"
 
 // SessionGet asks what the run's session holds for the tool with canonical
 // id tool: its core pin and its activation grant, if any (operation
@@ -25,49 +21,23 @@ func SessionGet(h Host, tool string) (abi.SessionGetAnswer, error) {
 	}
 	if digest != "" {
 		if a, ok := sessionAnswers.get(digest, tool); ok {
-			return a, nil
+			return copySessionAnswer(a), nil
 		}
 	}
 	a, err := Call[abi.SessionGetAnswer](h, abi.OpSessionGet, abi.SessionGetRequest{Tool: tool})
 	if digest != "" && err == nil {
-		sessionAnswers.put(digest, tool, a)
+		sessionAnswers.put(digest, tool, copySessionAnswer(a))
 	}
 	return a, err
 }
 
-// sessionAnswerMax bounds the remembered answers of one session digest.
-const sessionAnswerMax = 1024
-
 // sessionAnswers remembers session.get answers of one session digest by
-// tool; a run with another digest empties it. The mutex is for native use;
-// in a guest there is one thread.
-var sessionAnswers sessionCache
+// tool, at most 1024. They are copied in and out, so that a gate changing
+// the pin or grant it was given changes nothing the next run sees.
+var sessionAnswers = newSessionCache()
 
-type sessionCache struct {
-	mu     sync.Mutex
-	digest string
-	m      map[string]abi.SessionGetAnswer
-}
-
-// get returns a copy of the remembered answer, so that a gate changing the
-// pin or grant it was given changes nothing the next run sees.
-func (c *sessionCache) get(digest, tool string) (abi.SessionGetAnswer, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a, ok := c.m[tool]
-	if !ok || c.digest != digest {
-		return abi.SessionGetAnswer{}, false
-	}
-	return copySessionAnswer(a), true
-}
-
-func (c *sessionCache) put(digest, tool string, a abi.SessionGetAnswer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || c.digest != digest || len(c.m) >= sessionAnswerMax {
-		c.m, c.digest = map[string]abi.SessionGetAnswer{}, digest
-	}
-	c.m[tool] = copySessionAnswer(a)
+func newSessionCache() *digestCache[abi.SessionGetAnswer] {
+	return &digestCache[abi.SessionGetAnswer]{max: 1024}
 }
 
 func copySessionAnswer(a abi.SessionGetAnswer) abi.SessionGetAnswer {

@@ -39,7 +39,7 @@ func TestSessionGetRemembersAnswersOfADigest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sessionAnswers = sessionCache{}
+			sessionAnswers = newSessionCache()
 			for i, l := range tc.lookups {
 				sh := &scriptedHost{}
 				if l.answer != "" {
@@ -65,7 +65,7 @@ func TestSessionGetRemembersAnswersOfADigest(t *testing.T) {
 // A gate changing the pin or grant it was given changes nothing the next
 // run sees.
 func TestSessionGetRememberedAnswerIsACopy(t *testing.T) {
-	sessionAnswers = sessionCache{}
+	sessionAnswers = newSessionCache()
 	d := abi.SessionDigestPrefix + strings.Repeat("a", 64)
 	sh := &scriptedHost{answers: []string{`{"result":{"session":"dev","known":true,"version":3,"core":{"schema_digest":"s","policy_digest":"p","provenance":"builtin_runtime"},"activation":{"grant":{"session":"dev","tool":"x:t","catalog_generation":0,"schema_digest":"s","policy_digest":"p"},"provenance":"mcp_config{x}"}}}`}}
 	h := pinnedScripted{sh, runPins{session: d}}

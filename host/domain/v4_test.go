@@ -132,3 +132,42 @@ func TestBind(t *testing.T) {
 	_, err = half.Bind(map[string]string{"root": "/y"})
 	assert.ErrorContains(t, err, "var root: already bound")
 }
+
+// TestAnswerDigest: the digest follows what query.capability answers:
+// the same document gives the same digest, and binding a var, a changed
+// message, or a tool alias added gives another. Each binding step changes
+// it, since a gate keeps answers by it (abi/SPEC.md §7.12).
+func TestAnswerDigest(t *testing.T) {
+	doc := withVars(`{root: {}, tenant: {}}`,
+		`{id: p1, require: {match: {all_of: [{field: a, under: {var: root}}, {field: b, equals: {var: tenant}}]}}, message: m}`)
+	digest := func(c *domain.Catalog) [32]byte {
+		t.Helper()
+		d, err := c.AnswerDigest()
+		require.NoError(t, err)
+		return d
+	}
+	parse := func(doc string) *domain.Catalog {
+		t.Helper()
+		c, err := domain.Parse([]byte(doc))
+		require.NoError(t, err, doc)
+		return c
+	}
+	c := parse(doc)
+	base := digest(c)
+	assert.Equal(t, base, digest(parse(doc)), "the same document")
+	half, err := c.Bind(map[string]string{"root": "/srv"})
+	require.NoError(t, err)
+	full, err := half.Bind(map[string]string{"tenant": "acme"})
+	require.NoError(t, err)
+	seen := map[[32]byte]string{base: "unbound"}
+	for name, d := range map[string][32]byte{
+		"root bound":         digest(half),
+		"both bound":         digest(full),
+		"a changed message":  digest(parse(strings.Replace(doc, "message: m", "message: n", 1))),
+		"a tool alias added": digest(parse(strings.Replace(doc, "  w:\n    kind: action\n", "  w:\n    kind: action\n    tools: [write]\n", 1))),
+	} {
+		prev, dup := seen[d]
+		assert.False(t, dup, "%s has the digest of %s", name, prev)
+		seen[d] = name
+	}
+}

@@ -123,6 +123,7 @@ func init() {
 		{"catalog_generation", func(d *decoder, c *abi.Context) error { return setUint(d, &c.CatalogGeneration) }},
 		{"session", func(d *decoder, c *abi.Context) error { return setString(d, &c.Session) }},
 		{"session_digest", func(d *decoder, c *abi.Context) error { return setString(d, &c.SessionDigest) }},
+		{"query_digest", func(d *decoder, c *abi.Context) error { return setString(d, &c.QueryDigest) }},
 		{"now", func(d *decoder, c *abi.Context) error { return setString(d, &c.Now) }},
 		{"capabilities", func(d *decoder, c *abi.Context) error { return setSlice(d, &c.Capabilities, setString[string]) }},
 		{"confirmation", func(d *decoder, c *abi.Context) error { return setPtr(d, &c.Confirmation, confirmation) }},

@@ -35,7 +35,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -218,7 +217,10 @@ func (c *checker) capability(tool string) (*abi.DomainCapability, error) {
 	if l, ok := c.caps[tool]; ok {
 		return l.c, l.err
 	}
-	a, err := c.capabilityAnswer(abi.QueryCapabilityRequest{Domain: c.cfg.Domain, Name: tool})
+	// Answered from the instance's memory when the host's domains are
+	// those of an earlier run (sdk.QueryCapability, context.query_digest);
+	// the capability is shared with those runs and only read here.
+	a, err := sdk.QueryCapability(c.host, c.cfg.Domain, tool)
 	var dc *abi.DomainCapability
 	if err == nil && a.Found {
 		if a.Capability == nil {
@@ -229,45 +231,6 @@ func (c *checker) capability(tool string) (*abi.DomainCapability, error) {
 	}
 	c.caps[tool] = capLookup{dc, err}
 	return dc, err
-}
-
-// maxCachedAnswers bounds answerCache: a catalog's capabilities, not every
-// tool name ever asked about, so the instance's memory stays flat.
-const maxCachedAnswers = 256
-
-// answerCache holds query.capability answers decoded in earlier runs, keyed
-// by the answer's exact bytes. The answer carries no catalog version, so the
-// host is still asked every time; only the strict decode of bytes already
-// decoded is skipped, which cannot change a verdict: the same bytes decode
-// to the same value. Cached values are shared and never modified.
-var answerCache = struct {
-	sync.Mutex
-	m map[string]abi.QueryCapabilityAnswer
-}{m: map[string]abi.QueryCapabilityAnswer{}}
-
-// capabilityAnswer asks the host for one capability and decodes the answer
-// strictly, or takes the decode of the same bytes from answerCache.
-func (c *checker) capabilityAnswer(req abi.QueryCapabilityRequest) (abi.QueryCapabilityAnswer, error) {
-	var a abi.QueryCapabilityAnswer
-	raw, err := c.call(abi.OpQueryCapability, req)
-	if err != nil {
-		return a, err
-	}
-	answerCache.Lock()
-	a, ok := answerCache.m[string(raw)]
-	answerCache.Unlock()
-	if ok {
-		return a, nil
-	}
-	if err := strictDecode(raw, &a); err != nil {
-		return abi.QueryCapabilityAnswer{}, fmt.Errorf("%s answer: %w", abi.OpQueryCapability, err)
-	}
-	answerCache.Lock()
-	if len(answerCache.m) < maxCachedAnswers {
-		answerCache.m[string(raw)] = a
-	}
-	answerCache.Unlock()
-	return a, nil
 }
 
 // call encodes req and calls op; the answer is returned undecoded. The
@@ -295,8 +258,8 @@ func (c *checker) hostCall(op string, req, into any) error {
 	return nil
 }
 
-// strictDecode decodes an answer strictly: the answers of query.rows and
-// query.capability, decoded on every run, without reflection
+// strictDecode decodes an answer strictly: the answers of query.rows,
+// decoded on every run, without reflection
 // (guestjson.DecodeStrict, which also refuses data after the value); any
 // other with encoding/json.
 func strictDecode(raw []byte, into any) error {
@@ -304,8 +267,6 @@ func strictDecode(raw []byte, into any) error {
 	var err error
 	switch v := into.(type) {
 	case *abi.QueryRowsAnswer:
-		handled, err = guestjson.DecodeStrict(raw, v)
-	case *abi.QueryCapabilityAnswer:
 		handled, err = guestjson.DecodeStrict(raw, v)
 	}
 	if handled {
