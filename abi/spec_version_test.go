@@ -12,7 +12,8 @@ import (
 	"github.com/gatehost/gatehost/abi"
 )
 
-// The specification names the minor it describes in two places; both must
+// The specification names the minor it describes in several places (the
+// header, the request's abi_minor, the history, the constants); each must
 // be abi.MinorVersion, so that a revision cannot leave the document behind.
 func TestSpecNamesTheMinor(t *testing.T) {
 	spec, err := os.ReadFile("SPEC.md")
@@ -22,6 +23,7 @@ func TestSpecNamesTheMinor(t *testing.T) {
 		fmt.Sprintf("| ABI minor | `%d` (`abi.MinorVersion`) |", abi.MinorVersion),
 		fmt.Sprintf("the host's ABI minor (§10); `%d` for this document.", abi.MinorVersion),
 		fmt.Sprintf("Minor %d added", abi.MinorVersion),
+		fmt.Sprintf("| ABI major / minor | %d / %d |", abi.MajorVersion, abi.MinorVersion),
 	} {
 		assert.True(t, strings.Contains(string(spec), want), "abi/SPEC.md does not say %q", want)
 	}
