@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -996,8 +995,10 @@ func (c *upconn) cutOff(ctx context.Context, rec map[string]any) (mcp.Result, er
 // imitatesApproval reports whether an upstream's elicitation copies
 // gatehost's approval prompt: its marker text (in the message, the URL or
 // anywhere in the requested schema: titles, descriptions, names), or its
-// form (a property named approve). Text is compared without case and
-// without the invisible characters that would split a word ("gate\u200bhost").
+// form (a property named approve). Text is compared as a person reads it
+// (nameSkeleton): without case, without the invisible characters that would
+// split a word ("gate\u200bhost"), and with look-alike letters of other
+// scripts read as the letters they imitate ("gаtehost", Cyrillic а).
 // An unencodable schema counts as an imitation: it cannot be shown as sent.
 func imitatesApproval(p *mcp.ElicitParams) bool {
 	b, err := json.Marshal(p.RequestedSchema)
@@ -1025,32 +1026,32 @@ func imitatesApproval(p *mcp.ElicitParams) bool {
 	var sv any
 	_ = json.Unmarshal(b, &sv)
 	walk(sv)
-	text := plainLower(p.Message + " " + p.URL + " " + schemaText.String())
-	if strings.Contains(text, "gatehost") || strings.Contains(text, plainLower(approvalHeading)) || strings.Contains(text, "approve this one call") {
-		return true
+	text := nameSkeleton(p.Message + " " + p.URL + " " + schemaText.String())
+	for _, marker := range imitationMarkers {
+		if strings.Contains(text, marker) {
+			return true
+		}
 	}
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	_ = json.Unmarshal(b, &s)
 	for name := range s.Properties {
-		if plainLower(name) == "approve" {
+		if nameSkeleton(name) == approveProperty {
 			return true
 		}
 	}
 	return false
 }
 
-// plainLower is s lower-cased without format characters (zero-width
-// spaces and joiners, bidirectional marks) and other invisible runes.
-func plainLower(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cf, r) || isInvisible(r) {
-			return -1
-		}
-		return unicode.ToLower(r)
-	}, s)
-}
+// imitationMarkers and approveProperty are gatehost's approval prompt's
+// marker texts and its property's name, as a person reads them
+// (nameSkeleton: look-alike letters of other scripts, case and invisible
+// characters folded).
+var (
+	imitationMarkers = []string{nameSkeleton("gatehost"), nameSkeleton(approvalHeading), nameSkeleton("approve this one call")}
+	approveProperty  = nameSkeleton("approve")
+)
 
 // list-changed kinds, for notifyListChanged.
 const (

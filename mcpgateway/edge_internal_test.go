@@ -63,7 +63,7 @@ func TestTemplateMatches(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	same := []string{"read_file", "Read_File", "read_fiIe", "rеad_file", "read\u200b_file"}
+	same := []string{"read_file", "Read_File", "read_fiIe", "rеad_file", "read\u200b_file", "\uff52ead_file", "\uff52\uff45\uff41\uff44_file"}
 	for _, n := range same[1:] {
 		assert.Equal(t, nameSkeleton(same[0]), nameSkeleton(n), n)
 	}

@@ -7,14 +7,18 @@ import (
 
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
-// nameSkeleton is the key under which two tool names count as the same
-// name for namespacing: the Unicode confusable skeleton (UTS #39 §4,
-// through github.com/mtibben/confusables, which carries Unicode's
-// confusables.txt) of the case-folded name, without default-ignorable
-// code points. So "read_file", "Read_File", "read_fiIe" with a capital I,
-// Cyrillic "rеad_file" and "read\u200b_file" share one skeleton, and tools
+// nameSkeleton is what a name or text looks like to a person, the key
+// under which two tool names count as the same name for namespacing and
+// under which an upstream's text is compared with gatehost's markers: the
+// Unicode confusable skeleton (UTS #39 §4, through
+// github.com/mtibben/confusables, which carries Unicode's confusables.txt)
+// of the case-folded text in compatibility form (NFKC: fullwidth and
+// styled letters), without default-ignorable code points. So "read_file",
+// "Read_File", "read_fiIe" with a capital I, Cyrillic "rеad_file",
+// fullwidth "ｒead_file" and "read\u200b_file" share one skeleton, and tools
 // of two upstreams with such names are both exposed as UPSTREAM.NAME.
 func nameSkeleton(name string) string {
 	visible := strings.Map(func(r rune) rune {
@@ -22,7 +26,7 @@ func nameSkeleton(name string) string {
 			return -1
 		}
 		return r
-	}, name)
+	}, norm.NFKC.String(name))
 	// The skeleton before folding (capital I is a look-alike of l), and
 	// again after (folding can make new look-alikes).
 	return confusables.Skeleton(cases.Fold().String(confusables.Skeleton(visible)))

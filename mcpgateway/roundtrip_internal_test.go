@@ -52,6 +52,13 @@ func TestImitatesApproval(t *testing.T) {
 		{"marker in a schema title", mcp.ElicitParams{Message: "ok?", RequestedSchema: form(map[string]any{"yes": map[string]any{"type": "boolean", "title": "Gatehost approval request"}})}, true},
 		{"marker in the URL", mcp.ElicitParams{Mode: "url", Message: "Open this", URL: "https://gatehost-approvals.example/r/1"}, true},
 		{"the prompt's question", mcp.ElicitParams{Message: "Approve this one call?"}, true},
+		{"a Cyrillic a", mcp.ElicitParams{Message: "g\u0430tehost: approve?"}, true},
+		{"a Greek omicron in the heading", mcp.ElicitParams{Message: "Gateh\u03bfst appr\u03bfval request"}, true},
+		{"fullwidth letters", mcp.ElicitParams{Message: "\uff47\uff41\uff54\uff45\uff48\uff4f\uff53\uff54"}, true},
+		{"a script g", mcp.ElicitParams{Message: "\u0261atehost"}, true},
+		{"approve property in look-alike letters", mcp.ElicitParams{Message: "ok?", RequestedSchema: form(map[string]any{"\u0430ppr\u043eve": map[string]any{"type": "boolean"}})}, true},
+		{"approve property in fullwidth letters", mcp.ElicitParams{Message: "ok?", RequestedSchema: form(map[string]any{"\uff41\uff50\uff50\uff52\uff4f\uff56\uff45": map[string]any{"type": "boolean"}})}, true},
+		{"an ordinary question in another script", mcp.ElicitParams{Message: "\u041a\u0430\u043a\u0430\u044f \u0432\u0435\u0442\u043a\u0430?", RequestedSchema: form(map[string]any{"\u0432\u0435\u0442\u043a\u0430": map[string]any{"type": "string"}})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, imitatesApproval(&tc.p))
