@@ -3,7 +3,9 @@
 // listing, when the configuration says so), pinned by the SHA-256 of its
 // canonical JSON. A tool whose current definition differs from its entry in
 // any model-visible field is denied for every session until an operator
-// approves it again.
+// approves it again. An upstream's instructions (the text of its
+// initialize result, which MCP clients give the model) are pinned the same
+// way, as the entry of the reserved tool name InstructionsTool.
 //
 // Three stores implement Store: NewMemory (one process), OpenFile (a JSON
 // lock file an operator can review and commit, shared by processes on one
@@ -58,6 +60,60 @@ const (
 	// MaxDefinitionBytes bounds one Definition.
 	MaxDefinitionBytes = 4 << 20
 )
+
+// InstructionsTool is the Tool of the entry that pins an upstream's
+// instructions. No exposed tool has this name: "@" is not a character of
+// an MCP tool name, and the gateway exposes no tool so named. Its
+// Definition is {"instructions": TEXT} (InstructionsDefinition), TEXT
+// non-empty and at most MaxInstructionsBytes.
+const InstructionsTool = "@instructions"
+
+// MaxInstructionsBytes bounds the instructions text an entry pins.
+const MaxInstructionsBytes = 64 << 10
+
+// InstructionsDefinition is the Definition pinning an upstream's
+// instructions text.
+func InstructionsDefinition(text string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Instructions string `json:"instructions"`
+	}{text}) // a string always encodes
+	return b
+}
+
+// Instructions returns the text e pins when it is an upstream's
+// instructions entry (Tool InstructionsTool), and whether it is one.
+func (e Entry) Instructions() (string, bool) {
+	if e.Tool != InstructionsTool {
+		return "", false
+	}
+	text, _ := instructionsText(e.Definition) // entries are checked when stored and read
+	return text, true
+}
+
+// instructionsText reads an instructions entry's definition: exactly one
+// member, "instructions", a non-empty string of at most
+// MaxInstructionsBytes.
+func instructionsText(def json.RawMessage) (string, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(def, &members); err != nil {
+		return "", fmt.Errorf("definition: %v", err)
+	}
+	raw, ok := members["instructions"]
+	if !ok || len(members) != 1 {
+		return "", errors.New(`definition: an instructions entry holds the member "instructions" and no other`)
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return "", errors.New("definition: instructions is not a string")
+	}
+	switch {
+	case text == "":
+		return "", errors.New("definition: instructions is empty")
+	case len(text) > MaxInstructionsBytes:
+		return "", fmt.Errorf("definition: instructions of %d bytes, more than %d", len(text), MaxInstructionsBytes)
+	}
+	return text, nil
+}
 
 // Key names one tool of one upstream: the upstream's configured name and the tool's name at that upstream.
 type Key struct{ Upstream, Tool string }
@@ -132,7 +188,9 @@ func canonical(def json.RawMessage) ([]byte, error) {
 // Validate checks e as every store does on write and on read: Upstream,
 // Tool and ApprovedBy are non-empty text of at most MaxNameBytes (valid
 // UTF-8, no control characters); Definition is a JSON object of at most
-// MaxDefinitionBytes whose "name" member, if any, is Tool; Digest is its
+// MaxDefinitionBytes whose "name" member, if any, is Tool (for
+// InstructionsTool: {"instructions": TEXT}, TEXT non-empty and at most
+// MaxInstructionsBytes); Digest is its
 // digest; ApprovedAt is set and within years 1 to 9999 (UTC). Errors wrap
 // ErrInvalid and name the entry and the field.
 func (e Entry) Validate() error {
@@ -167,6 +225,11 @@ func (e Entry) check() error {
 		}
 		if name != e.Tool {
 			return fail("definition: name %q is not the tool's", cut(name))
+		}
+	}
+	if e.Tool == InstructionsTool {
+		if _, err := instructionsText(c); err != nil {
+			return fail("%v", err)
 		}
 	}
 	sum := sha256.Sum256(c)

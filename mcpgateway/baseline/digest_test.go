@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,50 @@ func TestDigestRefuses(t *testing.T) {
 		_, err := baseline.Digest(json.RawMessage(s))
 		assert.ErrorIs(t, err, baseline.ErrInvalid, "%q", s)
 	}
+}
+
+// TestInstructionsEntry: an upstream's instructions are pinned as the
+// entry of the reserved tool name, {"instructions": TEXT} with TEXT
+// non-empty and at most MaxInstructionsBytes; every store refuses any
+// other definition under that name, on write and on read.
+func TestInstructionsEntry(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		def  json.RawMessage
+		want string // "" valid; else part of the error
+	}{
+		{"text", baseline.InstructionsDefinition("Use list_notes first.\n<b>&</b>"), ""},
+		{"longest", baseline.InstructionsDefinition(strings.Repeat("x", baseline.MaxInstructionsBytes)), ""},
+		{"too long", baseline.InstructionsDefinition(strings.Repeat("x", baseline.MaxInstructionsBytes+1)), "more than 65536"},
+		{"empty", baseline.InstructionsDefinition(""), "instructions is empty"},
+		{"not a string", json.RawMessage(`{"instructions":["a"]}`), "not a string"},
+		{"another member", json.RawMessage(`{"instructions":"a","description":"b"}`), "no other"},
+		{"a tool's definition", json.RawMessage(`{"name":"@instructions","inputSchema":{"type":"object"}}`), "no other"},
+		{"no member", json.RawMessage(`{}`), "no other"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := baseline.NewEntry("notes", baseline.InstructionsTool, tc.def, "operator:test", at)
+			if tc.want != "" {
+				assert.ErrorIs(t, err, baseline.ErrInvalid)
+				assert.ErrorContains(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			text, ok := e.Instructions()
+			assert.True(t, ok)
+			var want struct{ Instructions string }
+			require.NoError(t, json.Unmarshal(tc.def, &want))
+			assert.Equal(t, want.Instructions, text)
+			set, err := baseline.NewMemory().Approve(t.Context(), []baseline.Entry{e})
+			require.NoError(t, err)
+			got, ok := set.Get(baseline.Key{Upstream: "notes", Tool: baseline.InstructionsTool})
+			require.True(t, ok)
+			assert.Equal(t, e.Digest, got.Digest)
+		})
+	}
+	e, err := baseline.NewEntry("notes", "read_note", json.RawMessage(`{"name":"read_note"}`), "operator:test", at)
+	require.NoError(t, err)
+	_, ok := e.Instructions()
+	assert.False(t, ok, "a tool's entry pins no instructions")
 }
