@@ -99,18 +99,13 @@ func (g *Gateway) relistUnless(ctx context.Context, c *upconn, cs *mcp.ClientSes
 			k := baseline.Key{Upstream: c.u.Name, Tool: t.Name}
 			if _, ok := set.Get(k); !ok && g.trustedAtFirstListing(c.u.Name, t.Name) {
 				first = append(first, baseline.Entry{Upstream: c.u.Name, Tool: t.Name, Digest: l.digests[t.Name],
-					Definition: l.defs[t.Name], ApprovedBy: "first_listing", ApprovedAt: time.Now().UTC()})
+					Definition: l.defs[t.Name], ApprovedBy: baseline.ApprovedByFirstListing, ApprovedAt: time.Now().UTC()})
 			}
 		}
 	}
 	if len(first) > 0 {
-		if set, err = g.opts.Baseline.AddIfAbsent(ctx, first); err != nil {
+		if set, err = g.pinFirst(ctx, first); err != nil {
 			return fmt.Errorf("trust baseline: %w", err)
-		}
-		for _, e := range first {
-			if got, _ := set.Get(baseline.Key{Upstream: e.Upstream, Tool: e.Tool}); got.Digest == e.Digest {
-				g.recordEdge(kindBaselineApproved, map[string]any{"upstream": e.Upstream, "tool": e.Tool, "digest": e.Digest, "approved_by": e.ApprovedBy})
-			}
 		}
 	}
 	if set, err = g.repinWireForm(ctx, c.u.Name, l, set); err != nil {
@@ -232,6 +227,23 @@ func sdkDefaultsOnly(pinned, listed json.RawMessage) bool {
 	return len(changes) > 0
 }
 
+// pinFirst takes into the baseline the entries of a first listing (or
+// first sight) whose key it holds nothing for, and records each that
+// took (mcp_tool_approved, by first_listing); of two gateways pinning at
+// once, exactly one's entry is kept. It returns the baseline after.
+func (g *Gateway) pinFirst(ctx context.Context, first []baseline.Entry) (*baseline.Set, error) {
+	set, err := g.opts.Baseline.AddIfAbsent(ctx, first)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range first {
+		if got, _ := set.Get(e.Key()); got.Digest == e.Digest {
+			g.recordEdge(kindBaselineApproved, map[string]any{"upstream": e.Upstream, "tool": e.Tool, "digest": e.Digest, "approved_by": e.ApprovedBy})
+		}
+	}
+	return set, nil
+}
+
 // trustedAtFirstListing reports whether the config names the tool in
 // CoreTools or ActivateOnList ("*", its name, or its id mcp.UPSTREAM:NAME):
 // such a tool with no baseline entry yet is taken into the baseline as
@@ -255,7 +267,15 @@ func (g *Gateway) noteDrift(upstream, tool string, e baseline.Entry, digest stri
 	// only the one whose connection saw the change: another session's
 	// connection may reach the same server and not have listed since.
 	g.suspended.Store(upstream+"\x00"+tool, e.Digest)
-	key := upstream + "\x00" + tool + "\x00" + digest
+	g.recordDrift(e, digest, def, "mcp gateway: tool differs from its trust baseline; every call is denied until an operator approves it")
+}
+
+// recordDrift logs (as msg) and records (mcp_tool_drifted), once per
+// gateway for each new definition, that an upstream offers something
+// otherwise than its baseline entry e — a tool, or its instructions —
+// with what changed.
+func (g *Gateway) recordDrift(e baseline.Entry, digest string, def json.RawMessage, msg string) {
+	key := e.Upstream + "\x00" + e.Tool + "\x00" + digest
 	if _, seen := g.driftSeen.LoadOrStore(key, true); seen {
 		return
 	}
@@ -264,9 +284,8 @@ func (g *Gateway) noteDrift(upstream, tool string, e baseline.Entry, digest stri
 	for _, ch := range changes {
 		paths = append(paths, ch.Path)
 	}
-	g.opts.Logger.Warn("mcp gateway: tool differs from its trust baseline; every call is denied until an operator approves it",
-		"upstream", upstream, "tool", tool, "changed", strings.Join(paths, " "))
-	g.recordEdge(kindToolDrifted, map[string]any{"upstream": upstream, "tool": tool,
+	g.opts.Logger.Warn(msg, "upstream", e.Upstream, "tool", e.Tool, "changed", strings.Join(paths, " "))
+	g.recordEdge(kindToolDrifted, map[string]any{"upstream": e.Upstream, "tool": e.Tool,
 		"baseline_digest": e.Digest, "listed_digest": digest, "changes": changes})
 }
 
