@@ -98,6 +98,9 @@ func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]ro
 		if !ok {
 			continue // an upstream no longer configured
 		}
+		if _, instr := e.Instructions(); instr {
+			continue // an upstream's instructions, not a tool
+		}
 		var t mcp.Tool
 		if err := json.Unmarshal(e.Definition, &t); err != nil || t.Name != e.Tool {
 			g.opts.Logger.Warn("mcp gateway: baseline entry not usable; tool left out", "upstream", e.Upstream, "tool", e.Tool)

@@ -411,12 +411,11 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 		return nil, err
 	}
 	ir := res.(*mcp.InitializeResult)
-	caps, instructions, info, err := d.connectUpstreams(ctx)
+	// The server info is gatehost's own (the SDK's answer): an
+	// upstream's is not pinned, and the client speaks to gatehost.
+	caps, instructions, err := d.connectUpstreams(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if info != nil {
-		ir.ServerInfo = info
 	}
 	ir.Capabilities = caps
 	ir.Instructions = instructions
@@ -426,12 +425,12 @@ func (d *downstream) initialize(ctx context.Context, method string, req mcp.Requ
 // connectUpstreams connects the session's upstreams, checks the config's
 // tool names, creates the gatehost session, and returns what the gateway
 // offers the client: the upstreams' capabilities merged
-// (mergeCapabilities), their instructions, and the server info of a lone
-// upstream (nil with several).
-func (d *downstream) connectUpstreams(ctx context.Context) (*mcp.ServerCapabilities, string, *mcp.Implementation, error) {
+// (mergeCapabilities) and their instructions as the trust baseline pins
+// them, each labelled with its upstream's name (pinnedInstructions,
+// labelInstructions).
+func (d *downstream) connectUpstreams(ctx context.Context) (*mcp.ServerCapabilities, string, error) {
 	id := d.sessionID()
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
-	var info *mcp.Implementation
 	var instructions []string
 	for _, c := range d.conns() {
 		cs, err := c.session(ctx)
@@ -445,21 +444,22 @@ func (d *downstream) connectUpstreams(ctx context.Context) (*mcp.ServerCapabilit
 			continue
 		}
 		mergeCapabilities(caps, r.Capabilities, c.shared())
-		if r.Instructions != "" {
-			instructions = append(instructions, r.Instructions)
+		text, err := d.g.pinnedInstructions(ctx, c, cs)
+		if err != nil {
+			d.g.opts.Logger.Warn("mcp gateway: upstream's instructions left out", "upstream", c.u.Name, "session", id, "error", err)
 		}
-		if len(d.conns()) == 1 && r.ServerInfo != nil {
-			info = r.ServerInfo
+		if text != "" {
+			instructions = append(instructions, labelInstructions(c.u.Name, text))
 		}
 	}
 	if err := d.g.checkNames(d); err != nil {
-		return nil, "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gatehost mcp gateway: " + err.Error()}
+		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "gatehost mcp gateway: " + err.Error()}
 	}
 	if err := d.g.createSession(ctx, id); err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
 	d.created.Store(true)
-	return caps, strings.Join(instructions, "\n\n"), info, nil
+	return caps, strings.Join(instructions, "\n\n"), nil
 }
 
 // mergeCapabilities adds what an upstream offers, except tools, which the

@@ -68,7 +68,7 @@ func TestNames(t *testing.T) {
 		assert.Equal(t, nameSkeleton(same[0]), nameSkeleton(n), n)
 	}
 	assert.NotEqual(t, nameSkeleton("read_file"), nameSkeleton("write_file"))
-	for _, n := range []string{"", "a\u202eb", "a\u200bb", "a\x00", "   ", "\xff"} {
+	for _, n := range []string{"", "a\u202eb", "a\u200bb", "a\x00", "   ", "\xff", "@instructions"} {
 		assert.NotEmpty(t, badToolName(n), "%q", n)
 	}
 	assert.Empty(t, badToolName("read_file"))

@@ -41,3 +41,7 @@ func SetKeptIdle(g *Gateway, d time.Duration, now func() time.Time) (kept func()
 	}
 	return g.kept.count, g.kept.expire
 }
+
+// LabelInstructions is an upstream's instructions as a client is shown
+// them.
+var LabelInstructions = labelInstructions

@@ -8,6 +8,8 @@ import (
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
 
 // nameSkeleton is what a name or text looks like to a person, the key
@@ -43,10 +45,14 @@ func isInvisible(r rune) bool {
 // badToolName says why an upstream's tool name is not exposed at all, or
 // "" when it is acceptable: a name a person cannot read as it is —
 // control or invisible characters, invalid UTF-8, or no visible
-// character — could be shown as something it is not.
+// character — could be shown as something it is not; and the name under
+// which the trust baseline pins an upstream's instructions.
 func badToolName(name string) string {
-	if name == "" {
+	switch name {
+	case "":
 		return "empty name"
+	case baseline.InstructionsTool:
+		return "the name the trust baseline keeps for the upstream's instructions"
 	}
 	if !utf8.ValidString(name) {
 		return "not valid UTF-8"

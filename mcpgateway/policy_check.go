@@ -150,7 +150,9 @@ func (g *Gateway) unlistedUpstreams(set *baseline.Set) []string {
 	has := map[string]bool{}
 	if set != nil {
 		for _, e := range set.Entries() {
-			has[e.Upstream] = true
+			if _, instr := e.Instructions(); !instr {
+				has[e.Upstream] = true
+			}
 		}
 	}
 	var out []string

@@ -20,7 +20,9 @@ const (
 	ReviewChanged  = "changed"  // the baseline holds another definition
 )
 
-// ToolReview is one listed tool as an operator reviews it before approving.
+// ToolReview is one listed tool as an operator reviews it before approving,
+// or an upstream's instructions: Tool baseline.InstructionsTool
+// ("@instructions"), Definition {"instructions": TEXT}.
 type ToolReview struct {
 	Upstream string `json:"upstream"`
 	Tool     string `json:"tool"`
@@ -42,9 +44,11 @@ type UpstreamError struct {
 }
 
 // ReviewBaseline starts every upstream once (bounded as a session's
-// connection is), lists its tools and compares each with the trust
-// baseline. It changes nothing: no tool enters the baseline by being
-// reviewed. Upstreams that fail are reported, not fatal; the error is for
+// connection is), lists its tools and compares each, and the instructions
+// it gives, with the trust baseline. It changes nothing: nothing enters
+// the baseline by being reviewed. Instructions over
+// baseline.MaxInstructionsBytes, which are never shown, are not reviewed
+// (logged). Upstreams that fail are reported, not fatal; the error is for
 // a baseline that cannot be read.
 func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamError, error) {
 	set, err := g.opts.Baseline.Load(ctx)
@@ -58,22 +62,18 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 	var out []ToolReview
 	var failed []UpstreamError
 	for _, c := range d.conns() {
-		tools, err := c.listOnce(ctx)
+		tools, instructions, err := c.listOnce(ctx)
 		if err != nil {
 			failed = append(failed, UpstreamError{Upstream: c.u.Name, Error: err.Error()})
 			continue
 		}
-		for _, w := range tools {
-			t, def := w.v, w.raw
-			if t == nil || badToolName(t.Name) != "" {
-				continue
-			}
+		review := func(name string, def json.RawMessage) {
 			digest, err := baseline.Digest(def)
 			if err != nil {
-				continue
+				return
 			}
-			r := ToolReview{Upstream: c.u.Name, Tool: t.Name, Status: ReviewNew, Digest: digest, Definition: def}
-			if e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: t.Name}); ok {
+			r := ToolReview{Upstream: c.u.Name, Tool: name, Status: ReviewNew, Digest: digest, Definition: def}
+			if e, ok := set.Get(baseline.Key{Upstream: c.u.Name, Tool: name}); ok {
 				r.Status = ReviewApproved
 				if e.Digest != digest {
 					r.Status, r.Changes = ReviewChanged, baseline.Diff(e.Definition, def)
@@ -81,22 +81,35 @@ func (g *Gateway) ReviewBaseline(ctx context.Context) ([]ToolReview, []UpstreamE
 			}
 			out = append(out, r)
 		}
+		for _, w := range tools {
+			if w.v != nil && badToolName(w.v.Name) == "" {
+				review(w.v.Name, w.raw)
+			}
+		}
+		if instructions != "" && !g.instructionsTooLong(c.u.Name, instructions) {
+			review(baseline.InstructionsTool, baseline.InstructionsDefinition(instructions))
+		}
 	}
 	return out, failed, nil
 }
 
 // listOnce connects to the upstream, reads its tools within the listing
-// bounds, and closes the connection; nothing is published.
-func (c *upconn) listOnce(ctx context.Context) ([]wire[*mcp.Tool], error) {
+// bounds and the instructions of its initialize result, and closes the
+// connection; nothing is published.
+func (c *upconn) listOnce(ctx context.Context) ([]wire[*mcp.Tool], string, error) {
 	cctx, cancel := context.WithTimeout(ctx, c.g.opts.ConnectTimeout)
 	defer cancel()
 	cs, _, err := c.connect(cctx, false)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
+		return nil, "", fmt.Errorf("%w %s: %w", ErrUpstream, c.u.Name, err)
 	}
 	defer func() { _ = cs.Close() }()
+	instructions := ""
+	if r := cs.InitializeResult(); r != nil {
+		instructions = r.Instructions
+	}
 	tools, _, err := listWireTools(cctx, c.g.opts, cs)
-	return tools, err
+	return tools, instructions, err
 }
 
 // ErrNotReviewed: ApproveBaseline was given a tool the review does not

@@ -215,7 +215,7 @@ func (d *downstream) begin(ctx context.Context, req mcp.Request, v string) error
 			d.close()
 		}()
 	}
-	offered, instructions, _, err := d.connectUpstreams(ctx)
+	offered, instructions, err := d.connectUpstreams(ctx)
 	if err == nil && d.perRequest {
 		// A session that is one request has listed nothing; what the
 		// client listed in another request is what a listing shows now,

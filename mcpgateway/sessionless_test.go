@@ -94,13 +94,20 @@ func TestSessionlessRevision(t *testing.T) {
 // over HTTP (every request alone), with opts.
 func sessionlessClient(t *testing.T, g *mcpgateway.Gateway, transport string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return clientAt(t, g, transport, sessionlessRevision, opts)
+}
+
+// clientAt connects a client at revision version to g, over stdio or over
+// Streamable HTTP, with opts.
+func clientAt(t *testing.T, g *mcpgateway.Gateway, transport, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	if transport == "stdio" {
-		return connectAt(t, g, opts, sessionlessRevision)
+		return connectAt(t, g, opts, version)
 	}
 	gw := httptest.NewServer(g.Handler())
 	t.Cleanup(gw.Close)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: gw.URL}, &mcp.ClientSessionOptions{ProtocolVersion: sessionlessRevision})
+		&mcp.StreamableClientTransport{Endpoint: gw.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs

@@ -72,7 +72,8 @@ func asJSON(t *testing.T, v any) string {
 
 // TestTransparency: @modelcontextprotocol/server-everything, configured
 // session_scoped, answers the same through the gateway as directly, for
-// every method that is not tools/call; and what it asks of the client
+// every method that is not tools/call (its instructions labelled with its
+// name, the server info gatehost's); and what it asks of the client
 // (sampling, elicitation, progress) reaches the client through the
 // gateway. TestTransparencyShared is the same server shared.
 func TestTransparency(t *testing.T) {
@@ -88,9 +89,13 @@ func TestTransparency(t *testing.T) {
 	rec := &recorder{}
 	gw := connect(t, g, rec.options())
 
-	assert.Equal(t, direct.InitializeResult().ServerInfo.Name, gw.InitializeResult().ServerInfo.Name)
+	// The server info is gatehost's, and the instructions are the
+	// upstream's as pinned at first sight, labelled with its name
+	// (TestInstructionsPinned).
+	assert.Equal(t, "gatehost", gw.InitializeResult().ServerInfo.Name)
 	assert.Equal(t, asJSON(t, direct.InitializeResult().Capabilities.Resources), asJSON(t, gw.InitializeResult().Capabilities.Resources))
-	assert.Equal(t, direct.InitializeResult().Instructions, gw.InitializeResult().Instructions)
+	require.NotEmpty(t, direct.InitializeResult().Instructions)
+	assert.Equal(t, mcpgateway.LabelInstructions("everything", direct.InitializeResult().Instructions), gw.InitializeResult().Instructions)
 
 	require.NoError(t, gw.Ping(ctx, nil))
 	for _, tc := range []struct {

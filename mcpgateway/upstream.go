@@ -116,6 +116,13 @@ func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 			_ = cs.Close()
 		}
 	}
+	if err == nil {
+		// Pinned at first sight, or recorded as drift, when it connects
+		// (a restarted process too), not only when a session begins.
+		if _, ierr := c.g.pinnedInstructions(cctx, c, cs); ierr != nil {
+			c.g.opts.Logger.Warn("mcp gateway: upstream's instructions not checked", "upstream", c.u.Name, "error", ierr)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {

@@ -44,7 +44,11 @@ var noteSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":
 type hooks struct{ started, cancelled chan struct{} }
 
 func newTestUpstream(hk *hooks) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
+	var opts *mcp.ServerOptions
+	if text := os.Getenv(instructionsEnv); text != "" {
+		opts = &mcp.ServerOptions{Instructions: text}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, opts)
 	var mu sync.Mutex
 	notes := map[string]string{}
 	text := func(s string) *mcp.CallToolResult {
@@ -230,6 +234,9 @@ const (
 	promptsEnv = "GATEHOST_TEST_UPSTREAM_PROMPTS" // comma-separated prompt names
 	nameEnv    = "GATEHOST_TEST_UPSTREAM_NAME"
 	pidsEnv    = "GATEHOST_TEST_UPSTREAM_PIDS" // a file each process appends its pid to
+	// instructionsEnv is the instructions of the upstream's initialize
+	// result (none when unset).
+	instructionsEnv = "GATEHOST_TEST_UPSTREAM_INSTRUCTIONS"
 )
 
 // upstreamVariant is variant, for tests outside this file.

@@ -14,12 +14,14 @@ import (
 
 const mcpApproveUsage = `Usage: gatehost mcp approve [flags] [--yes] [--tool TOOL]... [-- UPSTREAM-COMMAND...]
 
-Review the tools the config's MCP upstreams list against the gateway's trust
-baseline (mcp.baseline.path, or the lock file beside sessions.path), and with
---yes approve them: each --tool (UPSTREAM:TOOL, or a tool name one upstream
-lists), or without --tool every new or changed one. Approved definitions are
-what every gateway session is shown and decided against; each approval is
-recorded in the event log. Without --yes nothing is written.
+Review the tools the config's MCP upstreams list, and the instructions each
+gives (as UPSTREAM:@instructions), against the gateway's trust baseline
+(mcp.baseline.path, or the lock file beside sessions.path), and with --yes
+approve them: each --tool (UPSTREAM:TOOL, UPSTREAM:@instructions, or a name
+one upstream lists), or without --tool every new or changed one. Approved
+definitions and instructions are what every gateway session is shown and
+decided against; each approval is recorded in the event log. Without --yes
+nothing is written.
 
 Exit codes: 0 reviewed (and approved with --yes); 1 an upstream could not be
 listed; 2 usage, config or baseline error.
@@ -31,7 +33,7 @@ func cmdMCPApprove(ctx context.Context, args []string, stdout, stderr io.Writer)
 	upstreamName := fs.String("upstream-name", "upstream", "name of the upstream given after --")
 	yes := fs.Bool("yes", false, "write the approvals (without it, only review)")
 	by := fs.String("by", "", "who approves, recorded with each entry (default operator:$USER)")
-	tools := fs.StringArray("tool", nil, "a tool to approve: UPSTREAM:TOOL, or a name one upstream lists (repeat it; none: every new or changed tool)")
+	tools := fs.StringArray("tool", nil, "a tool to approve: UPSTREAM:TOOL, UPSTREAM:@instructions, or a name one upstream lists (repeat it; none: every new or changed one)")
 	if code, done := fs.parse(args, func(int) bool { return true }); done {
 		return code
 	}
