@@ -478,10 +478,12 @@ func bearerOf(r *http.Request, p *abi.Principal) string {
 	return tok
 }
 
-// credTransport sets an upstream's credentials on each request to it.
+// credTransport sets an upstream's credentials on each request to it, and
+// bounds what the answer's body may hold (limit: messageLimit.boundBody).
 type credTransport struct {
-	c    *upconn
-	base http.RoundTripper
+	c     *upconn
+	base  http.RoundTripper
+	limit *messageLimit
 }
 
 func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -500,7 +502,11 @@ func (t credTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		r2.Header.Set("Authorization", "Bearer "+tok)
 	}
-	return t.base.RoundTrip(r2)
+	resp, err := t.base.RoundTrip(r2)
+	if err == nil {
+		t.limit.boundBody(resp)
+	}
+	return resp, err
 }
 
 // exchanged is the session's token for the upstream (nil error and ""

@@ -221,6 +221,10 @@ func newUpstreamHTTP(base http.RoundTripper, maxSessions int) *http.Transport {
 		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 	}
+	// An answer's header is bounded as its body is (upbound.go).
+	if t.MaxResponseHeaderBytes <= 0 || t.MaxResponseHeaderBytes > maxUpstreamHeaderBytes {
+		t.MaxResponseHeaderBytes = maxUpstreamHeaderBytes
+	}
 	const most = 1 << 16
 	t.MaxIdleConnsPerHost = 2 * min(max(maxSessions, 1), most/2)
 	t.MaxIdleConns = min(max(t.MaxIdleConns, 4*t.MaxIdleConnsPerHost), 4*most)

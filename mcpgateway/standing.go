@@ -38,7 +38,7 @@ const (
 // an event stream, offers none: listen returns and calls list first.
 func (c *upconn) listen(cs *mcp.ClientSession, w *upstreamConn) {
 	ctx := c.liveContext(cs)
-	client := &http.Client{Transport: credTransport{c: c, base: c.g.upstreamHTTP}}
+	client := &http.Client{Transport: credTransport{c: c, base: c.g.upstreamHTTP, limit: w.limit}}
 	version := sessionRevision
 	if r := cs.InitializeResult(); r != nil {
 		version = r.ProtocolVersion

@@ -744,6 +744,9 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 	if err != nil {
 		return errorResult(runID, "gatehost: accepted, but %v; nothing was sent", err), nil
 	}
+	// wire tells whether the connection is closed for an upstream message
+	// over the bound (upbound.go).
+	wire := up.wireOf(cs)
 	cctx, cancel := context.WithTimeout(ctx, d.g.opts.CallTimeout)
 	defer cancel()
 	// A connection dropped mid-call (an upstream cut off, another
@@ -767,6 +770,7 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 		return cs.CallTool(context.WithValue(cctx, postRefusalKey{}, &posted), params)
 	}
 	res, err := recovered(callUpstream)
+	var tooLarge *MessageTooLargeError
 	if again && posted.refused.Load() && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
 		return nil, &sessionRefused{cs: cs}
 	}
@@ -786,6 +790,11 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 	case err == nil:
 	case ctx.Err() != nil:
 		return nil, context.Cause(ctx) // the client cancelled: the SDK answers nothing
+	case errors.As(err, &tooLarge), errors.As(wire.refusal(), &tooLarge):
+		// The upstream sent a message over the bound (upbound.go): its
+		// connection was closed, and it is logged.
+		up.closeIf(cs)
+		return errorResult(runID, "gatehost: %v; the call may or may not have run", tooLarge), nil
 	case live.Err() != nil:
 		return errorResult(runID, "gatehost: upstream %s was disconnected during the call; the call may or may not have run", up.u.Name), nil
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):

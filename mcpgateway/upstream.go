@@ -81,7 +81,12 @@ type upconn struct {
 // hangs while starting holds no caller past its deadline.
 func (c *upconn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if cs := c.current(); cs != nil {
-		return cs, nil
+		if c.wireOf(cs).refusal() == nil {
+			return cs, nil
+		}
+		// The connection refused a message over the bound (upbound.go):
+		// it is closed, if it has not noticed yet, and made anew.
+		c.closeIf(cs)
 	}
 	select {
 	case c.connecting <- struct{}{}:
@@ -200,6 +205,17 @@ func (c *upconn) hearsChanges() bool {
 	return w != nil && w.announces && w.hearing.Load() && c.listedUnder.Load() == c.streamOpens.Load()
 }
 
+// wireOf is the wire connection of cs while cs is the connection's
+// session, else nil.
+func (c *upconn) wireOf(cs *mcp.ClientSession) *upstreamConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != cs {
+		return nil
+	}
+	return c.wire
+}
+
 // currentWire is the wire connection of the connection's session, nil
 // when there is none.
 func (c *upconn) currentWire() *upstreamConn {
@@ -283,18 +299,21 @@ func (c *upconn) closeIf(cs *mcp.ClientSession) {
 // the caller starts once the session is the connection's.
 func (c *upconn) connect(ctx context.Context, standing bool) (*mcp.ClientSession, *upstreamConn, error) {
 	var t mcp.Transport
+	// Every message of the connection is read under one bound (upbound.go).
+	limit := newMessageLimit(c.u, c.g.opts)
 	if len(c.u.Command) > 0 {
 		cmd := exec.Command(c.u.Command[0], c.u.Command[1:]...)
 		cmd.Env = append(os.Environ(), c.u.Env...)
 		cmd.Stderr = os.Stderr
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = &commandTransport{cmd: cmd, terminate: 2 * time.Second, limit: limit}
 	} else {
 		// Credentials are set per request (credTransport): a token
-		// exchanged for the caller's is renewed as it expires.
-		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL,
-			HTTPClient: &http.Client{Transport: credTransport{c: c, base: c.g.upstreamHTTP}}}
+		// exchanged for the caller's is renewed as it expires. The SDK's
+		// own bound on an event is above the gateway's (upbound.go).
+		t = &mcp.StreamableClientTransport{Endpoint: c.u.URL, MaxEventSize: limit.bound + MessageFraming,
+			HTTPClient: &http.Client{Transport: credTransport{c: c, base: c.g.upstreamHTTP, limit: limit}}}
 	}
-	ut := &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }}
+	ut := &upstreamTransport{Transport: t, onToolsChanged: func() { c.changes.Add(1) }, limit: limit}
 	t = ut
 	var client *mcp.Client
 	if c.shared() {

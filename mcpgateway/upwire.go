@@ -38,6 +38,8 @@ type upstreamTransport struct {
 	mcp.Transport
 	onToolsChanged func()
 	standing       bool
+	// limit bounds each message the upstream sends (upbound.go).
+	limit *messageLimit
 	// conn is the connection Connect made.
 	conn *upstreamConn
 }
@@ -47,7 +49,12 @@ func (t *upstreamTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	t.conn = &upstreamConn{Connection: c, onToolsChanged: t.onToolsChanged}
+	t.conn = &upstreamConn{Connection: c, onToolsChanged: t.onToolsChanged, limit: t.limit}
+	if t.limit != nil {
+		conn := t.conn
+		closeConn := func() { _ = conn.Close() }
+		t.limit.closeConn.Store(&closeConn)
+	}
 	if t.standing {
 		t.conn.injected = make(chan jsonrpc.Message)
 		t.conn.closed = make(chan struct{})
@@ -60,6 +67,9 @@ type upstreamConn struct {
 	mcp.Connection
 	onToolsChanged func()
 	pending        sync.Map // jsonrpc.ID of a request sent → *rawCapture
+	// limit bounds each message read; once it refused one, Read returns
+	// its error and nothing more (upbound.go).
+	limit *messageLimit
 
 	// The standing stream (standing.go), when there is one: hearing while
 	// it is open; its messages come in on injected, the connection's own
@@ -102,6 +112,15 @@ func (c *upstreamConn) pump(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// refusal is the connection's refusal of a message over the bound, nil
+// while there is none (c may be nil).
+func (c *upstreamConn) refusal() error {
+	if c == nil {
+		return nil
+	}
+	return c.limit.err()
 }
 
 func (c *upstreamConn) Close() error {
@@ -150,8 +169,13 @@ func (c *upstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-c.closed:
-			return nil, mcp.ErrConnectionClosed
+			err = mcp.ErrConnectionClosed
 		}
+	}
+	if lerr := c.limit.err(); lerr != nil {
+		// What was read after a message over the bound (such as the
+		// SDK's own answer to the request it cut off) is not passed on.
+		return nil, lerr
 	}
 	if err != nil {
 		return m, err
