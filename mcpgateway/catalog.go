@@ -3,6 +3,7 @@ package mcpgateway
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -23,6 +24,8 @@ type route struct {
 	// def is the tool as the baseline pins it (as its upstream sent it):
 	// what the model is shown, under the exposed name.
 	def json.RawMessage
+	// id is the tool's catalog id.
+	id string
 }
 
 // exposedName is the wire name of an upstream's tool: its own name, or
@@ -66,7 +69,9 @@ func (g *Gateway) publishLocked(set *baseline.Set) error {
 				// One tool the catalog cannot hold (its name is another
 				// tool's id or alias) is left out; the rest go on.
 				g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "tool", t.ID, "error", err)
-				delete(routes, t.Name)
+				if r, ok := routes[t.Name]; ok && r.id == t.ID {
+					delete(routes, t.Name) // its own route: never another tool's
+				}
 			}
 		}
 		return nil
@@ -80,19 +85,15 @@ func (g *Gateway) publishLocked(set *baseline.Set) error {
 }
 
 // buildCatalog converts the definitions of set into catalog records under
-// their exposed names, and the routes to them.
+// their exposed names, and the routes to them. Every exposed name leads to
+// exactly one tool, whatever the upstreams list (exposeNames); a tool that
+// could still take another's name or id is left out, never the other.
 func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]route) {
 	upIndex := map[string]int{}
 	for i, u := range g.opts.Upstreams {
 		upIndex[u.Name] = i
 	}
-	type item struct {
-		up  int
-		def *mcp.Tool
-		raw json.RawMessage
-	}
-	var items []item
-	skeletons := map[string]map[int]bool{}
+	var items []exposure
 	for _, e := range set.Entries() {
 		i, ok := upIndex[e.Upstream]
 		if !ok {
@@ -101,48 +102,131 @@ func (g *Gateway) buildCatalog(set *baseline.Set) ([]catalog.Tool, map[string]ro
 		if _, instr := e.Instructions(); instr {
 			continue // an upstream's instructions, not a tool
 		}
-		var t mcp.Tool
-		if err := json.Unmarshal(e.Definition, &t); err != nil || t.Name != e.Tool {
+		u := g.opts.Upstreams[i]
+		var def mcp.Tool
+		if err := json.Unmarshal(e.Definition, &def); err != nil || def.Name != e.Tool {
 			g.opts.Logger.Warn("mcp gateway: baseline entry not usable; tool left out", "upstream", e.Upstream, "tool", e.Tool)
 			continue
 		}
-		items = append(items, item{i, &t, e.Definition})
-		sk := nameSkeleton(t.Name)
-		if skeletons[sk] == nil {
-			skeletons[sk] = map[int]bool{}
-		}
-		skeletons[sk][i] = true
-	}
-	var tools []catalog.Tool
-	routes := map[string]route{}
-	for _, it := range items {
-		u := g.opts.Upstreams[it.up]
-		collides := len(skeletons[nameSkeleton(it.def.Name)]) > 1
-		view, err := catalogView(it.raw)
+		view, err := catalogView(e.Definition)
 		var ts []catalog.Tool
 		if err == nil {
 			ts, err = catalog.Parse(view, catalog.ImportOptions{Format: catalog.FormatMCP, Server: u.Name})
 		}
 		if err != nil || len(ts) != 1 {
-			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", it.def.Name, "error", err)
+			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", def.Name, "error", err)
 			continue
 		}
-		t := ts[0]
-		t.Name = exposedName(u.Name, it.def.Name, collides)
+		items = append(items, exposure{up: i, upstream: u.Name, def: &def, raw: e.Definition, tool: ts[0]})
+	}
+	g.exposeNames(items)
+	var tools []catalog.Tool
+	routes := map[string]route{}
+	for _, it := range items {
+		if it.exposed == "" {
+			continue // left out by exposeNames, logged
+		}
+		u := g.opts.Upstreams[it.up]
+		t := it.tool
+		t.Name = it.exposed
 		if u.Trust == TrustUnverified {
 			t.Provenance = catalog.ProvenanceUnverified
 		}
+		var err error
 		if t.PolicyDigest, err = catalog.PolicyDigestOf(t); err != nil {
 			g.opts.Logger.Warn("mcp gateway: tool refused by the catalog; left out", "upstream", u.Name, "tool", it.def.Name, "error", err)
 			continue
 		}
-		if _, dup := routes[t.Name]; dup {
-			g.opts.Logger.Warn("mcp gateway: two tools would share one wire name; both are namespaced", "name", t.Name)
-		}
-		routes[t.Name] = route{upstream: it.up, name: it.def.Name, outputSchema: it.def.OutputSchema != nil, def: it.raw}
+		routes[t.Name] = route{upstream: it.up, name: it.def.Name, id: t.ID, outputSchema: it.def.OutputSchema != nil, def: it.raw}
 		tools = append(tools, t)
 	}
 	return tools, routes
+}
+
+// exposure is one pinned tool on its way to an exposed name.
+type exposure struct {
+	up       int // index in Options.Upstreams
+	upstream string
+	def      *mcp.Tool
+	raw      json.RawMessage
+	tool     catalog.Tool // as the catalog reads it; its ID is final
+	// exposed is the wire name: the tool's own, or UPSTREAM.NAME; ""
+	// when the tool is left out.
+	exposed string
+}
+
+// exposeNames gives each tool its exposed name (collision-only
+// namespacing, docs/MCP-GATEWAY.md "The edge: trust baseline, identity,
+// caps"), so that no upstream's listing can take a name another
+// upstream's tool is exposed under:
+//   - tools of two upstreams whose names a person could take for each
+//     other (nameSkeleton) are both namespaced, UPSTREAM.NAME;
+//   - a tool whose own name is, or could be taken for, another tool's
+//     namespaced name (an upstream listing "mail.send_email" beside the
+//     mail upstream's namespaced send_email), or is another tool's catalog
+//     id ("mcp.mail:send_email"), is namespaced too, and so on until no
+//     own name is another tool's namespaced name or id. An upstream's name
+//     has no dot, so two namespaced names are never the same;
+//   - a tool whose exposed name is still another tool's name or catalog
+//     id (only an upstream named "mcp" could namespace a name into the
+//     id form) is left out, never the tool whose name or id it is.
+//
+// Each namespacing for a reason other than a shared name, and each tool
+// left out, is logged with both upstreams and tools.
+func (g *Gateway) exposeNames(items []exposure) {
+	ups := map[string]map[int]bool{} // skeleton of an own name → upstreams listing it
+	for _, it := range items {
+		sk := nameSkeleton(it.def.Name)
+		if ups[sk] == nil {
+			ups[sk] = map[int]bool{}
+		}
+		ups[sk][it.up] = true
+	}
+	ids := map[string]int{} // catalog id → its tool
+	spaced := make([]bool, len(items))
+	for i, it := range items {
+		ids[it.tool.ID] = i
+		spaced[i] = len(ups[nameSkeleton(it.def.Name)]) > 1
+	}
+	for changed := true; changed; {
+		changed = false
+		taken := map[string]int{} // skeleton of a namespaced name → its tool
+		for i, it := range items {
+			if spaced[i] {
+				taken[nameSkeleton(exposedName(it.upstream, it.def.Name, true))] = i
+			}
+		}
+		for i, it := range items {
+			if spaced[i] {
+				continue
+			}
+			o, ok := taken[nameSkeleton(it.def.Name)]
+			if !ok {
+				o, ok = ids[it.def.Name]
+				ok = ok && o != i
+			}
+			if ok {
+				spaced[i], changed = true, true
+				g.opts.Logger.Warn("mcp gateway: a tool's name is, or looks like, another tool's namespaced name or id; it is namespaced too",
+					"upstream", it.upstream, "tool", it.def.Name, "exposed", exposedName(it.upstream, it.def.Name, true),
+					"other_upstream", items[o].upstream, "other_tool", items[o].def.Name)
+			}
+		}
+	}
+	owner := maps.Clone(ids) // an exposed name or catalog id → its tool
+	for i := range items {
+		items[i].exposed = exposedName(items[i].upstream, items[i].def.Name, spaced[i])
+	}
+	for i, it := range items {
+		if o, ok := owner[it.exposed]; ok && o != i {
+			items[i].exposed = ""
+			g.opts.Logger.Warn("mcp gateway: a tool's exposed name is another tool's name or id; left out",
+				"upstream", it.upstream, "tool", it.def.Name, "exposed", it.exposed,
+				"other_upstream", items[o].upstream, "other_tool", items[o].def.Name)
+			continue
+		}
+		owner[it.exposed] = i
+	}
 }
 
 // catalogMembers are the members of an MCP tool that the catalog reads
