@@ -6,7 +6,7 @@
 // The gateway speaks MCP through the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk): downstream over stdio
 // (ServeTransport with mcp.StdioTransport) or Streamable HTTP (Handler);
-// upstream to stdio commands it starts (mcp.CommandTransport) or Streamable
+// upstream to stdio commands it starts (commandTransport) or Streamable
 // HTTP URLs. Each downstream session gets its own gatehost session. A stdio
 // upstream is shared by the sessions (Upstream.Processes of it; each
 // session is given one), unless Upstream.SessionScoped; a URL upstream is
