@@ -101,7 +101,7 @@ func (l *messageLimit) err() error {
 	return nil
 }
 
-// bound wraps the body of an HTTP answer: an event stream is bounded per
+// boundBody wraps the body of an HTTP answer: an event stream is bounded per
 // event, any other body whole (a JSON answer, an error status's body).
 func (l *messageLimit) boundBody(resp *http.Response) {
 	if l == nil || resp.Body == nil || resp.Body == http.NoBody {
