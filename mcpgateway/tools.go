@@ -770,7 +770,6 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 		return cs.CallTool(context.WithValue(cctx, postRefusalKey{}, &posted), params)
 	}
 	res, err := recovered(callUpstream)
-	var tooLarge *MessageTooLargeError
 	if again && posted.refused.Load() && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
 		return nil, &sessionRefused{cs: cs}
 	}
@@ -786,6 +785,7 @@ func (d *downstream) forwardCallOn(ctx context.Context, up *upconn, name string,
 		params.InputResponses, params.RequestState = responses, res.RequestState
 		res, err = recovered(callUpstream)
 	}
+	var tooLarge *MessageTooLargeError
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
