@@ -153,7 +153,9 @@ func TestValidateNestedNames(t *testing.T) {
 // TestValidateLiterals: a value a policy compares that the catalog never
 // has is refused like a misspelt name: a Server id that is no upstream's
 // namespace, in the scope or a condition, and a string compared with
-// context.tool's effect, namespace or id that no tool has.
+// context.tool's effect, namespace, id or name, the resource's name,
+// source or provenance, or the principal's method that no tool or caller
+// has, on either side and in any set operation.
 func TestValidateLiterals(t *testing.T) {
 	tools, _ := githubTools(t)
 	s, err := policy.NewSchema(tools, githubClaims)
@@ -178,6 +180,28 @@ func TestValidateLiterals(t *testing.T) {
 			policy.Problem{Column: 55, Kind: policy.KindType, Name: "destructive"}},
 		{"a pattern no effect matches", `@id("p") forbid(principal, action, resource) when { context.tool.effect like "destr*" };`,
 			policy.Problem{Column: 79, Kind: policy.KindType, Name: "destr*"}},
+		{"a tool name no tool has", `@id("p") forbid(principal, action, resource) when { context.tool.name == "merge_pul_request" };`,
+			policy.Problem{Column: 75, Kind: policy.KindTool, Name: "merge_pul_request", Suggestion: "merge_pull_request"}},
+		{"a tool name on the left", `@id("p") forbid(principal, action, resource) when { "merge_pul_request" != context.tool.name };`,
+			policy.Problem{Column: 54, Kind: policy.KindTool, Name: "merge_pul_request", Suggestion: "merge_pull_request"}},
+		{"a tool id where the name is compared", `@id("p") forbid(principal, action, resource) when { context.tool.name == "mcp.github:merge_pull_request" };`,
+			policy.Problem{Column: 75, Kind: policy.KindTool, Name: "mcp.github:merge_pull_request", Suggestion: "merge_pull_request"}},
+		{"a tool name in a set", `@id("p") forbid(principal, action, resource) when { ["get_me", "merge_pul_request"].contains(context.tool.name) };`,
+			policy.Problem{Column: 65, Kind: policy.KindTool, Name: "merge_pul_request", Suggestion: "merge_pull_request"}},
+		{"a tool name in containsAny's argument", `@id("p") forbid(principal, action, resource) when { [context.tool.name].containsAny(["merge_pul_request"]) };`,
+			policy.Problem{Column: 87, Kind: policy.KindTool, Name: "merge_pul_request", Suggestion: "merge_pull_request"}},
+		{"a tool name in containsAny's receiver", `@id("p") forbid(principal, action, resource) when { ["merge_pul_request"].containsAny([context.tool.name]) };`,
+			policy.Problem{Column: 55, Kind: policy.KindTool, Name: "merge_pul_request", Suggestion: "merge_pull_request"}},
+		{"a tool name in containsAll", `@id("p") forbid(principal, action, resource) when { ["get_me", "merge_pul_request"].containsAll([context.tool.name]) };`,
+			policy.Problem{Column: 65, Kind: policy.KindTool, Name: "merge_pul_request", Suggestion: "merge_pull_request"}},
+		{"a pattern no tool name matches", `@id("p") forbid(principal, action, resource) when { context.tool.name like "deploy_*" };`,
+			policy.Problem{Column: 77, Kind: policy.KindTool, Name: "deploy_*"}},
+		{"an upstream source no tool has", `@id("p") forbid(principal, action, resource) when { resource.source == "githb" };`,
+			policy.Problem{Column: 73, Kind: policy.KindEntity, Name: "githb", Suggestion: "github"}},
+		{"a provenance no tool has", `@id("p") forbid(principal, action, resource) when { resource.provenance == "mcp_config{githb}" };`,
+			policy.Problem{Column: 77, Kind: policy.KindEntity, Name: "mcp_config{githb}", Suggestion: "mcp_config{github}"}},
+		{"a sign-in method no caller has", `@id("p") forbid(principal, action, resource) when { principal.method == "oicd" };`,
+			policy.Problem{Column: 74, Kind: policy.KindType, Name: "oicd", Suggestion: "oidc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.want.Line = 1
@@ -187,6 +211,9 @@ func TestValidateLiterals(t *testing.T) {
 	for _, text := range []string{
 		`@id("p") forbid(principal, action, resource == Server::"mcp.github") when { context.tool.effect == "non_idempotent" && context.tool.namespace == "mcp.github" && context.tool.id != "mcp.github:merge_pull_request" };`,
 		`@id("p") forbid(principal, action, resource) when { context.tool.effect like "non_*" && ["mcp.github"].contains(resource.name) && [context.tool.id].containsAny(["mcp.github:get_me"]) };`,
+		`@id("p") forbid(principal, action, resource) when { context.tool.name == "merge_pull_request" || ["get_me"].containsAny([context.tool.name]) || context.tool.name like "merge_*" };`,
+		`@id("p") forbid(principal, action, resource) when { resource.source == "github" && resource.provenance == "mcp_config{github}" && ["", "token"].contains(principal.method) };`,
+		`@id("p") forbid(principal, action, resource) when { principal.issuer == "https://id.example.com" && principal.subject == "anyone" };`,
 	} {
 		assert.Empty(t, s.Validate(mustSet(t, text)), text)
 	}
