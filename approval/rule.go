@@ -1,12 +1,15 @@
 package approval
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/editdist"
 )
 
 // An Approver names the principals who may approve: every field set must
@@ -95,6 +98,128 @@ func (r Rule) Check() error {
 		}
 	}
 	return nil
+}
+
+// ErrApproverMatchesNobody: an approver no principal of the configured
+// sign-ins can match (ApproverError), so nobody it was meant for can
+// ever approve.
+var ErrApproverMatchesNobody = errors.New("approval: an approver matches no principal that can sign in")
+
+// A SignIn is one way approvers sign in (approver tokens, an OIDC
+// provider): each principal it yields has Method and Issuer, a subject
+// among Subjects (nil: any) and claims among Claims.
+type SignIn struct {
+	// Name is how the operator configures it, for messages: "the
+	// approver tokens", "approvals.page.oidc".
+	Name           string
+	Method, Issuer string
+	Subjects       []string
+	Claims         []string
+}
+
+// ApproverError is approver Index of a rule, which no principal of the
+// configured sign-ins matches: Field ("method", "issuer", "subject" or
+// "claims") is the first whose Value rules every sign-in out, with the
+// value closest to it. It wraps ErrApproverMatchesNobody.
+type ApproverError struct {
+	Index        int
+	Field, Value string
+	Reason       string
+	Suggestion   string
+}
+
+func (e *ApproverError) Error() string {
+	msg := fmt.Sprintf("approvers[%d].%s: %q: %s", e.Index, e.Field, e.Value, e.Reason)
+	if e.Suggestion != "" {
+		msg += fmt.Sprintf("; did you mean %q?", e.Suggestion)
+	}
+	return msg
+}
+
+func (e *ApproverError) Unwrap() error { return ErrApproverMatchesNobody }
+
+// CheckSignIns reports the first approver that no principal of ins can
+// match (*ApproverError): a name in it that no sign-in has is a typo, and
+// the approver it meant could never approve.
+func (r Rule) CheckSignIns(ins []SignIn) error {
+	for i, a := range r.Approvers {
+		if err := a.checkSignIns(ins); err != nil {
+			err.Index = i
+			return err
+		}
+	}
+	return nil
+}
+
+func (a Approver) checkSignIns(ins []SignIn) *ApproverError {
+	c := ins
+	narrow := func(field, value string, keep func(SignIn) bool, of func(SignIn) []string, reason string) *ApproverError {
+		var kept []SignIn
+		var values []string
+		for _, in := range c {
+			if keep(in) {
+				kept = append(kept, in)
+			}
+			values = append(values, of(in)...)
+		}
+		if len(kept) > 0 {
+			c = kept
+			return nil
+		}
+		e := &ApproverError{Field: field, Value: value, Reason: reason}
+		e.Suggestion, _ = editdist.Closest(value, values)
+		return e
+	}
+	one := func(f func(SignIn) string) func(SignIn) []string {
+		return func(in SignIn) []string { return []string{f(in)} }
+	}
+	if a.Method != "" {
+		if e := narrow("method", a.Method, func(in SignIn) bool { return in.Method == a.Method },
+			one(func(in SignIn) string { return in.Method }), "no approver signs in with it ("+describe(c, func(in SignIn) string { return in.Method })+")"); e != nil {
+			return e
+		}
+	}
+	if a.Issuer != "" {
+		if e := narrow("issuer", a.Issuer, func(in SignIn) bool { return in.Issuer == a.Issuer },
+			one(func(in SignIn) string { return in.Issuer }), "no approver signs in with it ("+describe(c, func(in SignIn) string { return strconv.Quote(in.Issuer) })+")"); e != nil {
+			return e
+		}
+	}
+	if a.Subject != "" {
+		names := make([]string, len(c))
+		for i, in := range c {
+			names[i] = in.Name
+		}
+		if e := narrow("subject", a.Subject, func(in SignIn) bool { return in.Subjects == nil || slices.Contains(in.Subjects, a.Subject) },
+			func(in SignIn) []string { return in.Subjects }, "none of "+strings.Join(names, " and ")+" is named so"); e != nil {
+			return e
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Claims)) {
+		if e := narrow("claims", k, func(in SignIn) bool { return slices.Contains(in.Claims, k) },
+			func(in SignIn) []string { return in.Claims }, "no approver signs in with this claim ("+describe(c, func(in SignIn) string {
+				if len(in.Claims) == 0 {
+					return "no claim"
+				}
+				return strings.Join(in.Claims, ", ")
+			})+")"); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// describe says what each of ins has of a field: "the approver tokens:
+// token; approvals.page.oidc: oidc", or that no sign-in is configured.
+func describe(ins []SignIn, of func(SignIn) string) string {
+	if len(ins) == 0 {
+		return "no sign-in for approvers is configured"
+	}
+	parts := make([]string, len(ins))
+	for i, in := range ins {
+		parts[i] = in.Name + ": " + of(in)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // MayApprove reports whether p is an approver at all (ErrNotApprover),

@@ -41,8 +41,18 @@ func ApproverTokens(l *config.Loaded, extra string, agents *identity.Tokens) (*i
 // and calls that need a person are refused. An approver token's principal
 // (ApproverPrincipal) approves only while its token is one of approvers:
 // a token removed or replaced ends its sign-ins at the next request.
-func ApprovalRule(l *config.Loaded, approvers *identity.Tokens, logger *slog.Logger) approval.Rule {
+//
+// An approver of approvals.approvers that no principal of the configured
+// sign-ins (ApproverSignIns) can match is an error naming its field
+// (*approval.ApproverError): a token subject no approver token has, an
+// issuer or method nobody signs in with, a claim the OIDC sign-in does not
+// carry. Every front end builds its rule here, at start and at each
+// reload, so each refuses such a config alike.
+func ApprovalRule(l *config.Loaded, approvers *identity.Tokens, logger *slog.Logger) (approval.Rule, error) {
 	r := l.Approvals.Rule
+	if err := r.CheckSignIns(ApproverSignIns(l, approvers)); err != nil {
+		return approval.Rule{}, fmt.Errorf("config %s: approvals.%w", l.File, err)
+	}
 	r.SignedIn = func(p *abi.Principal) bool {
 		if p.Method != abi.MethodToken || p.Issuer != identity.ApproverTokensName {
 			return true
@@ -59,7 +69,25 @@ func ApprovalRule(l *config.Loaded, approvers *identity.Tokens, logger *slog.Log
 				identity.ApproverTokenEnv + "): a call that needs a person's approval is refused")
 		}
 	}
-	return r
+	return r, nil
+}
+
+// ApproverSignIns are the ways approvers sign in under l: the approver
+// tokens (ApproverPrincipal: method token, issuer
+// identity.ApproverTokensName, subject a token's name, no claim an
+// approver can name) and approvals.page.oidc (method oidc, its issuer,
+// any subject, the claims it copies). No front end signs approvers in by
+// mTLS or with an agent's credential.
+func ApproverSignIns(l *config.Loaded, approvers *identity.Tokens) []approval.SignIn {
+	var ins []approval.SignIn
+	if !approvers.Empty() {
+		ins = append(ins, approval.SignIn{Name: "the approver tokens", Method: abi.MethodToken, Issuer: identity.ApproverTokensName,
+			Subjects: approvers.TokenNames()})
+	}
+	if oc := l.Approvals.Page.OIDC; oc != nil {
+		ins = append(ins, approval.SignIn{Name: "approvals.page.oidc", Method: abi.MethodOIDC, Issuer: oc.Issuer, Claims: oc.Claims})
+	}
+	return ins
 }
 
 // ApproverPrincipal is the principal of approver token c, on the

@@ -155,6 +155,18 @@ func (t *Tokens) Lookup(given string) *Credential {
 // Match reports whether given is one of the tokens, in constant time.
 func (t *Tokens) Match(given string) bool { return t.Lookup(given) != nil }
 
+// TokenNames returns the tokens' names (name=), sorted, each once.
+func (t *Tokens) TokenNames() []string {
+	var out []string
+	for _, c := range t.list() {
+		if !slices.Contains(out, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Unbound returns the names of credentials without a sessions= field.
 func (t *Tokens) Unbound() []string {
 	var out []string

@@ -89,11 +89,15 @@ func (s *Server) openApprovals(l *config.Loaded) error {
 	}
 	// The approval page's requests: approvers (approvals.approvers, else
 	// every approver token) decide them; webhooks hear of each.
+	rule, err := compose.ApprovalRule(l, s.approvers.Load(), s.logger)
+	if err != nil {
+		return err
+	}
 	notifier, err := compose.OpenNotifier(l, func(id string) string { return s.desk.URL(id) }, s.logger)
 	if err != nil {
 		return err
 	}
-	do := approval.DeskOptions{Approvals: s.approvals, Rule: compose.ApprovalRule(l, s.approvers.Load(), s.logger),
+	do := approval.DeskOptions{Approvals: s.approvals, Rule: rule,
 		PageURL: l.Approvals.Page.URL, MaxPending: l.Approvals.MaxPending, Logger: s.logger}
 	if notifier != nil {
 		s.notifier, do.Notify = notifier, notifier.Notify

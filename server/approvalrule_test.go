@@ -20,7 +20,8 @@ import (
 // approval page applies (approvals.approvers), an approval is its
 // caller's alone, a reload applies the approvers and approver tokens it
 // reads (to the API and to sign-ins already made on the page) and refuses
-// any other change of approvals:.
+// an approver no approver token matches and any other change of
+// approvals:.
 func TestServeApprovalRule(t *testing.T) {
 	const (
 		mallory = "approver-mallory-0123456789abcdef"
@@ -90,6 +91,18 @@ func TestServeApprovalRule(t *testing.T) {
 	require.Equal(t, 403, a.status, string(a.body))
 	assert.Equal(t, errNotApprover, a.apiErr(t).Error.Code)
 	a = ts.mint(t, bob, "exec", "dev2", callA)
+	require.Equal(t, 201, a.status, string(a.body))
+
+	// A reload naming an approver no approver token is refused, naming
+	// the entry and the nearest token; the running rule still decides.
+	withApprovals("  approvers: [{method: token, subject: bbo}]\n")
+	err = ts.s.reload(ctx, "test")
+	var ae *approval.ApproverError
+	require.ErrorAs(t, err, &ae)
+	require.ErrorIs(t, err, approval.ErrApproverMatchesNobody)
+	assert.Contains(t, err.Error(), `approvals.approvers[0].subject: "bbo": none of the approver tokens is named so; did you mean "bob"?`)
+	ts.ask(t, agentDev, "exec", "dev2", "", callB)
+	a = ts.mint(t, bob, "exec", "dev2", callB)
 	require.Equal(t, 201, a.status, string(a.body))
 
 	// Any other change of approvals: is refused; the old one serves.

@@ -606,11 +606,16 @@ func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig
 		_ = l.Close()
 		return nil, credentials{}, err
 	}
+	rule, err := compose.ApprovalRule(l, apprs, s.logger)
+	if err != nil {
+		_ = l.Close()
+		return nil, credentials{}, err
+	}
 	rt, err := s.build(ctx, l, prev)
 	if err != nil {
 		return nil, credentials{}, err
 	}
-	return rt, credentials{toks, apprs, compose.ApprovalRule(l, apprs, s.logger)}, nil
+	return rt, credentials{toks, apprs, rule}, nil
 }
 
 // credentials are the two token sets a reload swaps in together, and who

@@ -92,7 +92,11 @@ func serveApprovalPage(ctx context.Context, cfg *config.Loaded, listen string, l
 	if err != nil {
 		return err
 	}
-	desk, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: compose.ApprovalRule(cfg, approvers, logger),
+	rule, err := compose.ApprovalRule(cfg, approvers, logger)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	desk, err := approval.NewDesk(approval.DeskOptions{Approvals: apps, Rule: rule,
 		MaxPending: cfg.Approvals.MaxPending, Logger: logger})
 	if err != nil {
 		return err

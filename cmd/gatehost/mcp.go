@@ -181,6 +181,12 @@ func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded,
 			_ = l.Close()
 			return nil, err
 		}
+		// Checked before anything is swapped: who may approve under them.
+		rule, err := compose.ApprovalRule(l, apprs, nil)
+		if err != nil {
+			_ = l.Close()
+			return nil, err
+		}
 		// The upstreams' secrets are read again (a rotated file or
 		// variable takes effect); the exchanged tokens start afresh.
 		opts, err := gatewayOptions(l.MCP)
@@ -206,7 +212,7 @@ func reloadGateway(g *mcpgateway.Gateway, fs *commonFlags, start *config.Loaded,
 		running = l
 		mu.Unlock()
 		// Checked at load: the rule of the reloaded approvers and tokens.
-		if err := g.Desk().SetRule(compose.ApprovalRule(l, apprs, nil)); err != nil {
+		if err := g.Desk().SetRule(rule); err != nil {
 			return nil, fmt.Errorf("config %s: %w", l.File, err)
 		}
 		tokens.Store(toks)
@@ -316,7 +322,9 @@ func openGateway(ctx context.Context, fs *commonFlags, upstreamName string, hook
 		return nil, nil, nil, nil, err
 	}
 	opts.Elicitation, opts.MaxPendingApprovals = cfg.Approvals.Elicitation, cfg.Approvals.MaxPending
-	opts.Approvers = compose.ApprovalRule(cfg, approvers, logger)
+	if opts.Approvers, err = compose.ApprovalRule(cfg, approvers, logger); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	opts.ApprovalPageURL = cfg.Approvals.Page.URL
 	notifier, err := compose.OpenNotifier(cfg, func(id string) string { return g.Desk().URL(id) }, logger)
 	if err != nil {

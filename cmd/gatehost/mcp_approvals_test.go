@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,7 +31,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // approvals (the page, form mode off), an agent whose client accepts every
 // elicitation, and who tries the approval page with its own token,
 // approves nothing; an approver on the page does, and the waiting call
-// then runs, once.
+// then runs, once. A reload applies the approver tokens it reads, and is
+// refused when an approver matches none of them.
 func TestMCPListenAgentCannotApprove(t *testing.T) {
 	const agentTok, approverTok = "agent-token-0123456789abcdef", "approver-token-0123456789abcdef"
 	server := memoryServer(t)
@@ -42,7 +45,7 @@ func TestMCPListenAgentCannotApprove(t *testing.T) {
 	_, err = f.WriteString("approvals:\n  ttl: 10m\n  page: {approver_token_file: approvers}\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	cmd, base, _ := listenMCP(t, []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), "GATEHOST_APPROVER_TOKENS=", "GATEHOST_TOKENS="},
+	cmd, base, stderr := listenMCP(t, []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl"), "GATEHOST_APPROVER_TOKENS=", "GATEHOST_TOKENS="},
 		"--config", cfg, "--listen", "127.0.0.1:0", "--watch-interval", "0", "--token-file", filepath.Join(dir, "agents"),
 		"--upstream-name", "memory", "--", server)
 
@@ -109,6 +112,65 @@ func TestMCPListenAgentCannotApprove(t *testing.T) {
 		_, err := pageclient.SignIn(nil, base+"/approvals", approverTok)
 		require.Error(t, err, "the replaced token no longer signs in")
 	})
+
+	t.Run("a reload naming an approver no token has fails; the running rule stays", func(t *testing.T) {
+		body, err := os.ReadFile(cfg)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(body), "  ttl: 10m\n", "  ttl: 10m\n  approvers: [{method: token, subject: alcie}]\n", 1)), 0o644))
+		require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+		require.Eventually(t, func() bool {
+			return strings.Contains(stderr.String(), `approvals.approvers[0].subject: \"alcie\": none of the approver tokens is named so; did you mean \"alice\"?`)
+		}, time.Minute, 50*time.Millisecond, "the reload is refused, naming the entry")
+		resp, err := (&http.Client{Transport: bearer{agentTok}}).Get(base + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `gatehost_config_reloads_total{result="failure"} 1`)
+		assert.Contains(t, string(b), `gatehost_config_generation 2`, "the config of the token reload still serves")
+	})
+}
+
+// TestApproverMatchesNobody: a config whose approvals.approvers names an
+// approver no configured sign-in can match (a token name the approver
+// token file lacks, an issuer or method nobody signs in with) is refused
+// at start by every front end that decides approvals, naming the entry's
+// field and the nearest name.
+func TestApproverMatchesNobody(t *testing.T) {
+	t.Setenv("GATEHOST_APPROVER_TOKENS", "")
+	for _, tc := range []struct {
+		name, approvers, want string
+	}{
+		{"a token name misspelt", "[{method: token, subject: alcie}]",
+			`approvals.approvers[0].subject: "alcie": none of the approver tokens is named so; did you mean "alice"?`},
+		{"an issuer nobody signs in with", "[{method: token, subject: alice}, {issuer: gatehost-approver}]",
+			`approvals.approvers[1].issuer: "gatehost-approver": no approver signs in with it (the approver tokens: "gatehost-approvers"); did you mean "gatehost-approvers"?`},
+		{"mtls: no approver signs in so", "[{method: mtls}]",
+			`approvals.approvers[0].method: "mtls": no approver signs in with it (the approver tokens: token)`},
+		{"oidc without approvals.page.oidc", "[{method: oidc, claims: {groups: ops}}]",
+			`approvals.approvers[0].method: "oidc": no approver signs in with it (the approver tokens: token)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeMCPConfig(t, "  pipeline: gated\n  upstreams: {}\n")
+			dir := filepath.Dir(cfg)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "approvers"), []byte("approver-token-0123456789abcdef name=alice\n"), 0o600))
+			f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("approvals:\n  store: file\n  approvers: " + tc.approvers + "\n  page: {approver_token_file: approvers}\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			for _, args := range [][]string{{"mcp", "--config", cfg, "--listen", "127.0.0.1:0"}, {"approvals", "page", "--config", cfg, "--listen", "127.0.0.1:0"}} {
+				// Bounded: a front end that starts serves until the
+				// context ends, and exits 0.
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				var out, errb bytes.Buffer
+				code := run(ctx, args, strings.NewReader(""), &out, &errb)
+				cancel()
+				assert.Equal(t, 2, code, "%v: %s", args, errb.String())
+				assert.Contains(t, errb.String(), "config "+cfg+": "+tc.want, args)
+			}
+		})
+	}
 }
 
 // sessionfulClient has a client ask for 2025-11-25, the newest revision
