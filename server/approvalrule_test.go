@@ -119,3 +119,25 @@ func (ts *testServer) approveAs(t *testing.T, tok, pipeline, sess string, body [
 	require.NoError(t, json.Unmarshal(a.body, &ap))
 	return ap
 }
+
+// TestServeRefusesApproverMatchingNobody: gatehost serve does not start
+// with an approver that no approver token (--approver-token-file) can
+// match; the error names the entry, the reason and the nearest name.
+func TestServeRefusesApproverMatchingNobody(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeApprovalConfig(t, dir, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"))
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("approvals:\n  approvers: [{method: token, subject: alcie}]\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	apprFile := filepath.Join(dir, "approvers")
+	require.NoError(t, os.WriteFile(apprFile, []byte(approver+" name=alice\n"), 0o600))
+	t.Setenv(TokenEnv, "")
+	t.Setenv(ApproverTokenEnv, "")
+	_, err = New(Options{ConfigPath: cfg, Listen: "127.0.0.1:0", ApproverTokenFile: apprFile}, nil)
+	var ae *approval.ApproverError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "subject", ae.Field)
+	assert.Contains(t, err.Error(), `approvals.approvers[0].subject: "alcie": none of the approver tokens is named so; did you mean "alice"?`)
+}
