@@ -370,24 +370,35 @@ func TestUpstreamInputChecked(t *testing.T) {
 			assert.Nil(t, asked[0].Meta[mcpgateway.MetaApproval], "%s: an upstream's input request never carries gatehost's marker", escaped)
 		}
 	})
-	t.Run("size", func(t *testing.T) {
-		const max = 64 << 10
-		f := newFixture(t, nil, nil)
-		g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"}, MaxResultBytes: max,
-			Upstreams: []mcpgateway.Upstream{{Name: "asking", URL: askingUpstream(t, strings.Repeat("A", 4<<20)), ProtocolVersion: sessionlessRevision}}})
-		asked := 0
-		cs := sessionlessClient(t, g, "http", &mcp.ClientOptions{Capabilities: elicits,
-			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				asked++
-				return &mcp.ElicitResult{Action: "decline"}, nil
-			}})
-		_, err := cs.ListTools(context.Background(), nil)
-		require.NoError(t, err)
-		r := call(t, cs, "greet", map[string]any{})
-		require.True(t, r.IsError)
-		assert.Contains(t, text(r), "over 65536 bytes")
-		assert.Zero(t, asked, "nothing over the bound reaches the person")
-	})
+	for _, tc := range []struct {
+		name    string
+		message int    // the input request's message, in bytes
+		want    string // in the refusal
+	}{
+		// Read and decoded, then refused by the input check.
+		{"size over max_result_bytes", 80 << 10, "asked for input over 65536 bytes"},
+		// Not even read whole: over the bound on an upstream's message.
+		{"size over the message bound", 4 << 20, fmt.Sprintf("over %d bytes (max_result_bytes plus", 64<<10+mcpgateway.MessageFraming)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const max = 64 << 10
+			f := newFixture(t, nil, nil)
+			g := f.newGateway(t, mcpgateway.Options{ActivateOnList: []string{"*"}, MaxResultBytes: max,
+				Upstreams: []mcpgateway.Upstream{{Name: "asking", URL: askingUpstream(t, strings.Repeat("A", tc.message)), ProtocolVersion: sessionlessRevision}}})
+			asked := 0
+			cs := sessionlessClient(t, g, "http", &mcp.ClientOptions{Capabilities: elicits,
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked++
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				}})
+			_, err := cs.ListTools(context.Background(), nil)
+			require.NoError(t, err)
+			r := call(t, cs, "greet", map[string]any{})
+			require.True(t, r.IsError)
+			assert.Contains(t, text(r), tc.want)
+			assert.Zero(t, asked, "nothing over the bound reaches the person")
+		})
+	}
 	t.Run("count", func(t *testing.T) {
 		s := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1"}, nil)
 		s.AddTool(&mcp.Tool{Name: "greet", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
