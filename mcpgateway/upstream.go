@@ -176,8 +176,8 @@ func (c *upconn) backoff() time.Duration {
 func (c *upconn) watch(cs *mcp.ClientSession) {
 	_ = cs.Wait()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cs == cs {
+	dropped := c.cs == cs
+	if dropped {
 		c.cs = nil
 		c.endLive()
 		if !c.ended() {
@@ -186,6 +186,14 @@ func (c *upconn) watch(cs *mcp.ClientSession) {
 			c.g.opts.Logger.Warn("mcp gateway: upstream connection closed", "upstream", c.u.Name, "session", c.sessionID())
 			c.g.health.failed(c.u.Name, errors.New("connection closed"))
 		}
+	}
+	c.mu.Unlock()
+	if dropped {
+		// A session whose connection ended (a crash, a message over the
+		// bound) is closed too: what it still holds, such as the request
+		// that listens for the upstream's notifications at 2026-07-28,
+		// ends with it rather than with the upstream.
+		c.g.background(func() { _ = cs.Close() })
 	}
 }
 
