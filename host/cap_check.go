@@ -77,8 +77,13 @@ func (checkCapability) call(ctx context.Context, rc *runContext, op string, requ
 	return runCheck(ctx, req.Name, cmd, rc.worktree)
 }
 
+// checkWaitDelay is how long a check's Wait waits for its output pipes
+// after the process exited or was killed (exec.Cmd.WaitDelay).
+var checkWaitDelay = 5 * time.Second
+
 // runCheck runs c in dir. It returns an error only when the command could
-// not be started or ctx (the stage) ended first: then nothing is known.
+// not be started or ctx (the stage) ended first: then nothing is known, and
+// it returns as ctx ends, whatever the command's processes do.
 func runCheck(ctx context.Context, name string, c CheckCommand, dir string) (abi.CheckRunAnswer, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || !filepath.IsAbs(dir) {
 		return abi.CheckRunAnswer{}, fmt.Errorf("check: worktree %q is not an absolute directory", dir)
@@ -94,10 +99,22 @@ func runCheck(ctx context.Context, name string, c CheckCommand, dir string) (abi
 	cmd.Env = append(os.Environ(), c.Env...)
 	out := &tailBuffer{max: CheckOutputTail}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = 5 * time.Second
+	cmd.WaitDelay = checkWaitDelay
 	killGroup(cmd)
 	start := time.Now()
-	err := cmd.Run()
+	// The stage runs its guest on its own goroutine and ends when the guest
+	// does, so the check must end with ctx: killing the process group is
+	// not enough, since a process that left the group can hold the output
+	// pipe open and Wait then waits up to WaitDelay. Run waits apart, and
+	// the stage does not wait for it.
+	ran := make(chan error, 1)
+	go func() { ran <- cmd.Run() }()
+	var err error
+	select {
+	case err = <-ran:
+	case <-ctx.Done():
+		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, ctx.Err())
+	}
 	a := abi.CheckRunAnswer{Name: name, DurationMS: time.Since(start).Milliseconds(), OutputTail: out.String()}
 	var exitErr *exec.ExitError
 	switch {

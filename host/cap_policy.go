@@ -140,12 +140,29 @@ func (policyCapability) call(ctx context.Context, rc *runContext, op string, req
 	return a, nil
 }
 
-// safePolicy calls an embedder's policy and turns a panic into an error.
-func safePolicy(ctx context.Context, p Policy, req abi.PolicyMergeRequest) (a abi.PolicyMergeAnswer, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("policy panicked: %v", r)
-		}
+// safePolicy calls an embedder's policy, turns a panic into an error, and
+// returns when ctx (the stage) ends even if the policy does not: the stage
+// runs its guest on its own goroutine and ends only when this call returns.
+func safePolicy(ctx context.Context, p Policy, req abi.PolicyMergeRequest) (abi.PolicyMergeAnswer, error) {
+	type result struct {
+		a   abi.PolicyMergeAnswer
+		err error
+	}
+	done := make(chan result, 1) // buffered: a policy that overruns still ends
+	go func() {
+		var r result
+		defer func() {
+			if v := recover(); v != nil {
+				r = result{err: fmt.Errorf("policy panicked: %v", v)}
+			}
+			done <- r
+		}()
+		r.a, r.err = p.Merge(ctx, req)
 	}()
-	return p.Merge(ctx, req)
+	select {
+	case r := <-done:
+		return r.a, r.err
+	case <-ctx.Done():
+		return abi.PolicyMergeAnswer{}, fmt.Errorf("policy did not answer before the stage ended: %w", ctx.Err())
+	}
 }
