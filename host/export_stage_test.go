@@ -63,6 +63,10 @@ func OnRequest(h *Host, plugin string, f func([]byte)) { poolOf(h, plugin).onReq
 // makes. Set it before the first Check.
 func OnHostCall(h *Host, f func(op string)) { h.onHostCall = f }
 
+// OnServe calls f with the operation of every granted host call a guest of
+// h makes, on the goroutine that serves it. Set it before the first Check.
+func OnServe(h *Host, f func(op string)) { h.onServe = f }
+
 // CheckAnswer is the host's check of a gate's answer bytes.
 func CheckAnswer(out []byte) (any, error) { return checkAnswer(out) }
 

@@ -66,6 +66,9 @@ type Host struct {
 	// onHostCall, when set (tests only), is called with the operation of
 	// every host call a guest makes, before it is answered.
 	onHostCall func(op string)
+	// onServe, when set (tests only), is called with the operation of
+	// every granted host call, on the goroutine that serves it.
+	onServe func(op string)
 }
 
 type variant struct {

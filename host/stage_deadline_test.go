@@ -213,3 +213,44 @@ func TestQuarantineIgnoresLoad(t *testing.T) {
 	assert.Equal(t, abi.ReasonPluginTimeout, check(ctx).Reason)
 	assert.Equal(t, abi.ReasonPluginQuarantined, check(ctx).Reason, "two faults of its own quarantine it")
 }
+
+// TestStageEndsAtDeadlineDuringLargeHostCall holds the host's serving of a
+// guest's 40,000-byte host call past the stage's deadline: a request above
+// 32 KiB is served apart, so the stage ends at its deadline with
+// plugin_timeout while the call is still being served.
+func TestStageEndsAtDeadlineDuringLargeHostCall(t *testing.T) {
+	wasm, err := testwasm.WAT("testdata/interrupt/large-host-call.wat")
+	require.NoError(t, err)
+	h := hosttest.New(t, host.Config{
+		Plugins: map[string]host.PluginConfig{"g": {Module: wasm}},
+		Catalog: hosttest.GitHubCatalog(t),
+		Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{
+			{Plugin: "g", Timeout: 50 * time.Millisecond, Capabilities: []string{"catalog"}}}}},
+		Quarantine: host.QuarantineConfig{Disabled: true},
+	})
+	release := make(chan struct{})
+	served := make(chan string, 1)
+	host.OnServe(h, func(op string) {
+		served <- op
+		<-release
+	})
+	defer close(release)
+	type result struct {
+		d   *host.Decision
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
+		res <- result{d, err}
+	}()
+	select {
+	case r := <-res:
+		require.NoError(t, r.err)
+		assert.Equal(t, abi.Inconclusive, r.d.Verdict)
+		assert.Equal(t, abi.ReasonPluginTimeout, r.d.Stages[0].Reason, "evidence: %v", r.d.Stages[0].Evidence)
+	case <-time.After(time.Minute):
+		t.Fatal("the stage did not end while its host call was held")
+	}
+	assert.Equal(t, "catalog.list", <-served)
+}
