@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 
 	"github.com/gatehost/gatehost/abi"
@@ -22,11 +23,15 @@ const maxSecretBytes = 64 << 10
 // ApproverTokens reads the approval page's approver tokens:
 // approvals.page.approver_token_file, else extra (gatehost serve's
 // --approver-token-file), and $GATEHOST_APPROVER_TOKENS. None of them may
-// be one of agents. Empty when none is configured.
+// be one of agents. Empty when none is configured. Both files named, and
+// not the same, is an error: neither may silently win.
 func ApproverTokens(l *config.Loaded, extra string, agents *identity.Tokens) (*identity.Tokens, error) {
 	file := l.Approvals.Page.ApproverTokenFile
-	if file == "" {
+	switch {
+	case file == "":
 		file = extra
+	case extra != "" && !sameFile(file, extra):
+		return nil, fmt.Errorf("config %s: approvals.page.approver_token_file: %q, and --approver-token-file names another file, %q: name one", l.File, file, extra)
 	}
 	t, err := identity.LoadApproverTokens(file, os.Getenv(identity.ApproverTokenEnv), agents)
 	if err != nil {
@@ -161,3 +166,16 @@ func OpenNotifier(l *config.Loaded, url func(id string) string, logger *slog.Log
 // ErrNoSignIn: the approval page was asked for, and no approver can sign
 // in to it.
 var ErrNoSignIn = errors.New("no sign-in for approvers: set approvals.page.approver_token_file (or $" + identity.ApproverTokenEnv + ") or approvals.page.oidc")
+
+// sameFile reports whether a and b name one file: the same path once
+// cleaned and made absolute, or, when both exist, the same file on disk.
+func sameFile(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	bb, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == bb {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}

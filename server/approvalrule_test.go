@@ -141,3 +141,34 @@ func TestServeRefusesApproverMatchingNobody(t *testing.T) {
 	assert.Equal(t, "subject", ae.Field)
 	assert.Contains(t, err.Error(), `approvals.approvers[0].subject: "alcie": none of the approver tokens is named so; did you mean "alice"?`)
 }
+
+// TestServeReadsTheConfigsApproverTokens: gatehost serve reads
+// approvals.page.approver_token_file as every front end does, so an
+// approver named in the config and a token in that file match, and the
+// token approves over POST /v1/approvals; naming another file with
+// --approver-token-file as well is an error, not a silent choice.
+func TestServeReadsTheConfigsApproverTokens(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeApprovalConfig(t, dir, filepath.Join(repoRoot, "testdata/catalogs/github-mcp-server"))
+	apprFile := filepath.Join(dir, "approvers")
+	require.NoError(t, os.WriteFile(apprFile, []byte(approver+" name=alice\n"), 0o600))
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("approvals:\n  approvers: [{method: token, subject: alice}]\n  page:\n    approver_token_file: approvers\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	t.Setenv(TokenEnv, "")
+	t.Setenv(ApproverTokenEnv, "")
+
+	other := filepath.Join(dir, "other-approvers")
+	require.NoError(t, os.WriteFile(other, []byte(approver+" name=alice\n"), 0o600))
+	_, err = New(Options{ConfigPath: cfg, Listen: "127.0.0.1:0", ApproverTokenFile: other}, nil)
+	require.ErrorContains(t, err, "--approver-token-file names another file")
+
+	for _, flag := range []string{"", apprFile} { // the same file named twice is one file
+		s, err := New(Options{ConfigPath: cfg, Listen: "127.0.0.1:0", ApproverTokenFile: flag}, nil)
+		require.NoError(t, err, "flag %q", flag)
+		assert.Equal(t, 1, s.approvers.Load().Len(), "the config's approver token is read")
+		require.NoError(t, s.Close())
+	}
+}

@@ -239,12 +239,6 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	s.metrics = newMetrics(s)
 	s.reloader = &frontend.Reloader{Path: o.ConfigPath, Interval: o.WatchInterval, Name: "gatehost serve",
 		Logger: logger, Metrics: s.metrics.Metrics, Apply: s.apply}
-	toks, apprs, err := s.loadCredentials()
-	if err != nil {
-		return nil, err
-	}
-	s.tokens.Store(toks)
-	s.approvers.Store(apprs)
 	if err := frontend.CheckTLS(o.TLSCert, o.TLSKey); err != nil {
 		return nil, err
 	}
@@ -254,6 +248,13 @@ func New(o Options, logger *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	toks, apprs, err := s.loadCredentials(l)
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	s.tokens.Store(toks)
+	s.approvers.Store(apprs)
 	if s.ids, err = frontend.NewIdentities(context.Background(), path, l.Auth, o.TLSCert); err != nil {
 		_ = l.Close()
 		return nil, err
@@ -587,15 +588,16 @@ func (s *Server) apply(ctx context.Context, gen uint64) ([]any, error) {
 }
 
 func (s *Server) prepare(ctx context.Context, prev *loadedConfig) (*loadedConfig, credentials, error) {
-	toks, apprs, err := s.loadCredentials()
-	if err != nil {
-		return nil, credentials{}, err
-	}
-	if err := frontend.CheckTokenSwap(s.tokens.Load(), toks); err != nil {
-		return nil, credentials{}, err
-	}
 	l, err := s.opts.Load(s.opts.ConfigPath)
 	if err != nil {
+		return nil, credentials{}, err
+	}
+	toks, apprs, err := s.loadCredentials(l)
+	if err == nil {
+		err = frontend.CheckTokenSwap(s.tokens.Load(), toks)
+	}
+	if err != nil {
+		_ = l.Close()
 		return nil, credentials{}, err
 	}
 	if !reflect.DeepEqual(l.Auth, s.ids.Config()) {
@@ -625,14 +627,16 @@ type credentials struct {
 	rule              approval.Rule
 }
 
-// loadCredentials reads the agent and the approver tokens, and logs how
+// loadCredentials reads the agent and the approver tokens (l's
+// approvals.page.approver_token_file or Options.ApproverTokenFile, read as
+// every front end reads them: compose.ApproverTokens), and logs how
 // sessions are bound: every fault is reported before anything is served.
-func (s *Server) loadCredentials() (*identity.Tokens, *identity.Tokens, error) {
+func (s *Server) loadCredentials(l *config.Loaded) (*identity.Tokens, *identity.Tokens, error) {
 	toks, err := identity.LoadTokens(s.opts.TokenFile, os.Getenv(TokenEnv))
 	if err != nil {
 		return nil, nil, err
 	}
-	apprs, err := identity.LoadApproverTokens(s.opts.ApproverTokenFile, os.Getenv(ApproverTokenEnv), toks)
+	apprs, err := compose.ApproverTokens(l, s.opts.ApproverTokenFile, toks)
 	if err != nil {
 		return nil, nil, err
 	}
