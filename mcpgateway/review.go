@@ -170,16 +170,27 @@ func (g *Gateway) ApproveBaseline(ctx context.Context, reviews []ToolReview, nam
 
 // suggest names the reviewed tool closest to n, for an error message.
 func suggest(n string, reviews []ToolReview) string {
-	best, bestD := "", len(n)/2+2
+	// A name may be given bare or as UPSTREAM:TOOL; the suggestion is
+	// always the qualified name, which matches one tool.
+	qualified := map[string]string{}
 	for _, r := range reviews {
-		for _, cand := range []string{r.Tool, r.Upstream + ":" + r.Tool} {
-			if d := editdist.OSA(n, cand); d < bestD {
-				best, bestD = r.Upstream+":"+r.Tool, d
-			}
+		q := r.Upstream + ":" + r.Tool
+		qualified[q] = q
+		if prev, dup := qualified[r.Tool]; dup && prev != q {
+			qualified[r.Tool] = "" // listed by several upstreams: only the qualified names
+		} else if !dup {
+			qualified[r.Tool] = q
 		}
 	}
-	if best == "" {
+	var cands []string
+	for c, q := range qualified {
+		if q != "" {
+			cands = append(cands, c)
+		}
+	}
+	best, ok := editdist.Closest(n, cands)
+	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("; did you mean %q?", best)
+	return fmt.Sprintf("; did you mean %q?", qualified[best])
 }
