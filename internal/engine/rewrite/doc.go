@@ -34,7 +34,13 @@
 //     helper that does the same bounds check as the instruction (trap, nothing
 //     written) and then works in chunks of at most Options.ChunkBytes, testing
 //     the word and passing a safepoint between chunks, so one instruction over
-//     a large memory cannot run past the deadline.
+//     a large memory cannot run past the deadline;
+//   - sends every direct call of a WASI import whose work the guest sizes
+//     (random_get, poll_oneoff, fd_read/fd_write/fd_pread/fd_pwrite, the
+//     path_* functions) through an appended guard: random_get in chunks
+//     with the same test between them, the others refused with an errno
+//     over POSIX's limits (wasiguard.go), because the runtime serves those
+//     imports in Go, where the word is not tested.
 //
 // Nothing existing is renumbered: the globals, the helpers and their type
 // (when no identical type exists) are appended after every existing index. Sections the rewrite does not change are copied byte for byte; the
@@ -55,8 +61,9 @@
 //     memory.fill in a module with no memory;
 //   - ErrUnsupported for well-framed input using what the rewrite does not
 //     decode — threads (0xFE), exceptions, tail calls, GC, relaxed SIMD,
-//     multi-memory, memory64 — or a module that already exports
-//     InterruptExport.
+//     multi-memory, memory64 —, a module that already exports
+//     InterruptExport, or one that puts a guarded WASI import in a table,
+//     a ref.func or an export, where its guard would not be.
 //
 // Module never panics and its work is linear in the input's length.
 package rewrite

@@ -138,7 +138,7 @@ func fillBody(ix indices, chunk uint32) []byte {
 // byte for byte, the changed ones re-encoded, absent ones it needs created
 // at their place in the section order.
 func (m *module) encode(chunk uint32) ([]byte, error) {
-	if m.totalGlobals() > math.MaxUint32-2 || m.totalFuncs() > math.MaxUint32-2 || m.nTypes == math.MaxUint32 {
+	if m.totalGlobals() > math.MaxUint32-2 || uint64(m.totalFuncs())+2+uint64(len(m.guards)) > math.MaxUint32 || m.nTypes == math.MaxUint32 {
 		return nil, &Error{Offset: 0, Reason: "no index left for the added globals, types or functions", Err: ErrUnsupported}
 	}
 	ix := indices{interrupt: m.totalGlobals(), countdown: m.totalGlobals() + 1}
@@ -147,7 +147,12 @@ func (m *module) encode(chunk uint32) ([]byte, error) {
 		ix.copy, next = next, next+1
 	}
 	if m.usesFill {
-		ix.fill = next
+		ix.fill, next = next, next+1
+	}
+	for i := range m.guards {
+		if m.guards[i].used {
+			m.guards[i].index, next = next, next+1
+		}
 	}
 
 	// The helpers' type: an identical existing one, or appended.
@@ -165,6 +170,12 @@ func (m *module) encode(chunk uint32) ([]byte, error) {
 		if m.usesFill {
 			funcs = appendULEB(funcs, uint64(bt))
 			helpers = append(helpers, fillBody(ix, chunk))
+		}
+	}
+	for _, g := range m.guards {
+		if g.used {
+			funcs = appendULEB(funcs, uint64(g.typ))
+			helpers = append(helpers, guardBody(g.rule, g.fn, ix, chunk))
 		}
 	}
 
@@ -265,6 +276,8 @@ func (m *module) code(ix indices, helpers [][]byte) []byte {
 				buf = append(buf, copyCall...)
 			case editFill:
 				buf = append(buf, fillCall...)
+			case editGuardCall:
+				buf = appendULEB(buf, uint64(m.guards[ed.guard].index))
 			}
 			at = ed.at + ed.drop
 		}

@@ -43,11 +43,17 @@ func (m *module) instructions(r *reader) error {
 				_, err = r.u32("br_table default label")
 			}
 		case wasmop.Func:
-			what := "call"
 			if op == 0xd2 {
-				what = "ref.func"
+				err = m.funcRef(r, "ref.func")
+				break
 			}
-			if err = m.funcIndex(r, what); err == nil && op == 0x10 {
+			at := r.off()
+			var fn uint32
+			if fn, err = m.funcIndexOf(r, "call"); err == nil {
+				if g, ok := m.guardOf[fn]; ok {
+					m.guards[g].used = true
+					m.edits = append(m.edits, edit{at: at, drop: r.off() - at, kind: editGuardCall, guard: g})
+				}
 				m.afterCall(r)
 			}
 		case wasmop.CallIndirect:

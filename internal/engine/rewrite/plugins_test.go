@@ -43,6 +43,16 @@ func TestPluginModules(t *testing.T) {
 			for _, export := range []string{"gate_abi_version", "gate_describe", "gate_evaluate"} {
 				assert.Contains(t, cm.ExportedFunctions(), export)
 			}
+			// A Go guest's runtime calls these three: each call goes through its guard.
+			m := &module{in: wasm, bulkType: -1}
+			require.NoError(t, m.parse())
+			var used []string
+			for _, g := range m.guards {
+				if g.used {
+					used = append(used, g.name)
+				}
+			}
+			assert.Subset(t, used, []string{"random_get", "poll_oneoff", "fd_write"})
 		})
 	}
 }

@@ -51,6 +51,8 @@ func TestRefusals(t *testing.T) {
 		{name: "local count LEB too long", wasm: funcModule([]byte{0x01, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, valI32, 0x0b}), want: ErrMalformed, reason: "LEB128"},
 		{name: "f64.const cut short", wasm: funcModule(body(0x44, 0x00, 0x00)), want: ErrMalformed, reason: "truncated"},
 		{name: "threads prefix 0xfe", wasm: assemble(t, "refuse-atomic.wat"), want: ErrUnsupported, reason: "opcode 0xfe"},
+		{name: "guarded WASI import in a table", wasm: assemble(t, "refuse-wasi-ref.wat"), want: ErrUnsupported, reason: "element segment of the WASI import random_get"},
+		{name: "guarded WASI import exported", wasm: assemble(t, "refuse-wasi-export.wat"), want: ErrUnsupported, reason: "exported function of the WASI import poll_oneoff"},
 		{name: "tail call", wasm: append(assemble(t, "refuse-tailcall.wat"), sec(secCustom, 0x00)...), want: ErrUnsupported, reason: "opcode 0x12"},
 		{name: "exceptions try", wasm: funcModule(body(0x06, 0x40, 0x0b, 0x0b)), want: ErrUnsupported, reason: "opcode 0x06", fromEnd: 4},
 		{name: "GC prefix 0xfb", wasm: funcModule(body(0xfb, 0x00, 0x0b)), want: ErrUnsupported, reason: "opcode 0xfb", fromEnd: 3},

@@ -10,8 +10,9 @@ import (
 // rewritten code. Bump it on any change to the output. 2: no build may
 // reuse output of a development build that left bulk instructions of a
 // constant length inline (they must test the interrupt word; stop_test.go).
-// 3: the test after every call.
-const Version = 3
+// 3: the test after every call. 4: the guards of WASI imports
+// (wasiguard.go).
+const Version = 4
 
 // InterruptExport is the name of the exported mutable i32 global the rewrite
 // adds. Non-zero means: stop (the guest traps with `unreachable` at its next
@@ -121,12 +122,14 @@ type section struct {
 type edit struct {
 	at, drop int
 	kind     byte
+	guard    int // editGuardCall: the index in module.guards
 }
 
 const (
-	editCheck byte = iota // insert the interrupt test
-	editCopy              // memory.copy 0 0 → call $copy
-	editFill              // memory.fill 0 → call $fill
+	editCheck     byte = iota // insert the interrupt test
+	editCopy                  // memory.copy 0 0 → call $copy
+	editFill                  // memory.fill 0 → call $fill
+	editGuardCall             // the function index of a call of a guarded import → its guard's
 )
 
 type body struct{ start, end int }
@@ -138,6 +141,13 @@ type module struct {
 
 	nTypes   uint32
 	bulkType int64 // index of an existing (i32,i32,i32)->() type, or -1
+	// sigs[i] is type i: its parameter types, a NUL, its result types.
+	sigs []string
+
+	// guards are the guarded WASI imports (wasiguard.go); guardOf maps
+	// their function indices to their place in guards.
+	guards  []guarded
+	guardOf map[uint32]int
 
 	nFuncImports, nGlobalImports, nMemImports uint32
 	nFuncs, nGlobals, nMems, nExports         uint32
@@ -328,7 +338,11 @@ func (m *module) typeSection(r *reader) error {
 			return r.unsupported(off, "type form 0x%02x (only function types 0x60 are decoded)", form)
 		}
 		var params, results []byte
-		for _, list := range []*[]byte{&params, &results} {
+		var sig []byte
+		for j, list := range []*[]byte{&params, &results} {
+			if j == 1 {
+				sig = append(sig, 0)
+			}
 			k, err := r.count("function type value")
 			if err != nil {
 				return err
@@ -341,11 +355,15 @@ func (m *module) typeSection(r *reader) error {
 				if len(*list) < 4 { // enough to recognise (i32,i32,i32)->()
 					*list = append(*list, v)
 				}
+				if len(sig) < 16 { // enough for every guarded WASI type
+					sig = append(sig, v)
+				}
 			}
 			if k > 4 {
 				*list = append(*list, 0) // longer than any list compared
 			}
 		}
+		m.sigs = append(m.sigs, string(sig))
 		if m.bulkType < 0 && string(params) == string([]byte{valI32, valI32, valI32}) && len(results) == 0 {
 			m.bulkType = int64(i)
 		}
@@ -355,27 +373,48 @@ func (m *module) typeSection(r *reader) error {
 }
 
 func (m *module) typeIndex(r *reader, what string) error {
+	_, err := m.typeIndexOf(r, what)
+	return err
+}
+
+func (m *module) typeIndexOf(r *reader, what string) (uint32, error) {
 	off := r.off()
 	idx, err := r.u32(what)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if idx >= m.nTypes {
-		return &Error{Offset: off, Reason: fmt.Sprintf("%s: type index %d, the module has %d types", what, idx, m.nTypes), Err: ErrMalformed}
+		return 0, &Error{Offset: off, Reason: fmt.Sprintf("%s: type index %d, the module has %d types", what, idx, m.nTypes), Err: ErrMalformed}
 	}
-	return nil
+	return idx, nil
 }
 
 func (m *module) funcIndex(r *reader, what string) error {
+	_, err := m.funcIndexOf(r, what)
+	return err
+}
+
+func (m *module) funcIndexOf(r *reader, what string) (uint32, error) {
 	off := r.off()
 	idx, err := r.u32(what)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if idx >= m.totalFuncs() {
-		return &Error{Offset: off, Reason: fmt.Sprintf("%s: function index %d, the module has %d functions", what, idx, m.totalFuncs()), Err: ErrMalformed}
+		return 0, &Error{Offset: off, Reason: fmt.Sprintf("%s: function index %d, the module has %d functions", what, idx, m.totalFuncs()), Err: ErrMalformed}
 	}
-	return nil
+	return idx, nil
+}
+
+// funcRef reads a function index used other than by a direct call (an
+// export, a table element, ref.func): a guarded import is refused there.
+func (m *module) funcRef(r *reader, what string) error {
+	off := r.off()
+	idx, err := m.funcIndexOf(r, what)
+	if err != nil {
+		return err
+	}
+	return m.refuseIndirect(off, idx, what)
 }
 
 // globalIndex checks a global index against limit, the globals the module
@@ -445,10 +484,12 @@ func globalType(r *reader) error {
 
 func (m *module) importSection(r *reader) error {
 	return vec(r, "import", func() error {
-		if _, err := r.name("import module name"); err != nil {
+		module, err := r.name("import module name")
+		if err != nil {
 			return err
 		}
-		if _, err := r.name("import name"); err != nil {
+		name, err := r.name("import name")
+		if err != nil {
 			return err
 		}
 		off := r.off()
@@ -458,8 +499,13 @@ func (m *module) importSection(r *reader) error {
 		}
 		switch kind {
 		case 0:
+			typ, err := m.typeIndexOf(r, "imported function")
+			if err != nil {
+				return err
+			}
+			m.guardImport(module, name, m.nFuncImports, typ)
 			m.nFuncImports++
-			return m.typeIndex(r, "imported function")
+			return nil
 		case 1:
 			return tableType(r)
 		case 2:
@@ -532,7 +578,7 @@ func (m *module) exportSection(r *reader) error {
 		}
 		switch kind {
 		case 0:
-			err = m.funcIndex(r, "exported function")
+			err = m.funcRef(r, "exported function")
 		case 1, 2:
 			_, err = r.u32("exported table or memory")
 		case 3:
@@ -586,7 +632,7 @@ func (m *module) elemSegment(r *reader) error {
 		}
 	}
 	if flags&4 == 0 {
-		return vec(r, "element function index", func() error { return m.funcIndex(r, "element segment") })
+		return vec(r, "element function index", func() error { return m.funcRef(r, "element segment") })
 	}
 	return vec(r, "element expression", func() error {
 		return m.constExpr(r, "element expression", m.totalGlobals())
@@ -653,7 +699,7 @@ func (m *module) constExpr(r *reader, what string, globals uint32) error {
 		case 0xd0:
 			err = refType(r, "ref.null")
 		case 0xd2:
-			err = m.funcIndex(r, "ref.func")
+			err = m.funcRef(r, "ref.func")
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // i32/i64 add, sub, mul
 		case 0xfd:
 			var sub uint32

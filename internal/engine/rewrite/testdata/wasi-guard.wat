@@ -1,0 +1,27 @@
+;; Calls of the WASI imports the rewrite guards (wasiguard.go), each behind
+;; an export of the same parameters, and one import of a guarded name with
+;; another type, which is left alone.
+(module
+  (import "wasi_snapshot_preview1" "random_get" (func $random_get (param i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll_oneoff (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "fd_pread" (func $fd_pread (param i32 i32 i32 i64 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "path_open" (func $path_open (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "path_symlink" (func $path_symlink (param i32 i32 i32 i32 i32) (result i32)))
+  (import "other" "random_get" (func $other (param i32 i32) (result i32)))
+  (memory (export "memory") 2)
+  (func (export "random_get") (param i32 i32) (result i32)
+    (call $random_get (local.get 0) (local.get 1)))
+  (func (export "poll_oneoff") (param i32 i32 i32 i32) (result i32)
+    (call $poll_oneoff (local.get 0) (local.get 1) (local.get 2) (local.get 3)))
+  (func (export "fd_write") (param i32 i32 i32 i32) (result i32)
+    (call $fd_write (local.get 0) (local.get 1) (local.get 2) (local.get 3)))
+  (func (export "fd_pread") (param i32 i32 i32 i64 i32) (result i32)
+    (call $fd_pread (local.get 0) (local.get 1) (local.get 2) (local.get 3) (local.get 4)))
+  (func (export "path_open") (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)
+    (call $path_open (local.get 0) (local.get 1) (local.get 2) (local.get 3) (local.get 4)
+      (local.get 5) (local.get 6) (local.get 7) (local.get 8)))
+  (func (export "path_symlink") (param i32 i32 i32 i32 i32) (result i32)
+    (call $path_symlink (local.get 0) (local.get 1) (local.get 2) (local.get 3) (local.get 4)))
+  (func (export "other") (param i32 i32) (result i32)
+    (call $other (local.get 0) (local.get 1))))
