@@ -102,10 +102,11 @@ func runCheck(ctx context.Context, name string, c CheckCommand, dir string) (abi
 	cmd.WaitDelay = checkWaitDelay
 	killGroup(cmd)
 	start := time.Now()
-	// The call ends with ctx, so that the guest call, its worker and its
-	// instance are released with the stage: killing the process group is
+	// The stage runs its guest on its own goroutine and ends when the guest
+	// does, so the check must end with ctx: killing the process group is
 	// not enough, since a process that left the group can hold the output
-	// pipe open, and Wait then waits up to WaitDelay. Run waits apart.
+	// pipe open and Wait then waits up to WaitDelay. Run waits apart, and
+	// the stage does not wait for it.
 	ran := make(chan error, 1)
 	go func() { ran <- cmd.Run() }()
 	var err error

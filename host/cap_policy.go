@@ -141,9 +141,8 @@ func (policyCapability) call(ctx context.Context, rc *runContext, op string, req
 }
 
 // safePolicy calls an embedder's policy, turns a panic into an error, and
-// returns when ctx (the stage) ends even if the policy does not, so that a
-// policy that ignores its context holds no guest call, worker or instance
-// past the stage.
+// returns when ctx (the stage) ends even if the policy does not: the stage
+// runs its guest on its own goroutine and ends only when this call returns.
 func safePolicy(ctx context.Context, p Policy, req abi.PolicyMergeRequest) (abi.PolicyMergeAnswer, error) {
 	type result struct {
 		a   abi.PolicyMergeAnswer

@@ -107,5 +107,44 @@ func (c calls) Call(ctx context.Context, state any, op string, request []byte) [
 	if !ok { // granted names are checked at load; unreachable
 		return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown capability %q", name))
 	}
+	if len(request) <= callInlineBytes {
+		return serve(ctx, capab, s, op, request)
+	}
+	return serveApart(ctx, capab, s, op, request)
+}
+
+func serve(ctx context.Context, capab capability, s *runContext, op string, request []byte) []byte {
+	if s.host != nil && s.host.onServe != nil {
+		s.host.onServe(op)
+	}
 	return abi.EncodeCallAnswer(capab.call(ctx, s, op, request))
+}
+
+// callInlineBytes is the largest host-call request served on the guest's
+// goroutine. Serving one is linear in its size but not cheap (decoding and
+// validating up to abi.MaxHostRequestBytes takes about as long as checking
+// an answer of that size, 100 ms a MiB), and the stage ends only when the
+// host call returns; so a larger request is served on a goroutine of its
+// own, which the stage abandons when its context ends, as it does the check
+// of a large answer (checkInlineBytes).
+const callInlineBytes = checkInlineBytes
+
+// serveApart serves a large host call on a goroutine of its own and
+// returns when it answers or ctx ends, whichever is first.
+func serveApart(ctx context.Context, capab capability, s *runContext, op string, request []byte) []byte {
+	done := make(chan []byte, 1) // buffered: an abandoned call still ends
+	go func() {
+		defer func() {
+			if v := recover(); v != nil { // on the guest's goroutine wazero would make it a trap
+				done <- abi.EncodeCallError(abi.ErrCodeUnavailable, fmt.Sprintf("%s: host error: %v", op, v))
+			}
+		}()
+		done <- serve(ctx, capab, s, op, request)
+	}()
+	select {
+	case a := <-done:
+		return a
+	case <-ctx.Done():
+		return abi.EncodeCallError(abi.ErrCodeUnavailable, fmt.Sprintf("%s: the stage ended before the host answered: %v", op, context.Cause(ctx)))
+	}
 }

@@ -54,8 +54,6 @@ type Host struct {
 	// runSlots admits MaxConcurrentRuns runs; queued counts runs waiting.
 	runSlots chan struct{}
 	queued   atomic.Int64
-	// workers run the guest calls (Host.evaluate).
-	workers *callWorkers
 	// tracer makes the spans of runs; nil when tracing is off.
 	tracer trace.Tracer
 
@@ -68,6 +66,9 @@ type Host struct {
 	// onHostCall, when set (tests only), is called with the operation of
 	// every host call a guest makes, before it is answered.
 	onHostCall func(op string)
+	// onServe, when set (tests only), is called with the operation of
+	// every granted host call, on the goroutine that serves it.
+	onServe func(op string)
 }
 
 type variant struct {
@@ -119,7 +120,6 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		pipelines:   map[string]*pipeline{},
 		quarantines: map[string]*quarantine{},
 		runSlots:    make(chan struct{}, ncfg.MaxConcurrentRuns),
-		workers:     newCallWorkers(ncfg.MaxConcurrentRuns),
 		tracer:      newTracer(ncfg.TracerProvider),
 	}
 	h.cfg.partialGrants = hostkit.PartialGrants(ctx)
@@ -378,7 +378,6 @@ func (h *Host) Close(ctx context.Context) error {
 	var err error
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
-		defer h.workers.close()
 		for _, p := range h.plugins {
 			p.pool.close(ctx)
 		}

@@ -65,27 +65,27 @@ type pool struct {
 	// created and discarded count instances over the pool's life.
 	created, discarded atomic.Int64
 
-	// calls counts guest calls still running on their own goroutine (see
-	// Host.evaluate), abandoned ones included; close waits for them.
+	// calls counts guest calls in progress (Host.evaluate); close waits
+	// for them.
 	calls sync.WaitGroup
-	// abandoned counts calls abandoned at their stage deadline whose
-	// guest has not yet returned: each still holds an instance.
-	abandoned atomic.Int64
+	// checkInline is the largest answer checked on the stage's goroutine
+	// (checkInlineBytes; tests lower it).
+	checkInline int
 	// onWait, when set (tests only), is called when acquire starts to
 	// block for capacity.
 	onWait func()
-	// onAnswer, when set (tests only), is called on a call's goroutine
-	// after the guest answered, before the answer is checked.
+	// onAnswer, when set (tests only), is called on the goroutine that
+	// checks an answer, before it checks it.
 	onAnswer func()
-	// onRequest, when set (tests only), is called on a call's goroutine
-	// with the request bytes before the guest is called.
+	// onRequest, when set (tests only), is called with the request bytes
+	// before the guest is called.
 	onRequest func([]byte)
 	// onInstantiate is Config.onInstantiate (tests only).
 	onInstantiate func() error
 }
 
 func newPool(mod *engine.Module, size int) *pool {
-	return &pool{mod: mod, idle: make(chan *engine.Instance, size), slots: make(chan struct{}, size)}
+	return &pool{mod: mod, idle: make(chan *engine.Instance, size), slots: make(chan struct{}, size), checkInline: checkInlineBytes}
 }
 
 // get returns an idle instance, or a new one while fewer than size are
@@ -103,10 +103,9 @@ func (p *pool) get(ctx context.Context) (*engine.Instance, error) {
 // done: then the error is a *engine.Fault with reason host_overloaded (or
 // canceled).
 //
-// shortage reports that it waited while no call of this plugin abandoned at
-// its deadline held an instance: the wait was the host's load, so a timeout
-// of the stage is the host's shortage, not the gate's fault. A wait for an
-// instance the plugin's own runaway call still holds is the plugin's doing.
+// shortage reports that it waited: the wait was the host's load, so a
+// timeout of the stage is the host's shortage, not the gate's fault. (Every
+// instance is held by a run in progress; none outlives its stage.)
 func (p *pool) acquire(ctx context.Context) (inst *engine.Instance, shortage bool, err error) {
 	select {
 	case inst := <-p.idle:
@@ -123,12 +122,11 @@ func (p *pool) acquire(ctx context.Context) (inst *engine.Instance, shortage boo
 	if p.onWait != nil {
 		p.onWait()
 	}
-	own := p.abandoned.Load() > 0
 	select {
 	case inst := <-p.idle:
-		return inst, !own && p.abandoned.Load() == 0, nil
+		return inst, true, nil
 	case p.slots <- struct{}{}:
-		return nil, !own && p.abandoned.Load() == 0, nil
+		return nil, true, nil
 	case <-ctx.Done():
 		return nil, true, &engine.Fault{Reason: waitReason(ctx), Err: fmt.Errorf("no free instance (pool of %d in use): %w", cap(p.slots), ctx.Err())}
 	}
@@ -182,9 +180,7 @@ func (p *pool) adopt(inst *engine.Instance) {
 }
 
 // close discards the idle instances, and waits until ctx is done for guest
-// calls still running (abandoned at their stage deadline, whose context is
-// done, so they end at their next deadline check); their instances are
-// discarded as they return.
+// calls still running; their instances are discarded as they return.
 func (p *pool) close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -16,8 +14,7 @@ import (
 // deadline passed, as opposed to the caller's context ending.
 var errStageDeadline = errors.New("stage deadline passed")
 
-// answer is what one guest call produced. It is decided on the call's own
-// goroutine, so everything in it is covered by the stage deadline.
+// answer is what one guest call produced.
 type answer struct {
 	// inst is the instance the call ran on; nil when creating it failed.
 	inst *engine.Instance
@@ -33,106 +30,129 @@ type answer struct {
 	stdout, stderr string
 }
 
-// States of a stageCall: the call's goroutine and the stage race to move
-// it out of callRunning, and the winner decides who owns the instance.
-const (
-	callRunning int32 = iota
-	callFinished
-	callAbandoned
-)
+// checkInlineBytes is the largest answer the host checks on the stage's own
+// goroutine. Checking an answer (decode, schema, member names) is linear in
+// its size but not cheap: about 3 ms for 64 KiB of small values and 100 ms
+// for 1 MiB on the reference machine (docs/PERFORMANCE.md), and
+// max_response_bytes allows 64 MiB. So an answer above this size is checked
+// on a goroutine of its own, which the stage abandons at its deadline;
+// below it, the check ends within a millisecond or so of the deadline, and
+// the hand-off to another goroutine would cost more than it bounds.
+const checkInlineBytes = 32 << 10
 
-type stageCall struct {
-	state atomic.Int32
-	done  chan struct{} // closed when the call finished in time
-	ans   answer        // written before done is closed
-	// abandonedAt is when the stage gave up on the call (UnixNano),
-	// stored before the state says so.
-	abandonedAt atomic.Int64
-}
-
-// lateCallWarning is how long after its stage ended a call may return
-// before the host warns: a guest stopped at its next deadline check returns
-// at once, one inside a long bulk-memory instruction does not.
+// lateCallWarning is how long after its stage deadline a guest call may
+// return before the host warns: a guest stopped at its next deadline test
+// returns at once, so a late one means a step that does not end with its
+// context (docs/RATIONALE.md, "Stage deadline").
 const lateCallWarning = 100 * time.Millisecond
 
-// evaluate runs one evaluation of s's plugin on a goroutine of its own (a
-// parked worker's, h.workers) —
+// evaluate runs one evaluation of s's plugin on the stage's goroutine:
 // creating the instance when inst is nil (acquire reserved a slot for it),
-// gate_alloc, gate_evaluate and the check of the answer — and waits for it
-// until ctx is done.
+// gate_alloc, gate_evaluate and the check of the answer, all under ctx,
+// the stage's deadline.
 //
-// ok is false when ctx ended first. The call is then abandoned: the stage
-// ends now, and the goroutine discards the instance when the guest returns
-// (at its next deadline check, or after a bulk-memory instruction that
-// cannot be interrupted). Only then is the pool slot released, so the pool
-// size still bounds the live instances.
+// Each step ends soon after ctx does: guest code at its next interrupt test
+// (the rewrite puts one at every function entry, loop header and return
+// from a call, and between 1 MiB chunks of memory.copy and memory.fill), a
+// host call because every capability serves under ctx, and the check of an
+// answer of at most checkInlineBytes in about a millisecond; a larger
+// answer's check is abandoned at the deadline (checkApart).
+//
+// ok is false when ctx ended before the answer was checked; the stage
+// then fails as expired says, and the instance is discarded, as after any
+// failure of the gate.
 func (h *Host) evaluate(ctx context.Context, s *stage, inst *engine.Instance, state *runContext, req []byte) (ans answer, ok bool) {
 	p := s.plugin.pool
-	c := &stageCall{done: make(chan struct{})}
-	maxBytes := uint32(h.cfg.MaxResponseBytes)
 	p.calls.Add(1)
-	h.workers.run(func() {
-		defer p.calls.Done()
-		start := time.Now()
-		c.ans = runCall(ctx, p, inst, state, req, maxBytes)
-		if c.state.CompareAndSwap(callRunning, callFinished) {
-			close(c.done)
-			return
-		}
-		// Abandoned: nobody else holds the instance.
-		if c.ans.inst != nil {
-			p.put(c.ans.inst, false)
-		}
-		p.abandoned.Add(-1) // after put: a run that waited for this slot sees it was ours
-		late := time.Since(time.Unix(0, c.abandonedAt.Load()))
-		level := slog.LevelDebug
-		if late > lateCallWarning {
-			level = slog.LevelWarn
-		}
-		h.logger.Log(context.Background(), level, "host: guest call returned after its stage ended",
-			"run_id", state.runID, "pipeline", state.pipeline, "stage", state.stage, "plugin", s.cfg.Plugin,
-			"ran", time.Since(start), "late", late, "stdout", c.ans.stdout, "stderr", c.ans.stderr)
-	})
-	select {
-	case <-c.done:
-		return c.ans, true
-	case <-ctx.Done():
-		p.abandoned.Add(1) // before the swap, so the goroutine's decrement follows it
-		c.abandonedAt.Store(time.Now().UnixNano())
-		if c.state.CompareAndSwap(callRunning, callAbandoned) {
-			return answer{}, false
-		}
-		p.abandoned.Add(-1)
-		<-c.done // it finished as the deadline passed: use its answer
-		return c.ans, true
-	}
-}
-
-// runCall is the body of a guest call, on the call's goroutine.
-func runCall(ctx context.Context, p *pool, inst *engine.Instance, state *runContext, req []byte, maxBytes uint32) answer {
+	defer p.calls.Done()
 	if inst == nil {
 		var err error
 		if inst, err = p.instantiate(ctx); err != nil {
-			return answer{err: err, fault: true}
+			return answer{err: err, fault: true}, true
 		}
 	}
 	if p.onRequest != nil {
 		p.onRequest(req)
 	}
-	out, err := inst.Evaluate(ctx, state, req, maxBytes)
+	out, err := inst.Evaluate(ctx, state, req, uint32(h.cfg.MaxResponseBytes))
 	if err != nil {
+		h.warnLate(ctx, s, state)
 		stdout, stderr := inst.Output()
-		return answer{inst: inst, err: err, fault: true, stdout: stdout, stderr: stderr}
+		return answer{inst: inst, err: err, fault: true, stdout: stdout, stderr: stderr}, true
 	}
+	if ended(ctx) { // answered, but after the deadline
+		h.warnLate(ctx, s, state)
+		p.put(inst, false)
+		return answer{}, false
+	}
+	checked, ok := p.checkAnswer(ctx, out)
+	if !ok {
+		p.put(inst, false)
+		return answer{}, false
+	}
+	checked.inst = inst
+	return checked, true
+}
+
+// checkAnswer checks out, a guest's answer, on the calling goroutine when
+// it is small and on a goroutine of its own otherwise (checkInlineBytes);
+// ok is false when ctx ended first. The answer's info is set either way a
+// check ends.
+func (p *pool) checkAnswer(ctx context.Context, out []byte) (ans answer, ok bool) {
+	if len(out) <= p.checkInline {
+		ans = p.checkOut(out)
+		return ans, !ended(ctx)
+	}
+	done := make(chan answer, 1) // buffered: an abandoned check still ends
+	go func() { done <- p.checkOut(out) }()
+	select {
+	case ans = <-done:
+		return ans, true
+	case <-ctx.Done():
+		return answer{}, false
+	}
+}
+
+// checkOut is the host's check of an answer; the instance is not needed
+// (out is a copy of the guest's bytes).
+func (p *pool) checkOut(out []byte) answer {
 	if p.onAnswer != nil {
 		p.onAnswer()
 	}
 	resp, err := checkAnswer(out)
 	if err != nil {
-		return answer{inst: inst, err: err, info: newAnswer(out)}
+		return answer{err: err, info: newAnswer(out)}
 	}
 	resp, info := boundAnswer(resp, out)
-	return answer{inst: inst, resp: resp, info: info}
+	return answer{resp: resp, info: info}
+}
+
+// ended reports whether ctx is done or its deadline has passed. A passed
+// deadline is waited on until ctx says so, which is at once: a context's
+// Err and Cause are set by a timer that may not have run yet, and expired
+// reads the cause.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		<-ctx.Done()
+		return true
+	}
+	return false
+}
+
+// warnLate logs a guest call that returned more than lateCallWarning after
+// its stage deadline.
+func (h *Host) warnLate(ctx context.Context, s *stage, state *runContext) {
+	dl, has := ctx.Deadline()
+	if !has || ctx.Err() == nil {
+		return
+	}
+	if late := time.Since(dl); late > lateCallWarning {
+		h.logger.Warn("host: guest call returned long after its stage deadline",
+			"run_id", state.runID, "pipeline", state.pipeline, "stage", state.stage, "plugin", s.cfg.Plugin, "late", late)
+	}
 }
 
 // checkAnswer checks a gate's answer: first its nesting depth, in one linear

@@ -53,6 +53,10 @@ var interruptShapes = []struct {
 	{name: "loop-wasi"},
 	{name: "bulk-fill", pages: 4096},
 	{name: "bulk-copy", pages: 4096},
+	{name: "wasi-random", pages: 4096},
+	{name: "wasi-poll", pages: 4096},
+	{name: "wasi-iovecs", pages: 4096},
+	{name: "wasi-path", pages: 4096},
 }
 
 func interruptEngine(t testing.TB, mode Interrupt, pages uint32) *Engine {
