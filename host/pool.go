@@ -68,6 +68,8 @@ type pool struct {
 	// calls counts guest calls in progress (Host.evaluate); close waits
 	// for them.
 	calls sync.WaitGroup
+	// passed holds recent answers that passed the response checks.
+	passed answerMemo
 	// checkInline is the largest answer checked on the stage's goroutine
 	// (checkInlineBytes; tests lower it).
 	checkInline int

@@ -74,18 +74,38 @@ func sameResponse(t *testing.T, b []byte) {
 	if gerr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s:\n got %#v\nwant %#v", b, got, want)
 	}
+	// Through the answer memo, whatever it holds from earlier inputs, and
+	// again once it may hold these bytes: the same answer or refusal.
+	for range 2 {
+		held, herr := decodeAnswer(b, &oracleMemo)
+		if (herr == nil) != (gerr == nil) || (herr != nil && herr.Error() != gerr.Error()) {
+			t.Fatalf("%s: through the memo error %v, without %v", b, herr, gerr)
+		}
+		if herr == nil && !reflect.DeepEqual(got, held) {
+			t.Fatalf("%s: through the memo\n got %#v\nwant %#v", b, held, got)
+		}
+	}
 }
+
+// oracleMemo is shared by every input sameResponse sees; benchMemo by
+// the runs of BenchmarkDecodeResponse.
+var oracleMemo, benchMemo answerMemo
 
 // BenchmarkDecodeResponse: a gate's answer checked and decoded once
 // (decodeResponse) against checked and then decoded again with
-// encoding/json, as before. The answer is the exec gate's acceptance.
+// encoding/json, as before, and decoded only, the memo holding it (held).
+// The answer is the exec gate's acceptance.
 func BenchmarkDecodeResponse(b *testing.B) {
 	answer := []byte(`{"verdict":"accepted","basis":"verified","evidence":{"tool":"mcp.github:create_pull_request","schema_digest":"` +
 		`9de6cace5e41e7a8e2ad19d09de6cace5e41e7a8e2ad19d09de6cace5e41e7a8","provenance":"mcp_config{github}","checks":["known","activated","pinned","schema","effect"],"session_version":3}}`)
 	for _, bc := range []struct {
 		name   string
 		decode func([]byte) (abi.Response, error)
-	}{{"once", decodeResponse}, {"twice", decodeResponseReflect}} {
+	}{
+		{"once", decodeResponse},
+		{"twice", decodeResponseReflect},
+		{"held", func(b []byte) (abi.Response, error) { return decodeAnswer(b, &benchMemo) }}, // an answer the memo holds
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

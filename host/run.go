@@ -567,21 +567,29 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, q stageR
 // which also enforces that acceptance carries evidence and no blocking
 // finding, and that a rejection carries a blocking finding. The answer is
 // decoded once: the value the schema checked becomes the response.
-func decodeResponse(out []byte) (abi.Response, error) {
+func decodeResponse(out []byte) (abi.Response, error) { return decodeAnswer(out, nil) }
+
+// decodeAnswer is decodeResponse, with the schema and the member names
+// checked only for bytes memo does not hold; an answer that passes is
+// added to memo. memo may be nil.
+func decodeAnswer(out []byte, memo *answerMemo) (abi.Response, error) {
 	v, err := abischema.Decode(out)
 	if err != nil {
 		return abi.Response{}, err
 	}
-	if err := abischema.ValidateValue(abi.SchemaResponse, v); err != nil {
-		return abi.Response{}, err
-	}
-	// The schema matches member names exactly, and the names of a decoded
-	// value are the document's last of each: without this check
-	// {"verdict":"rejected",…,"Verdict":"accepted"}, or a member given
-	// twice, could read one way to the schema and another to a reader of
-	// the record.
-	if err := abischema.CheckNames(out, abischema.ResponseStructs); err != nil {
-		return abi.Response{}, err
+	checked := memo.holds(out)
+	if !checked {
+		if err := abischema.ValidateValue(abi.SchemaResponse, v); err != nil {
+			return abi.Response{}, err
+		}
+		// The schema matches member names exactly, and the names of a
+		// decoded value are the document's last of each: without this
+		// check {"verdict":"rejected",…,"Verdict":"accepted"}, or a member
+		// given twice, could read one way to the schema and another to a
+		// reader of the record.
+		if err := abischema.CheckNames(out, abischema.ResponseStructs); err != nil {
+			return abi.Response{}, err
+		}
 	}
 	resp, err := responseOf(v)
 	if err != nil {
@@ -589,6 +597,9 @@ func decodeResponse(out []byte) (abi.Response, error) {
 	}
 	if !resp.Verdict.Valid() { // the schema already says so; belt and braces
 		return abi.Response{}, fmt.Errorf("unknown verdict %q", resp.Verdict)
+	}
+	if !checked {
+		memo.add(out)
 	}
 	return resp, nil
 }

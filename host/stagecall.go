@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
@@ -119,7 +120,7 @@ func (p *pool) checkOut(out []byte) answer {
 	if p.onAnswer != nil {
 		p.onAnswer()
 	}
-	resp, err := checkAnswer(out)
+	resp, err := checkAnswerMemo(out, &p.passed)
 	if err != nil {
 		return answer{err: err, info: newAnswer(out)}
 	}
@@ -158,11 +159,56 @@ func (h *Host) warnLate(ctx context.Context, s *stage, state *runContext) {
 // checkAnswer checks a gate's answer: first its nesting depth, in one linear
 // pass, so that no answer within the size cap makes the decoder or the
 // schema validator work superlinearly; then the schema and the decoding.
-func checkAnswer(out []byte) (abi.Response, error) {
+func checkAnswer(out []byte) (abi.Response, error) { return checkAnswerMemo(out, nil) }
+
+// checkAnswerMemo is checkAnswer, skipping the response schema and the
+// member-name check for bytes memo holds (answerMemo); memo may be nil.
+func checkAnswerMemo(out []byte, memo *answerMemo) (abi.Response, error) {
 	if err := checkDepth(out, abi.MaxAnswerDepth); err != nil {
 		return abi.Response{}, err
 	}
-	return decodeResponse(out)
+	return decodeAnswer(out, memo)
+}
+
+// Bounds of an answerMemo: answers up to answerMemoBytes long, at most
+// answerMemoEntries of them (then it starts afresh).
+const (
+	answerMemoBytes   = 4 << 10
+	answerMemoEntries = 64
+)
+
+// answerMemo holds answers, byte for byte, that passed the response schema
+// and the member-name check. Both are pure functions of the bytes, so an
+// answer seen before is only decoded: a warm gate often answers the same
+// bytes again (the exec gate, for a tool called again in a session under the
+// same catalog generation), and the two checks are most of the host's work
+// on a small answer (docs/PERFORMANCE.md). The key is the bytes themselves,
+// not a digest of them, so no answer can pass as another.
+type answerMemo struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (a *answerMemo) holds(out []byte) bool {
+	if a == nil || len(out) > answerMemoBytes {
+		return false
+	}
+	a.mu.Lock()
+	_, ok := a.m[string(out)]
+	a.mu.Unlock()
+	return ok
+}
+
+func (a *answerMemo) add(out []byte) {
+	if a == nil || len(out) > answerMemoBytes {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil || len(a.m) >= answerMemoEntries {
+		a.m = make(map[string]struct{}, answerMemoEntries)
+	}
+	a.m[string(out)] = struct{}{}
 }
 
 // DepthError is a JSON document nested deeper than its limit.
