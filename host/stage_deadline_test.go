@@ -44,8 +44,13 @@ func TestStageEndsAtDeadlineDuringAnswerCheck(t *testing.T) {
 
 func stageEndsDuringAnswerCheck(t *testing.T, timeout time.Duration, apart bool) (answered bool) {
 	h := hosttest.New(t, host.Config{
-		Plugins:    map[string]host.PluginConfig{"g": {Path: flakyWasm}},
-		Pipelines:  map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "g", Timeout: timeout}}}},
+		Plugins: map[string]host.PluginConfig{"g": {Path: flakyWasm}},
+		Pipelines: map[string]host.PipelineConfig{
+			"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "g", Timeout: timeout}}},
+			// The same plugin (and pool) with time enough to instantiate
+			// on a busy machine, for the run after the one under test.
+			"long": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "g", Timeout: time.Minute}}},
+		},
 		PoolSize:   1,
 		Quarantine: host.QuarantineConfig{Disabled: true},
 	})
@@ -88,14 +93,12 @@ func stageEndsDuringAnswerCheck(t *testing.T, timeout time.Duration, apart bool)
 	assert.EqualValues(t, 1, discarded, "the instance of a call that failed its deadline is discarded")
 
 	// The slot is free at once: the next run gets a fresh instance without
-	// waiting. (Its answer may still miss the short deadline on a busy
-	// machine: that is not the case under test.)
+	// waiting. It runs with a long deadline, so that a busy machine cannot
+	// make its instantiation, which the count below needs, time out.
 	hold.Store(false)
-	d, err = h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
+	d, err = h.Check(context.Background(), "long", []byte(okProposal), host.RunOptions{})
 	require.NoError(t, err)
-	if d.Verdict != abi.Accepted {
-		assert.Equal(t, abi.ReasonPluginTimeout, d.Stages[0].Reason, "evidence: %v", d.Stages[0].Evidence)
-	}
+	assert.Equal(t, abi.Accepted, d.Verdict, "evidence: %v", d.Stages[0].Evidence)
 	assert.Empty(t, waits, "no run waited for an instance")
 	created, _ := host.InstanceCounts(h, "g")
 	assert.EqualValues(t, 2, created)
@@ -221,11 +224,24 @@ func TestQuarantineIgnoresLoad(t *testing.T) {
 func TestStageEndsAtDeadlineDuringLargeHostCall(t *testing.T) {
 	wasm, err := testwasm.WAT("testdata/interrupt/large-host-call.wat")
 	require.NoError(t, err)
+	// The guest must make its host call before the deadline for the call
+	// to be what the deadline interrupts; should a busy machine make it
+	// slower than that, try again with a longer deadline.
+	for _, timeout := range []time.Duration{50 * time.Millisecond, 500 * time.Millisecond, 5 * time.Second} {
+		if stageEndsDuringHostCall(t, wasm, timeout) {
+			return
+		}
+		t.Logf("the guest did not call the host within %v; trying a longer deadline", timeout)
+	}
+	t.Fatal("the guest never called the host before its deadline")
+}
+
+func stageEndsDuringHostCall(t *testing.T, wasm []byte, timeout time.Duration) (called bool) {
 	h := hosttest.New(t, host.Config{
 		Plugins: map[string]host.PluginConfig{"g": {Module: wasm}},
 		Catalog: hosttest.GitHubCatalog(t),
 		Pipelines: map[string]host.PipelineConfig{"p": {Subject: "proposal", Stages: []host.StageConfig{
-			{Plugin: "g", Timeout: 50 * time.Millisecond, Capabilities: []string{"catalog"}}}}},
+			{Plugin: "g", Timeout: timeout, Capabilities: []string{"catalog"}}}}},
 		Quarantine: host.QuarantineConfig{Disabled: true},
 	})
 	release := make(chan struct{})
@@ -252,5 +268,11 @@ func TestStageEndsAtDeadlineDuringLargeHostCall(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the stage did not end while its host call was held")
 	}
-	assert.Equal(t, "catalog.list", <-served)
+	select {
+	case op := <-served:
+		assert.Equal(t, "catalog.list", op)
+		return true
+	default:
+		return false // the guest itself was too slow: not the case under test
+	}
 }
