@@ -54,10 +54,12 @@ const lateCallWarning = 100 * time.Millisecond
 //
 // Each step ends soon after ctx does: guest code at its next interrupt test
 // (the rewrite puts one at every function entry, loop header and return
-// from a call, and between 1 MiB chunks of memory.copy and memory.fill), a
-// host call because every capability serves under ctx, and the check of an
-// answer of at most checkInlineBytes in about a millisecond; a larger
-// answer's check is abandoned at the deadline (checkApart).
+// from a call, and between 1 MiB chunks of memory.copy, memory.fill and
+// random_get; the other WASI calls the guest sizes are capped), a host call
+// because every capability serves under ctx (a request above
+// callInlineBytes is served apart), and the check of an answer of at most
+// checkInlineBytes in about a millisecond; a larger answer's check is
+// abandoned at the deadline (pool.checkAnswer).
 //
 // ok is false when ctx ended before the answer was checked; the stage
 // then fails as expired says, and the instance is discarded, as after any
