@@ -68,6 +68,7 @@ func BenchmarkCheckCost(b *testing.B) {
 	}{
 		{"loop-1e6", compute, "sum", []uint64{1_000_000}},
 		{"calls-fib25", compute, "fib", []uint64{25}},
+		{"small-copies-1e5", compute, "small_copies", []uint64{100_000}},
 	}
 	if gate, ok := pluginModules(b)["static-verify.wasm"]; ok {
 		shapes = append(shapes, struct {

@@ -81,18 +81,28 @@ func boundsCheck(b []byte, base byte) []byte {
 	)
 }
 
-// chunkHead opens `block loop`, tests the interrupt word and passes a
-// safepoint (one chunk is long enough to pay for it), leaves when n (local
-// 2) is 0 and sets k (local 3) to min(n, chunk).
+// chunkHead opens `block loop`, leaves when n (local 2) is 0, tests the
+// interrupt word and sets k (local 3) to min(n, chunk).
 func chunkHead(b []byte, ix indices, chunk uint32) []byte {
 	b = append(b, 0x02, 0x40, 0x03, 0x40)
-	b = safepoint(interruptTest(b, ix))
 	b = append(b, 0x20, 2, 0x45, 0x0d, 1) // local.get n; i32.eqz; br_if 1
+	b = interruptTest(b, ix)
 	b = append(b, 0x41)
 	b = appendSLEB(b, int64(int32(chunk))) // i32.const chunk
 	b = append(b, 0x20, 2, 0x20, 2, 0x41)
 	b = appendSLEB(b, int64(int32(chunk)))
 	return append(b, 0x4b, 0x1b, 0x21, 3) // i32.gt_u; select; local.set k
+}
+
+// chunkTail passes a safepoint when more bytes remain (n, local 2, is not
+// 0) and branches back to the chunk loop. A safepoint is a call into the
+// runtime (memory.grow is served in Go): between chunks, each of which is
+// long enough to pay for it, never for the one chunk of a small copy or
+// fill, which Go's memmove and memclr make for every few bytes they move.
+func chunkTail(b []byte) []byte {
+	b = append(b, 0x20, 2, 0x04, 0x40) // local.get n; if
+	b = safepoint(b)
+	return append(b, 0x0b, 0x0c, 0) // end; br 0
 }
 
 // advance adds k to local i.
@@ -112,14 +122,15 @@ func copyBody(ix indices, chunk uint32) []byte {
 	b = chunkHead(b, ix, chunk)
 	b = shrink(b)
 	b = append(b, 0x20, 0, 0x20, 2, 0x6a, 0x20, 1, 0x20, 2, 0x6a, 0x20, 3) // dst+n, src+n, k
-	b = append(b, 0xfc, 10, 0, 0, 0x0c, 0, 0x0b, 0x0b)                     // memory.copy; br 0; end; end
+	b = append(b, 0xfc, 10, 0, 0)                                          // memory.copy
+	b = append(chunkTail(b), 0x0b, 0x0b)                                   // end loop, block
 	b = append(b, 0x05)                                                    // else
 	b = chunkHead(b, ix, chunk)
 	b = append(b, 0x20, 0, 0x20, 1, 0x20, 3, 0xfc, 10, 0, 0) // memory.copy dst src k
 	b = advance(b, 0)
 	b = advance(b, 1)
 	b = shrink(b)
-	return append(b, 0x0c, 0, 0x0b, 0x0b, 0x0b, 0x0b) // br 0; end loop, block, if; end func
+	return append(chunkTail(b), 0x0b, 0x0b, 0x0b, 0x0b) // end loop, block, if; end func
 }
 
 // fillBody is $fill(dst, val, n): memory.fill in chunks.
@@ -131,7 +142,7 @@ func fillBody(ix indices, chunk uint32) []byte {
 	b = append(b, 0x20, 0, 0x20, 1, 0x20, 3, 0xfc, 11, 0) // memory.fill dst val k
 	b = advance(b, 0)
 	b = shrink(b)
-	return append(b, 0x0c, 0, 0x0b, 0x0b, 0x0b)
+	return append(chunkTail(b), 0x0b, 0x0b, 0x0b) // end loop, block; end func
 }
 
 // encode writes the rewritten module: sections the rewrite does not change

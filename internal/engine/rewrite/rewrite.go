@@ -11,8 +11,9 @@ import (
 // reuse output of a development build that left bulk instructions of a
 // constant length inline (they must test the interrupt word; stop_test.go).
 // 3: the test after every call. 4: the guards of WASI imports
-// (wasiguard.go).
-const Version = 4
+// (wasiguard.go). 5: a bulk-memory chunk passes a safepoint only when
+// another follows.
+const Version = 5
 
 // InterruptExport is the name of the exported mutable i32 global the rewrite
 // adds. Non-zero means: stop (the guest traps with `unreachable` at its next
