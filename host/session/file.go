@@ -42,7 +42,9 @@ const fileFormat = 1
 // session, and holds for any change, however made.
 type FileStore struct {
 	path string
-	mu   sync.Mutex // serialises this process's Updates
+	// updating serialises this process's Updates: a slot, so that an
+	// Update waiting for another gives up when its context ends.
+	updating chan struct{}
 
 	cacheMu sync.Mutex
 	raw     []byte          // the file's bytes that sets was decoded from
@@ -50,7 +52,9 @@ type FileStore struct {
 }
 
 // NewFileStore returns a FileStore at path. It touches nothing on disk.
-func NewFileStore(path string) *FileStore { return &FileStore{path: path} }
+func NewFileStore(path string) *FileStore {
+	return &FileStore{path: path, updating: make(chan struct{}, 1)}
+}
 
 // Path returns the file's path.
 func (f *FileStore) Path() string { return f.path }
@@ -140,8 +144,10 @@ func (f *FileStore) write(sets map[string]*Set) error {
 	return nil
 }
 
-// lock takes the cross-process lock; the returned function releases it.
-func (f *FileStore) lock() (func(), error) {
+// lock takes the cross-process lock, waiting while another process holds
+// it until ctx ends (a process stopped while holding it must not hold every
+// other writer for ever); the returned function releases it.
+func (f *FileStore) lock(ctx context.Context) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 		return nil, err
 	}
@@ -149,8 +155,11 @@ func (f *FileStore) lock() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := filelock.Lock(lf); err != nil {
+	if err := filelock.LockContext(ctx, lf); err != nil {
 		lf.Close()
+		if errors.Is(err, filelock.ErrLocked) {
+			return nil, fmt.Errorf("%s.lock: %w: %w", f.path, err, context.Cause(ctx))
+		}
 		return nil, err
 	}
 	return func() { lf.Close() }, nil
@@ -175,13 +184,17 @@ func (f *FileStore) IDs(context.Context) ([]string, error) {
 }
 
 // Update implements Store.
-func (f *FileStore) Update(_ context.Context, id string, fn func(*Set) (*Set, error)) (*Set, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *FileStore) Update(ctx context.Context, id string, fn func(*Set) (*Set, error)) (*Set, error) {
 	storeErr := func(err error) error {
 		return &Error{Op: "save", Session: cut(id), Code: codes[ErrStore], Err: fmt.Errorf("%w: %s: %w", ErrStore, f.path, err)}
 	}
-	unlock, err := f.lock()
+	select {
+	case f.updating <- struct{}{}:
+		defer func() { <-f.updating }()
+	case <-ctx.Done():
+		return nil, storeErr(fmt.Errorf("waiting for another update: %w", context.Cause(ctx)))
+	}
+	unlock, err := f.lock(ctx)
 	if err != nil {
 		return nil, storeErr(err)
 	}

@@ -4,6 +4,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/filelock"
 	"github.com/gatehost/gatehost/internal/safefile"
 	"github.com/gatehost/gatehost/internal/safefile/safefiletest"
 )
@@ -59,5 +61,60 @@ func TestFileStoreRefusesSpecialFiles(t *testing.T) {
 		require.ErrorIs(t, err, session.ErrStore)
 		require.ErrorIs(t, err, safefile.ErrNotRegular)
 		assert.Contains(t, err.Error(), path+".lock: not a regular file (named pipe)")
+	})
+}
+
+// TestFileStoreUpdateEndsWithItsContext: an Update waiting for the file's
+// cross-process lock, or for another Update of its process, gives up when
+// its context ends (an ErrStore error naming the cause, the file
+// unchanged) instead of waiting for ever on a holder that never lets go.
+func TestFileStoreUpdateEndsWithItsContext(t *testing.T) {
+	keep := func(s *session.Set) (*session.Set, error) { return s, nil }
+	ended, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("the stage ended")
+	cancel(cause)
+
+	t.Run("another process holds the lock", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sessions.json")
+		fs := session.NewFileStore(path)
+		_, err := fs.Update(context.Background(), "s-1", keep)
+		require.NoError(t, err, "the lock file exists once an update ran")
+		before, err := os.ReadFile(path)
+		require.NoError(t, err)
+		holder, err := os.OpenFile(path+".lock", os.O_RDWR, 0)
+		require.NoError(t, err)
+		require.NoError(t, filelock.TryLock(holder))
+
+		err = safefiletest.Returns(t, func() error { _, err := fs.Update(ended, "s-1", keep); return err })
+		require.ErrorIs(t, err, session.ErrStore)
+		require.ErrorIs(t, err, filelock.ErrLocked)
+		require.ErrorIs(t, err, cause)
+		after, rerr := os.ReadFile(path)
+		require.NoError(t, rerr)
+		assert.Equal(t, before, after)
+
+		require.NoError(t, holder.Close()) // released: the next update goes through
+		_, err = fs.Update(context.Background(), "s-1", keep)
+		require.NoError(t, err)
+	})
+
+	t.Run("another update of this process is under way", func(t *testing.T) {
+		fs := session.NewFileStore(filepath.Join(t.TempDir(), "sessions.json"))
+		inside, release := make(chan struct{}), make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			_, err := fs.Update(context.Background(), "s-1", func(s *session.Set) (*session.Set, error) {
+				close(inside)
+				<-release
+				return s, nil
+			})
+			first <- err
+		}()
+		<-inside
+		err := safefiletest.Returns(t, func() error { _, err := fs.Update(ended, "s-2", keep); return err })
+		require.ErrorIs(t, err, session.ErrStore)
+		require.ErrorIs(t, err, cause)
+		close(release)
+		require.NoError(t, <-first)
 	})
 }
