@@ -183,17 +183,32 @@ func (f *FileStore) IDs(context.Context) ([]string, error) {
 	return slices.Sorted(maps.Keys(sets)), nil
 }
 
+// turn takes this process's update slot: at once when it is free (as
+// filelock.LockContext tries the lock first), else when the Update holding
+// it ends, unless ctx ends first.
+func (f *FileStore) turn(ctx context.Context) error {
+	select {
+	case f.updating <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case f.updating <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for another update: %w", context.Cause(ctx))
+	}
+}
+
 // Update implements Store.
 func (f *FileStore) Update(ctx context.Context, id string, fn func(*Set) (*Set, error)) (*Set, error) {
 	storeErr := func(err error) error {
 		return &Error{Op: "save", Session: cut(id), Code: codes[ErrStore], Err: fmt.Errorf("%w: %s: %w", ErrStore, f.path, err)}
 	}
-	select {
-	case f.updating <- struct{}{}:
-		defer func() { <-f.updating }()
-	case <-ctx.Done():
-		return nil, storeErr(fmt.Errorf("waiting for another update: %w", context.Cause(ctx)))
+	if err := f.turn(ctx); err != nil {
+		return nil, storeErr(err)
 	}
+	defer func() { <-f.updating }()
 	unlock, err := f.lock(ctx)
 	if err != nil {
 		return nil, storeErr(err)
