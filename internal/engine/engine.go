@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -336,9 +337,12 @@ func (e *Engine) compile(ctx context.Context, wasm []byte, rewrite bool) (rt.Com
 		if hook != nil {
 			hook()
 		}
-		// The runtime's compile ignores ctx; it gets one that is never
-		// done so it cannot half-fail on a deadline it does not check.
-		cm, err := e.rt.CompileModule(context.WithoutCancel(ctx), wasm)
+		// The compile gets a context that is never done, so that it
+		// cannot half-fail on the caller's deadline: the caller abandons
+		// it at its end (below). Its functions are compiled on every CPU
+		// the process may use: the same machine code, sooner.
+		cctx := rt.WithCompilationWorkers(context.WithoutCancel(ctx), runtime.GOMAXPROCS(0))
+		cm, err := e.rt.CompileModule(cctx, wasm)
 		if err == nil && e.cache != nil {
 			e.cache.record(seen)
 		}

@@ -56,6 +56,13 @@ const (
 	ExitCodeDeadlineExceeded = sys.ExitCodeDeadlineExceeded
 )
 
+// WithCompilationWorkers returns ctx asking a compile under it to spread
+// the module's functions over n goroutines (experimental.
+// WithCompilationWorkers); the machine code is the same, only sooner.
+func WithCompilationWorkers(ctx context.Context, n int) context.Context {
+	return experimental.WithCompilationWorkers(ctx, n)
+}
+
 func NewRuntimeConfig() RuntimeConfig { return wazero.NewRuntimeConfig() }
 func NewModuleConfig() ModuleConfig   { return wazero.NewModuleConfig() }
 func NewRuntimeWithConfig(ctx context.Context, cfg RuntimeConfig) Runtime {

@@ -58,6 +58,10 @@ const (
 	ExitCodeDeadlineExceeded = sys.ExitCodeDeadlineExceeded
 )
 
+// WithCompilationWorkers returns ctx: wazy compiles a module's functions
+// on one goroutine.
+func WithCompilationWorkers(ctx context.Context, _ int) context.Context { return ctx }
+
 func NewRuntimeConfig() RuntimeConfig { return wazero.NewRuntimeConfig() }
 func NewModuleConfig() ModuleConfig   { return wazero.NewModuleConfig() }
 func NewRuntimeWithConfig(ctx context.Context, cfg RuntimeConfig) Runtime {
