@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/apart"
 )
 
 // The check capability (abi.CapabilityCheck) lets a stage run a build/test
@@ -107,13 +108,12 @@ func runCheck(ctx context.Context, name string, c CheckCommand, dir string) (abi
 	// not enough, since a process that left the group can hold the output
 	// pipe open and Wait then waits up to WaitDelay. Run waits apart, and
 	// the stage does not wait for it.
-	ran := make(chan error, 1)
-	go func() { ran <- cmd.Run() }()
-	var err error
-	select {
-	case err = <-ran:
-	case <-ctx.Done():
-		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, ctx.Err())
+	err, aerr := apart.Run(ctx, cmd.Run)
+	if aerr != nil {
+		if errors.Is(aerr, apart.ErrAbandoned) {
+			return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, ctx.Err())
+		}
+		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, aerr)
 	}
 	a := abi.CheckRunAnswer{Name: name, DurationMS: time.Since(start).Milliseconds(), OutputTail: out.String()}
 	var exitErr *exec.ExitError

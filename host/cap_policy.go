@@ -3,10 +3,12 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/apart"
 	"github.com/gatehost/gatehost/internal/pathglob"
 )
 
@@ -148,21 +150,16 @@ func safePolicy(ctx context.Context, p Policy, req abi.PolicyMergeRequest) (abi.
 		a   abi.PolicyMergeAnswer
 		err error
 	}
-	done := make(chan result, 1) // buffered: a policy that overruns still ends
-	go func() {
-		var r result
-		defer func() {
-			if v := recover(); v != nil {
-				r = result{err: fmt.Errorf("policy panicked: %v", v)}
-			}
-			done <- r
-		}()
+	r, err := apart.Run(ctx, func() (r result) {
 		r.a, r.err = p.Merge(ctx, req)
-	}()
-	select {
-	case r := <-done:
-		return r.a, r.err
-	case <-ctx.Done():
+		return r
+	})
+	var pe *apart.PanicError
+	switch {
+	case errors.As(err, &pe):
+		return abi.PolicyMergeAnswer{}, fmt.Errorf("policy panicked: %v", pe.Value)
+	case err != nil:
 		return abi.PolicyMergeAnswer{}, fmt.Errorf("policy did not answer before the stage ended: %w", ctx.Err())
 	}
+	return r.a, r.err
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
+	"github.com/gatehost/gatehost/internal/apart"
 )
 
 // A capability is a family of host operations ("catalog.get", …) that an
@@ -132,19 +134,13 @@ const callInlineBytes = checkInlineBytes
 // serveApart serves a large host call on a goroutine of its own and
 // returns when it answers or ctx ends, whichever is first.
 func serveApart(ctx context.Context, capab capability, s *runContext, op string, request []byte) []byte {
-	done := make(chan []byte, 1) // buffered: an abandoned call still ends
-	go func() {
-		defer func() {
-			if v := recover(); v != nil { // on the guest's goroutine wazero would make it a trap
-				done <- abi.EncodeCallError(abi.ErrCodeUnavailable, fmt.Sprintf("%s: host error: %v", op, v))
-			}
-		}()
-		done <- serve(ctx, capab, s, op, request)
-	}()
-	select {
-	case a := <-done:
-		return a
-	case <-ctx.Done():
+	a, err := apart.Run(ctx, func() []byte { return serve(ctx, capab, s, op, request) })
+	var pe *apart.PanicError
+	switch {
+	case errors.As(err, &pe): // on the guest's goroutine wazero would make it a trap
+		return abi.EncodeCallError(abi.ErrCodeUnavailable, fmt.Sprintf("%s: host error: %v", op, pe.Value))
+	case err != nil:
 		return abi.EncodeCallError(abi.ErrCodeUnavailable, fmt.Sprintf("%s: the stage ended before the host answered: %v", op, context.Cause(ctx)))
 	}
+	return a
 }

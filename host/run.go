@@ -511,7 +511,11 @@ func (h *Host) callStage(ctx context.Context, s *stage, r0 StageResult, q stageR
 		}
 		if !ans.fault {
 			r.Answer = ans.info
-			return failStage(r, abi.ReasonABIViolation, ans.err, nil)
+			reason := abi.ReasonABIViolation
+			if errors.Is(ans.err, ErrHostError) {
+				reason = abi.ReasonHostError
+			}
+			return failStage(r, reason, ans.err, nil)
 		}
 		reason := faultReason(ans.err)
 		if sctx.Err() != nil && (reason == abi.ReasonPluginTimeout || reason == abi.ReasonCanceled) {

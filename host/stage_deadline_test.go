@@ -276,3 +276,27 @@ func stageEndsDuringHostCall(t *testing.T, wasm []byte, timeout time.Duration) (
 		return false // the guest itself was too slow: not the case under test
 	}
 }
+
+// TestAnswerCheckPanicIsAHostError: a panic in the host's check of an
+// answer checked apart is recovered on that goroutine (it would end the
+// process) and makes the stage inconclusive with host_error: never an
+// acceptance, and not the gate's abi_violation.
+func TestAnswerCheckPanicIsAHostError(t *testing.T) {
+	h := hosttest.New(t, host.Config{
+		Plugins: map[string]host.PluginConfig{"g": {Path: flakyWasm}},
+		Pipelines: map[string]host.PipelineConfig{
+			"p": {Subject: "proposal", Stages: []host.StageConfig{{Plugin: "g", Timeout: time.Minute}}},
+		},
+		PoolSize:   1,
+		Quarantine: host.QuarantineConfig{Disabled: true},
+	})
+	host.CheckAnswersApart(h, "g")
+	host.OnAnswerCheck(h, "g", func() { panic("a bug in the host's check") })
+	d, err := h.Check(context.Background(), "p", []byte(okProposal), host.RunOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, abi.Inconclusive, d.Verdict)
+	st := d.Stages[0]
+	assert.Equal(t, abi.ReasonHostError, st.Reason, "evidence: %v", st.Evidence)
+	assert.ErrorIs(t, d.Err(), host.ErrHostError)
+	assert.Contains(t, st.Evidence["error"], "a bug in the host's check")
+}

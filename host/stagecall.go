@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehost/gatehost/abi"
+	"github.com/gatehost/gatehost/internal/apart"
 	"github.com/gatehost/gatehost/internal/engine"
 )
 
@@ -106,14 +107,15 @@ func (p *pool) checkAnswer(ctx context.Context, out []byte) (ans answer, ok bool
 		ans = p.checkOut(out)
 		return ans, !ended(ctx)
 	}
-	done := make(chan answer, 1) // buffered: an abandoned check still ends
-	go func() { done <- p.checkOut(out) }()
-	select {
-	case ans = <-done:
-		return ans, true
-	case <-ctx.Done():
+	ans, err := apart.Run(ctx, func() answer { return p.checkOut(out) })
+	var pe *apart.PanicError
+	switch {
+	case errors.As(err, &pe): // the check is the host's: its panic is a host error, not the gate's
+		return answer{err: fmt.Errorf("%w: checking the answer: %v", ErrHostError, pe.Value), info: newAnswer(out)}, true
+	case err != nil:
 		return answer{}, false
 	}
+	return ans, true
 }
 
 // checkOut is the host's check of an answer; the instance is not needed
