@@ -108,12 +108,12 @@ func runCheck(ctx context.Context, name string, c CheckCommand, dir string) (abi
 	// not enough, since a process that left the group can hold the output
 	// pipe open and Wait then waits up to WaitDelay. Run waits apart, and
 	// the stage does not wait for it.
-	err, aerr := apart.Run(ctx, cmd.Run)
-	if aerr != nil {
-		if errors.Is(aerr, apart.ErrAbandoned) {
+	runErr, err := apart.Run(ctx, cmd.Run)
+	if err != nil {
+		if errors.Is(err, apart.ErrAbandoned) {
 			return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, ctx.Err())
 		}
-		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, aerr)
+		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, err)
 	}
 	a := abi.CheckRunAnswer{Name: name, DurationMS: time.Since(start).Milliseconds(), OutputTail: out.String()}
 	var exitErr *exec.ExitError
@@ -122,12 +122,12 @@ func runCheck(ctx context.Context, name string, c CheckCommand, dir string) (abi
 		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, ctx.Err())
 	case cctx.Err() != nil:
 		a.Status, a.ExitCode, a.TimedOut = abi.CheckFailed, -1, true
-	case err == nil:
+	case runErr == nil:
 		a.Status, a.ExitCode = abi.CheckPassed, 0
-	case errors.As(err, &exitErr):
+	case errors.As(runErr, &exitErr):
 		a.Status, a.ExitCode = abi.CheckFailed, exitErr.ExitCode()
 	default:
-		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, err)
+		return abi.CheckRunAnswer{}, fmt.Errorf("check %s: %w", name, runErr)
 	}
 	return a, nil
 }
