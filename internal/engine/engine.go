@@ -236,7 +236,7 @@ type Module struct {
 	cm         rt.CompiledModule
 	initialize bool
 	// interrupt: the module was rewritten and exports the interrupt
-	// global (rewrite.InterruptExport).
+	// globals (rewrite.InterruptExport, rewrite.CountdownExport).
 	interrupt bool
 	MinPages  uint32
 }

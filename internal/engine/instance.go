@@ -82,7 +82,7 @@ func (m *Module) Instantiate(ctx context.Context) (*Instance, error) {
 		it, ok := newInterrupter(mod)
 		if !ok { // the rewrite always adds it: a module without it cannot be stopped
 			_ = mod.Close(context.Background())
-			return nil, &Fault{Reason: abi.ReasonPluginTrap, Err: errors.New("rewritten module lacks its interrupt global")}
+			return nil, &Fault{Reason: abi.ReasonPluginTrap, Err: errors.New("rewritten module lacks its interrupt globals")}
 		}
 		inst.intr = it
 	}

@@ -107,27 +107,33 @@ func rewriteRefused(err error) *LoadError {
 }
 
 // interrupter stops one instance's guest code when a call's context is
-// done, by setting the instance's interrupt global: the rewritten code
-// traps at its next function entry, loop header or bulk-memory chunk.
-// The zero value (no global) does nothing: the runtime's own check, if
+// done, by setting the instance's interrupt word and zeroing its countdown
+// (rewrite.CountdownExport): the rewritten code traps at its next
+// function entry, return from a call, loop header or bulk-memory chunk.
+// The zero value (no globals) does nothing: the runtime's own check, if
 // any, applies.
 type interrupter struct {
-	word  rt.MutableGlobal
-	fired chan struct{} // one token per firing, so a call can wait for it
+	word, countdown rt.MutableGlobal
+	fired           chan struct{} // one token per firing, so a call can wait for it
 }
 
 func newInterrupter(mod rt.Module) (interrupter, bool) {
-	g, ok := mod.ExportedGlobal(rewrite.InterruptExport).(rt.MutableGlobal)
+	w, ok := mod.ExportedGlobal(rewrite.InterruptExport).(rt.MutableGlobal)
 	if !ok {
 		return interrupter{}, false
 	}
-	return interrupter{word: g, fired: make(chan struct{}, 1)}, true
+	c, ok := mod.ExportedGlobal(rewrite.CountdownExport).(rt.MutableGlobal)
+	if !ok {
+		return interrupter{}, false
+	}
+	return interrupter{word: w, countdown: c, fired: make(chan struct{}, 1)}, true
 }
 
 // call runs fn under ctx. If ctx ends during the call the word is set and
 // the guest traps; the word is cleared again before call returns, so an
 // instance whose call finished just as its context ended is not left
-// primed to trap on its next call.
+// primed to trap on its next call. (A countdown left at 0 costs that call
+// one early safepoint.)
 func (it interrupter) call(ctx context.Context, fn rt.Function, params ...uint64) ([]uint64, error) {
 	if it.word == nil {
 		return fn.Call(ctx, params...)
@@ -136,7 +142,9 @@ func (it interrupter) call(ctx context.Context, fn rt.Function, params ...uint64
 		return nil, context.Cause(ctx)
 	}
 	stop := context.AfterFunc(ctx, func() {
+		// The word first: the guest tests it when the countdown runs out.
 		it.word.Set(1)
+		it.countdown.Set(0)
 		it.fired <- struct{}{}
 	})
 	res, err := fn.Call(ctx, params...)

@@ -122,23 +122,42 @@ func TestBehaviourUnchanged(t *testing.T) {
 	}
 }
 
-// The interrupt word is exported, mutable, i32 and 0 after instantiation.
-func TestInterruptWordExported(t *testing.T) {
+// The interrupt word and the countdown are exported, mutable and i32, 0
+// and SafepointEvery after instantiation. The word set and the countdown
+// zeroed, a call traps at its entry; the word set alone (the countdown
+// left as a racing decrement could leave it), within SafepointEvery
+// tests; the word cleared, calls work again.
+func TestInterruptGlobalsExported(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t)
 	mod, err := rt.Instantiate(ctx, mustRewrite(t, assemble(t, "behaviour.wat"), Options{}))
 	require.NoError(t, err)
-	g := mod.ExportedGlobal(InterruptExport)
-	require.NotNil(t, g)
-	mg, ok := g.(api.MutableGlobal)
-	require.True(t, ok, "the interrupt word is mutable")
-	assert.Equal(t, api.ValueTypeI32, mg.Type())
-	assert.Zero(t, mg.Get())
-	// Set, a call traps at its entry; cleared, calls work again.
-	mg.Set(1)
+	globals := map[string]api.MutableGlobal{}
+	for name, initial := range map[string]uint64{InterruptExport: 0, CountdownExport: SafepointEvery} {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		require.True(t, ok, "%s is an exported mutable global", name)
+		assert.Equal(t, api.ValueTypeI32, g.Type(), name)
+		assert.Equal(t, initial, g.Get(), name)
+		globals[name] = g
+	}
+	word, countdown := globals[InterruptExport], globals[CountdownExport]
+
+	word.Set(1)
+	countdown.Set(0)
 	_, err = mod.ExportedFunction("fact").Call(ctx, 5)
 	require.ErrorContains(t, err, "unreachable")
-	mg.Set(0)
+
+	countdown.Set(SafepointEvery)
+	calls := 0
+	for ; calls <= SafepointEvery; calls++ {
+		if _, err = mod.ExportedFunction("fact").Call(ctx, 1); err != nil {
+			break
+		}
+	}
+	require.ErrorContains(t, err, "unreachable", "the word alone stops the guest")
+	assert.Less(t, calls, SafepointEvery, "within SafepointEvery tests (each call makes at least one)")
+
+	word.Set(0)
 	res, err := mod.ExportedFunction("fact").Call(ctx, 5)
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{120}, res)

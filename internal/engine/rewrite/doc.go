@@ -1,14 +1,15 @@
 // Package rewrite makes a WebAssembly module stoppable without help from the
 // runtime: it rewrites the module once, at load, so that the guest itself
-// tests an interrupt word at every function entry and every loop header and
-// traps when the word is set.
+// counts down at every function entry, return from a call and loop header,
+// tests an interrupt word when the count runs out, and traps when the word
+// is set.
 //
 // # Why
 //
 // Stock wazero stops a runaway guest only with WithCloseOnContextDone, which
 // leaves compiled code for Go at every loop header; Go's wasm functions are
 // nearly all loops, so that check costs 3–5× on the gates' own work. The
-// rewrite puts the check inline instead: one global load and a branch.
+// rewrite puts the check inline instead: a decrement and a branch.
 //
 // # Design
 //
@@ -16,20 +17,23 @@
 // (https://docs.wasmtime.dev/api/wasmtime/struct.Config.html#method.epoch_interruption)
 // applied as a load-time rewrite rather than inside a compiler. Module:
 //
-//   - appends one mutable i32 global, initialised to 0, and exports it as
-//     InterruptExport; the host sets it to non-zero (api.MutableGlobal.Set)
-//     when the deadline passes;
-//   - inserts `global.get G; if; unreachable; end` at every function entry
-//     (after the locals), right after every loop's block type and right
-//     after every call and call_indirect, so loops, call trees without
-//     loops (recursion, fib-like fan-out) and the way back up a deep stack
-//     through loop-free code all stop;
-//   - counts those tests down in a second, unexported global and every
-//     SafepointEvery tests runs `memory.grow 0`, a safepoint: wazero
-//     serves it in Go, and Go cannot preempt a
-//     goroutine inside compiled wasm code, and a guest that never left it
-//     would hold up the process's stop-the-world (garbage collection) and
-//     with it the timer that sets the word;
+//   - appends two mutable i32 globals and exports them: the interrupt word
+//     (InterruptExport, initially 0) and a countdown (CountdownExport,
+//     initially SafepointEvery); the host stops a call by setting the word
+//     to non-zero and then the countdown to 0 (api.MutableGlobal.Set);
+//   - inserts a test (check in encode.go) at every function entry (after
+//     the locals), right after every loop's block type and right after
+//     every call and call_indirect, so loops, call trees without loops
+//     (recursion, fib-like fan-out) and the way back up a deep stack
+//     through loop-free code all stop. The test decrements the countdown;
+//     when it reaches 0 it traps if the word is set, and otherwise passes a
+//     safepoint, `memory.grow 0`, and restarts the count: wazero serves
+//     memory.grow in Go, and Go cannot preempt a goroutine inside compiled
+//     wasm code, and a guest that never left it would hold up the process's
+//     stop-the-world (garbage collection) and with it the timer that sets
+//     the word. A body whose first loop is reached through straight-line
+//     code that neither branches nor calls (every function Go compiles)
+//     gets no entry test: its loop header's test runs first on every call;
 //   - replaces every memory.copy and memory.fill with a call to an appended
 //     helper that does the same bounds check as the instruction (trap, nothing
 //     written) and then works in chunks of at most Options.ChunkBytes, testing
@@ -62,8 +66,9 @@
 //   - ErrUnsupported for well-framed input using what the rewrite does not
 //     decode — threads (0xFE), exceptions, tail calls, GC, relaxed SIMD,
 //     multi-memory, memory64 —, a module that already exports
-//     InterruptExport, or one that puts a guarded WASI import in a table,
-//     a ref.func or an export, where its guard would not be.
+//     InterruptExport or CountdownExport, or one that puts a guarded WASI
+//     import in a table, a ref.func or an export, where its guard would not
+//     be.
 //
 // Module never panics and its work is linear in the input's length.
 package rewrite

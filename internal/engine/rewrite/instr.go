@@ -10,11 +10,28 @@ import (
 // which must be the body's last byte, recording the edits.
 func (m *module) instructions(r *reader) error {
 	depth := 0
+	// entry is the body's entry test (the last edit body recorded) while
+	// only straight-line instructions that neither branch, call nor trap
+	// have been read: if a loop follows, its header's test runs once on
+	// every entry before anything else, and the entry test is dropped as
+	// its duplicate. Every function Go compiles starts this way.
+	entry := len(m.edits) - 1
 	for {
 		off := r.off()
 		op, err := r.byte("instruction (function body ends before its final end)")
 		if err != nil {
 			return err
+		}
+		if entry >= 0 {
+			switch op {
+			case 0x01, 0x02, 0x20, 0x21, 0x22, 0x23, 0x24, 0x41, 0x42:
+				// nop, block, local.get/set/tee, global.get/set, i32/i64.const
+			case 0x03: // loop: its header test takes the entry test's place
+				m.edits = m.edits[:entry]
+				entry = -1
+			default:
+				entry = -1
+			}
 		}
 		switch wasmop.Op(op) {
 		case wasmop.None:

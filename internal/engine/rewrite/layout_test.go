@@ -38,20 +38,20 @@ func TestLayout(t *testing.T) {
 		keepWhole [][]byte // sections that must appear unchanged
 	}{
 		{name: "memory only", wasm: wasmOf(custom("a"), mem, custom("b")),
-			types: 0, funcs: 0, globals: 2, exports: 1, keepWhole: [][]byte{custom("a"), custom("b"), mem}},
+			types: 0, funcs: 0, globals: 2, exports: 2, keepWhole: [][]byte{custom("a"), custom("b"), mem}},
 		{name: "one function", wasm: wasmOf(sec(secType, append([]byte{0x01}, voidT...)...), sec(secFunction, 0x01, 0x00), mem, code([]byte{0x00, 0x0b})),
-			types: 1, funcs: 1, globals: 2, exports: 1, keepWhole: [][]byte{mem}},
+			types: 1, funcs: 1, globals: 2, exports: 2, keepWhole: [][]byte{mem}},
 		{name: "fill appends the bulk type", wasm: wasmOf(sec(secType, append([]byte{0x01}, voidT...)...), sec(secFunction, 0x01, 0x00), mem, custom("between"), code(fill)),
-			types: 2, funcs: 2, globals: 2, exports: 1, keepWhole: [][]byte{custom("between")}},
+			types: 2, funcs: 2, globals: 2, exports: 2, keepWhole: [][]byte{custom("between")}},
 		{name: "constant fill", wasm: wasmOf(sec(secType, append([]byte{0x01}, voidT...)...), sec(secFunction, 0x01, 0x00), mem, code(fill8)),
-			types: 2, funcs: 2, globals: 2, exports: 1},
+			types: 2, funcs: 2, globals: 2, exports: 2},
 		{name: "constant copy", wasm: wasmOf(sec(secType, append([]byte{0x01}, voidT...)...), sec(secFunction, 0x01, 0x00), mem, code(copy8)),
-			types: 2, funcs: 2, globals: 2, exports: 1},
+			types: 2, funcs: 2, globals: 2, exports: 2},
 		{name: "bulk type reused", wasm: wasmOf(sec(secType, append(append([]byte{0x02}, bulkT...), voidT...)...), sec(secFunction, 0x01, 0x01), mem, code(fill)),
-			types: 2, funcs: 2, globals: 2, exports: 1},
+			types: 2, funcs: 2, globals: 2, exports: 2},
 		{name: "existing globals and exports", wasm: wasmOf(sec(secType, append([]byte{0x01}, voidT...)...), sec(secFunction, 0x01, 0x00), mem,
 			sec(secGlobal, 0x01, valI64, 0x00, 0x42, 0x07, 0x0b), sec(secExport, 0x01, 0x01, 'f', 0x00, 0x00), custom("z"), code([]byte{0x00, 0x0b}), sec(secData, 0x00)),
-			types: 1, funcs: 1, globals: 3, exports: 2, keepWhole: [][]byte{custom("z"), sec(secData, 0x00)}},
+			types: 1, funcs: 1, globals: 3, exports: 3, keepWhole: [][]byte{custom("z"), sec(secData, 0x00)}},
 	}
 	ctx := context.Background()
 	rt := newRuntime(t)
@@ -80,6 +80,34 @@ func TestLayout(t *testing.T) {
 			require.NoError(t, cm.Close(ctx))
 			_, err = Module(out, Options{})
 			require.ErrorIs(t, err, ErrUnsupported, "a rewritten module is not rewritten twice")
+		})
+	}
+}
+
+// A body's entry test is left out only where its first loop's header test
+// runs first on every call: the code before that loop neither branches,
+// calls nor traps (the shape of every function Go compiles). Counted in
+// the output: the tests of the one body.
+func TestEntryTestLeftOutBeforeALoop(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  []byte // locals and expression
+		tests int
+	}{
+		{"loop first", []byte{0x00, 0x03, 0x40, 0x0b, 0x0b}, 1},
+		{"Go's prologue: locals, globals, blocks, then the loop", []byte{0x01, 0x01, valI32, 0x41, 0x00, 0x21, 0x00, 0x02, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x0b}, 1},
+		{"no loop", []byte{0x00, 0x0b}, 1},
+		{"a drop before the loop", []byte{0x00, 0x41, 0x00, 0x1a, 0x03, 0x40, 0x0b, 0x0b}, 2},
+		{"a branch before the loop", []byte{0x00, 0x02, 0x40, 0x0c, 0x00, 0x0b, 0x03, 0x40, 0x0b, 0x0b}, 2},
+		{"an if before the loop", []byte{0x00, 0x41, 0x00, 0x04, 0x40, 0x0b, 0x03, 0x40, 0x0b, 0x0b}, 2},
+		{"a call before the loop", []byte{0x00, 0x10, 0x00, 0x03, 0x40, 0x0b, 0x0b}, 3}, // entry, after the call, loop
+		{"a load before the loop (it can trap)", []byte{0x00, 0x41, 0x00, 0x28, 0x02, 0x00, 0x1a, 0x03, 0x40, 0x0b, 0x0b}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := mustRewrite(t, funcModule(tt.body), Options{})
+			code := sections(t, out)[secCode][0]
+			assert.Equal(t, tt.tests, bytes.Count(code, check(nil, indices{interrupt: 0, countdown: 1})))
 		})
 	}
 }

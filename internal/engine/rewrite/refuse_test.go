@@ -75,6 +75,7 @@ func TestRefusals(t *testing.T) {
 		{name: "element segment naming an appended function", wasm: funcModule(body(0x0b), sec(secTable, 0x01, valFuncref, 0x00, 0x01), sec(secElement, 0x01, 0x00, 0x41, 0x00, 0x0b, 0x01, 0x01)), want: ErrMalformed, reason: "element segment: function index 1"},
 		{name: "data offset reading the interrupt word", wasm: append(funcModule(body(0x0b), oneGlobal), sec(secData, 0x01, 0x00, 0x23, 0x01, 0x0b, 0x00)...), want: ErrMalformed, reason: "global index 1"},
 		{name: "already exports gatehost_interrupt", wasm: assemble(t, "refuse-export.wat"), want: ErrUnsupported, reason: `"gatehost_interrupt"`},
+		{name: "already exports gatehost_countdown", wasm: funcModule(body(0x0b), oneGlobal, sec(secExport, append([]byte{0x01, byte(len(CountdownExport))}, append([]byte(CountdownExport), 0x03, 0x00)...)...)), want: ErrUnsupported, reason: `"gatehost_countdown"`},
 		{name: "memory.copy without memory", wasm: wasmOf(sec(secType, 0x01, 0x60, 0x00, 0x00), sec(secFunction, 0x01, 0x00), sec(secCode, 0x01, 0x0c, 0x00, 0x41, 0, 0x41, 0, 0x41, 0, 0xfc, 10, 0, 0, 0x0b)), want: ErrMalformed, reason: "no memory", fromEnd: 5},
 		{name: "memory.fill without memory", wasm: wasmOf(sec(secType, 0x01, 0x60, 0x00, 0x00), sec(secFunction, 0x01, 0x00), sec(secCode, 0x01, 0x0b, 0x00, 0x41, 0, 0x41, 0, 0x41, 0, 0xfc, 11, 0, 0x0b)), want: ErrMalformed, reason: "no memory", fromEnd: 4},
 		{name: "invalid UTF-8 export name", wasm: funcModule(body(0x0b), sec(secExport, 0x01, 0x01, 0xff, 0x00, 0x00)), want: ErrMalformed, reason: "UTF-8"},

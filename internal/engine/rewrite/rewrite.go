@@ -12,20 +12,32 @@ import (
 // constant length inline (they must test the interrupt word; stop_test.go).
 // 3: the test after every call. 4: the guards of WASI imports
 // (wasiguard.go). 5: a bulk-memory chunk passes a safepoint only when
-// another follows.
-const Version = 5
+// another follows. 6: one counter on the hot path (CountdownExport), and
+// no entry test where a loop header's test runs first.
+const Version = 6
 
 // InterruptExport is the name of the exported mutable i32 global the rewrite
-// adds. Non-zero means: stop (the guest traps with `unreachable` at its next
-// function entry, return from a call, loop header or bulk-memory chunk).
+// adds. Non-zero means: stop. The guest tests it whenever the countdown
+// (CountdownExport) runs out and before every bulk-memory chunk, and traps
+// with `unreachable`.
 const InterruptExport = "gatehost_interrupt"
 
-// SafepointEvery is how many interrupt tests (function entries, returns
-// from calls and loop headers) the guest makes between two safepoints: a
+// CountdownExport is the name of the second exported mutable i32 global:
+// the tests left before the guest's next safepoint and test of the
+// interrupt word. To stop a guest, set InterruptExport to non-zero, then
+// CountdownExport to 0: the guest traps at its next function entry, return
+// from a call or loop header. Only the guest's own decrement racing the
+// host's write can undo the 0, and then the guest traps within
+// SafepointEvery tests.
+const CountdownExport = "gatehost_countdown"
+
+// SafepointEvery is how many tests (function entries, returns from calls
+// and loop headers) the guest makes between two safepoints: a
 // `memory.grow 0`, which wazero serves in Go, so that the goroutine running
-// the guest can be preempted. Go cannot preempt compiled wasm code asynchronously; a guest
-// that never left it would hold up every stop-the-world of the process
-// (garbage collection) and with it the timer that sets the interrupt word.
+// the guest can be preempted. Go cannot preempt compiled wasm code
+// asynchronously; a guest that never left it would hold up every
+// stop-the-world of the process (garbage collection) and with it the timer
+// that sets the interrupt word.
 const SafepointEvery = 1024
 
 // DefaultChunkBytes: bulk memory.copy / memory.fill are done in chunks of at
@@ -47,7 +59,8 @@ var (
 	ErrMalformed = errors.New("malformed module")
 	// ErrUnsupported: the input uses something the rewrite does not decode
 	// (threads, exceptions, tail calls, GC, relaxed SIMD, multi-memory,
-	// memory64), already exports InterruptExport, or has no memory.
+	// memory64), already exports InterruptExport or CountdownExport, or
+	// has no memory.
 	ErrUnsupported = errors.New("unsupported module")
 )
 
@@ -569,8 +582,8 @@ func (m *module) exportSection(r *reader) error {
 		if err != nil {
 			return err
 		}
-		if name == InterruptExport {
-			return r.unsupported(off, "the module already exports %q, the name of the interrupt word", name)
+		if name == InterruptExport || name == CountdownExport {
+			return r.unsupported(off, "the module already exports %q, a name of the rewrite's globals", name)
 		}
 		koff := r.off()
 		kind, err := r.byte("export kind")

@@ -20,6 +20,16 @@ func interruptWord(t *testing.T, mod api.Module) api.MutableGlobal {
 	return g
 }
 
+// interrupt stops the rewritten instance's guest as the host does: the
+// word set, then the countdown zeroed.
+func interrupt(t *testing.T, mod api.Module) {
+	t.Helper()
+	interruptWord(t, mod).Set(1)
+	g, ok := mod.ExportedGlobal(CountdownExport).(api.MutableGlobal)
+	require.True(t, ok, "%s is an exported mutable global", CountdownExport)
+	g.Set(0)
+}
+
 // TestInterruptStops runs each runaway shape of testdata/stop.wat,
 // rewritten, on wazero with WithCloseOnContextDone off, and sets the
 // interrupt word while it runs. No timing is involved: the word is set by a
@@ -37,11 +47,11 @@ func TestInterruptStops(t *testing.T) {
 	_, err := rt.NewHostModuleBuilder("host").
 		NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module) {
 		if ticks.Add(1) == ticksBeforeInterrupt {
-			interruptWord(t, m).Set(1)
+			interrupt(t, m)
 		}
 	}).Export("tick").
 		NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module) {
-		interruptWord(t, m).Set(1)
+		interrupt(t, m)
 	}).Export("interrupt").
 		Instantiate(ctx)
 	require.NoError(t, err)
@@ -111,7 +121,7 @@ func TestInterruptStops(t *testing.T) {
 					// A full collection stops the world: it completes
 					// only because the guest passes safepoints.
 					runtime.GC()
-					word.Set(1)
+					interrupt(t, mod)
 				}()
 			} else {
 				close(stopped)

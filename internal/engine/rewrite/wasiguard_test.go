@@ -127,11 +127,12 @@ func TestWASIGuardRandomGetStops(t *testing.T) {
 	out := mustRewrite(t, assemble(t, "wasi-guard.wat"), Options{ChunkBytes: chunk})
 	ctx := context.Background()
 	rt := newRuntime(t)
-	var word api.MutableGlobal
+	var word, countdown api.MutableGlobal
 	rec := &wasiRecorder{}
 	rec.onCall = func(api.Module) {
 		if len(rec.calls) == 2 {
 			word.Set(1)
+			countdown.Set(0)
 		}
 	}
 	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
@@ -144,6 +145,7 @@ func TestWASIGuardRandomGetStops(t *testing.T) {
 	mod, err := rt.Instantiate(ctx, out)
 	require.NoError(t, err)
 	word = mod.ExportedGlobal(InterruptExport).(api.MutableGlobal)
+	countdown = mod.ExportedGlobal(CountdownExport).(api.MutableGlobal)
 	_, err = mod.ExportedFunction("random_get").Call(ctx, 0, 30*chunk)
 	require.Error(t, err, "the guest traps once the word is set")
 	assert.ErrorContains(t, err, "unreachable")
