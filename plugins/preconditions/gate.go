@@ -165,9 +165,9 @@ func evaluate(ctx context.Context, req sdk.Request) (abi.Response, error) {
 		}
 	case abi.SubjectToolCall:
 		mode = ModeExecute
-		var tc abi.ToolCall
-		if err := json.Unmarshal(req.Subject, &tc); err != nil {
-			return abi.Response{}, fmt.Errorf("preconditions: decode tool_call: %w", err)
+		tc, err := req.ToolCall() // without encoding/json's reflection, costly in a guest
+		if err != nil {
+			return abi.Response{}, fmt.Errorf("preconditions: %w", err)
 		}
 		calls = append(calls, call{id: tc.ID, tool: tc.Tool, params: tc.Parameters, parseError: tc.ParseError})
 	default:
