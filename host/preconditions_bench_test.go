@@ -10,6 +10,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/datasource/sqlsource"
+	"github.com/gatehost/gatehost/internal/testing/guestcalls"
 	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	"github.com/gatehost/gatehost/internal/testing/tau2sql"
 	"github.com/gatehost/gatehost/plugins/preconditions"
@@ -58,23 +59,40 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 				}
 			}
 		})
+		cfg := host.Config{
+			Plugins:   map[string]host.PluginConfig{"preconditions": {Path: hosttest.PreconditionsWasm(b)}},
+			Pipelines: hosttest.PCPipelines("retail", "retail_sql"),
+			Domains:   domains,
+			PoolSize:  1,
+		}
+		check := func(b *testing.B, h *host.Host) {
+			d, err := h.Check(ctx, dom+"-exec", subj, host.RunOptions{})
+			if err != nil || d.Verdict == abi.Inconclusive {
+				b.Fatal(err, d.Stages[0].Reason, d.Stages[0].Evidence)
+			}
+		}
 		for _, v := range deadlineVariants {
 			b.Run("wasm"+suffix+v.suffix, func(b *testing.B) {
-				h := hosttest.New(b, v.cfg(host.Config{
-					Plugins:   map[string]host.PluginConfig{"preconditions": {Path: hosttest.PreconditionsWasm(b)}},
-					Pipelines: hosttest.PCPipelines("retail", "retail_sql"),
-					Domains:   domains,
-					PoolSize:  1,
-				}))
+				h := hosttest.New(b, v.cfg(cfg))
 				b.ReportAllocs()
 				for b.Loop() {
-					d, err := h.Check(ctx, dom+"-exec", subj, host.RunOptions{})
-					if err != nil || d.Verdict == abi.Inconclusive {
-						b.Fatal(err, d.Stages[0].Reason, d.Stages[0].Evidence)
-					}
+					check(b, h)
 				}
 			})
 		}
+		// The guest's function calls per run (guestcalls): a count the
+		// same on every machine and under any load.
+		b.Run("wasm"+suffix+"-calls", func(b *testing.B) {
+			c := guestcalls.New()
+			cc := cfg
+			cc.CacheDir = b.TempDir() // listeners are fixed at compile
+			h, err := host.New(c.Context(ctx), cc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { h.Close(context.Background()) })
+			c.Measure(b, func() { check(b, h) })
+		})
 	}
 }
 

@@ -110,23 +110,6 @@ func BenchmarkPolicyGate100(b *testing.B) {
 	b.Run("wasm-calls", func(b *testing.B) {
 		c := guestcalls.New()
 		h := newHost(b, c.Context(ctx), b.TempDir())
-		check(b, h) // the first run fills the instance's caches
-		calls := 0
-		for b.Loop() {
-			c.Start()
-			check(b, h)
-			calls += c.Stop()
-		}
-		if calls == 0 {
-			b.Skip("the engine of this build calls no function listeners")
-		}
-		b.ReportMetric(float64(calls)/float64(b.N), "guest-calls/op")
-		// With -v, the functions one run calls most: where to look first.
-		c.Start()
-		check(b, h)
-		c.Stop()
-		for _, f := range c.Top(15) {
-			b.Logf("%6d %s", f.Calls, f.Name)
-		}
+		c.Measure(b, func() { check(b, h) })
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"testing"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -95,3 +96,30 @@ func (l listener) Before(context.Context, api.Module, api.FunctionDefinition, []
 
 func (listener) After(context.Context, api.Module, api.FunctionDefinition, []uint64) {}
 func (listener) Abort(context.Context, api.Module, api.FunctionDefinition, error)    {}
+
+// Measure runs a benchmark's loop over run (one gate call through a host
+// made with c.Context) and reports the guest's function calls per run as
+// "guest-calls/op"; the first run, not counted, fills the instance's
+// caches. With -v it logs the 15 functions one run calls most: where to
+// look first. Its time is not the gate's: every call goes through a
+// listener. It skips when the build's engine calls no listeners.
+func (c *Counter) Measure(b *testing.B, run func()) {
+	b.Helper()
+	run()
+	calls := 0
+	for b.Loop() {
+		c.Start()
+		run()
+		calls += c.Stop()
+	}
+	if calls == 0 {
+		b.Skip("the engine of this build calls no function listeners")
+	}
+	b.ReportMetric(float64(calls)/float64(b.N), "guest-calls/op")
+	c.Start()
+	run()
+	c.Stop()
+	for _, f := range c.Top(15) {
+		b.Logf("%6d %s", f.Calls, f.Name)
+	}
+}
