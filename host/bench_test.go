@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host"
+	"github.com/gatehost/gatehost/internal/testing/guestcalls"
 	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	staticverify "github.com/gatehost/gatehost/plugins/static-verify"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -37,23 +38,32 @@ func BenchmarkStaticVerify10Actions(b *testing.B) {
 			}
 		}
 	})
+	hc := host.Config{
+		Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
+		Catalog:   store,
+		Pipelines: hosttest.OnePipeline("sv", "catalog", "schema"),
+		PoolSize:  1,
+	}
+	check := func(b *testing.B, h *host.Host) {
+		d, err := h.Check(ctx, "p", subj, host.RunOptions{})
+		if err != nil || d.Verdict != abi.Accepted {
+			b.Fatal(err, d.Verdict, d.Stages[0].Reason)
+		}
+	}
 	for _, v := range deadlineVariants {
 		b.Run("wasm"+v.suffix, func(b *testing.B) {
-			h := hosttest.New(b, v.cfg(host.Config{
-				Plugins:   map[string]host.PluginConfig{"sv": {Path: staticVerifyWasm}},
-				Catalog:   store,
-				Pipelines: hosttest.OnePipeline("sv", "catalog", "schema"),
-				PoolSize:  1,
-			}))
+			h := hosttest.New(b, v.cfg(hc))
 			b.ReportAllocs()
 			for b.Loop() {
-				d, err := h.Check(ctx, "p", subj, host.RunOptions{})
-				if err != nil || d.Verdict != abi.Accepted {
-					b.Fatal(err, d.Verdict, d.Stages[0].Reason)
-				}
+				check(b, h)
 			}
 		})
 	}
+	b.Run("wasm-calls", func(b *testing.B) {
+		c := guestcalls.New()
+		h := hosttest.NewCounted(b, c, hc)
+		c.Measure(b, func() { check(b, h) })
+	})
 }
 
 // deadlineVariants run a wasm benchmark three times: as the host runs

@@ -9,6 +9,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/host/session"
+	"github.com/gatehost/gatehost/internal/testing/guestcalls"
 	"github.com/gatehost/gatehost/internal/testing/hosttest"
 	"github.com/gatehost/gatehost/plugins/exec"
 	"github.com/gatehost/gatehost/sdk/gatetest"
@@ -73,24 +74,33 @@ func BenchmarkExec(b *testing.B) {
 			}
 		}
 	})
+	hc := host.Config{
+		Plugins:  map[string]host.PluginConfig{"exec": {Path: execWasm}},
+		Catalog:  store,
+		Sessions: sessions,
+		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
+			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig,
+		}}}},
+		PoolSize: 1,
+	}
+	check := func(b *testing.B, h *host.Host) {
+		d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: "bench"})
+		if err != nil || d.Verdict != abi.Accepted {
+			b.Fatal(err, d.Verdict)
+		}
+	}
 	for _, v := range deadlineVariants {
 		b.Run("wasm"+v.suffix, func(b *testing.B) {
-			h := hosttest.New(b, v.cfg(host.Config{
-				Plugins:  map[string]host.PluginConfig{"exec": {Path: execWasm}},
-				Catalog:  store,
-				Sessions: sessions,
-				Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig,
-				}}}},
-				PoolSize: 1,
-			}))
+			h := hosttest.New(b, v.cfg(hc))
 			b.ReportAllocs()
 			for b.Loop() {
-				d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: "bench"})
-				if err != nil || d.Verdict != abi.Accepted {
-					b.Fatal(err, d.Verdict)
-				}
+				check(b, h)
 			}
 		})
 	}
+	b.Run("wasm-calls", func(b *testing.B) {
+		c := guestcalls.New()
+		h := hosttest.NewCounted(b, c, hc)
+		c.Measure(b, func() { check(b, h) })
+	})
 }

@@ -84,13 +84,7 @@ func BenchmarkPreconditionsRetailReturn(b *testing.B) {
 		// same on every machine and under any load.
 		b.Run("wasm"+suffix+"-calls", func(b *testing.B) {
 			c := guestcalls.New()
-			cc := cfg
-			cc.CacheDir = b.TempDir() // listeners are fixed at compile
-			h, err := host.New(c.Context(ctx), cc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { h.Close(context.Background()) })
+			h := hosttest.NewCounted(b, c, cfg)
 			c.Measure(b, func() { check(b, h) })
 		})
 	}

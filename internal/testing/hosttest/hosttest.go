@@ -14,6 +14,7 @@ import (
 	"github.com/gatehost/gatehost/host"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/hostkit"
+	"github.com/gatehost/gatehost/internal/testing/guestcalls"
 	"github.com/gatehost/gatehost/internal/testing/testwasm"
 )
 
@@ -96,6 +97,16 @@ const Timeout = 60 * time.Second
 func New(t testing.TB, cfg host.Config) *host.Host {
 	t.Helper()
 	return newCtx(t, context.Background(), cfg)
+}
+
+// NewCounted is New with c's function listeners on every guest (package
+// guestcalls), for benchmarks counting guest function calls. Listeners are
+// fixed when a module is compiled: the host gets a compilation cache of its
+// own.
+func NewCounted(t testing.TB, c *guestcalls.Counter, cfg host.Config) *host.Host {
+	t.Helper()
+	cfg.CacheDir = t.TempDir()
+	return newCtx(t, c.Context(context.Background()), cfg)
 }
 
 // NewPartial is New for configs in which stages deliberately withhold
