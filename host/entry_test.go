@@ -328,8 +328,7 @@ func TestConfirmationBoundToRunSnapshot(t *testing.T) {
 				Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
 				Catalog:   store,
 				Confirmer: conf,
-				Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-					Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig}}}},
+				Pipelines: map[string]host.PipelineConfig{"exec": hosttest.ExecPipeline("exec")},
 			})
 			_, err := session.Activate(ctx, h.Sessions(), store.Snapshot(), "dev", "merge_pull_request")
 			require.NoError(t, err)
@@ -418,8 +417,7 @@ func TestConfirmationToken(t *testing.T) {
 		Catalog:      store,
 		Confirmer:    conf,
 		EventLogPath: logPath,
-		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig}}}},
+		Pipelines:    map[string]host.PipelineConfig{"exec": hosttest.ExecPipeline("exec")},
 	})
 	_, err = session.Activate(ctx, hc.Sessions(), store.Snapshot(), "dev", "merge_pull_request")
 	require.NoError(t, err)

@@ -75,13 +75,11 @@ func BenchmarkExec(b *testing.B) {
 		}
 	})
 	hc := host.Config{
-		Plugins:  map[string]host.PluginConfig{"exec": {Path: execWasm}},
-		Catalog:  store,
-		Sessions: sessions,
-		Pipelines: map[string]host.PipelineConfig{"exec": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-			Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig,
-		}}}},
-		PoolSize: 1,
+		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
+		Catalog:   store,
+		Sessions:  sessions,
+		Pipelines: map[string]host.PipelineConfig{"exec": hosttest.ExecPipeline("exec")},
+		PoolSize:  1,
 	}
 	check := func(b *testing.B, h *host.Host) {
 		d, err := h.Check(ctx, "exec", call, host.RunOptions{Session: "bench"})

@@ -41,13 +41,11 @@ func BenchmarkGuestJSON(b *testing.B) {
 			PoolSize:  1,
 		}, hosttest.ReadFile(b, "testdata/static-verify/bench-10-actions.json")},
 		{"exec", host.Config{
-			Plugins:  map[string]host.PluginConfig{"g": {Path: execWasm}},
-			Catalog:  store,
-			Sessions: sessions,
-			Pipelines: map[string]host.PipelineConfig{"p": {Subject: abi.SubjectToolCall, Stages: []host.StageConfig{{
-				Plugin: "g", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig,
-			}}}},
-			PoolSize: 1,
+			Plugins:   map[string]host.PluginConfig{"g": {Path: execWasm}},
+			Catalog:   store,
+			Sessions:  sessions,
+			Pipelines: map[string]host.PipelineConfig{"p": hosttest.ExecPipeline("g")},
+			PoolSize:  1,
 		}, call},
 	}
 	for _, g := range gates {

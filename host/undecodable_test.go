@@ -83,7 +83,8 @@ func undecodableHost(t *testing.T, logPath string) *host.Host {
 	store := hosttest.GitHubCatalog(t)
 	var db map[string]map[string]any
 	require.NoError(t, json.Unmarshal(hosttest.ReadFile(t, "testdata/domains/github-bench/db.json"), &db))
-	exec := host.StageConfig{Name: "exec", Plugin: "exec", Capabilities: []string{"catalog", "session"}, Config: hosttest.GitHubExecConfig}
+	exec := hosttest.ExecStage("exec")
+	exec.Name = "exec"
 	accept := host.StageConfig{Name: "accept-all", Plugin: "accept-all"}
 	sv := host.StageConfig{Name: "static-verify", Plugin: "static-verify", Capabilities: []string{"catalog", "schema"}}
 	pre := host.StageConfig{Name: "preconditions", Plugin: "preconditions", Capabilities: []string{"query"}, Config: json.RawMessage(`{"domain":"github"}`)}

@@ -27,6 +27,17 @@ import (
 // so only the operator can tell them apart.
 var GitHubExecConfig = json.RawMessage(`{"confirm_effects":["non_idempotent"],"exempt_tools":["mcp.github:create_pull_request"]}`)
 
+// ExecStage is a stage of plugin (the exec gate) with the catalog and
+// session capabilities and GitHubExecConfig.
+func ExecStage(plugin string) host.StageConfig {
+	return host.StageConfig{Plugin: plugin, Capabilities: []string{"catalog", "session"}, Config: GitHubExecConfig}
+}
+
+// ExecPipeline is a tool-call pipeline of the one stage ExecStage(plugin).
+func ExecPipeline(plugin string) host.PipelineConfig {
+	return host.PipelineConfig{Subject: abi.SubjectToolCall, Stages: []host.StageConfig{ExecStage(plugin)}}
+}
+
 // ExecHost is a host over store whose pipeline "exec" (tool calls) runs
 // the exec gate stages times under GitHubExecConfig, as stages exec0,
 // exec1, ….
@@ -36,8 +47,9 @@ func ExecHost(t testing.TB, store *catalog.Store, stages int) *host.Host {
 	require.NoError(t, err)
 	var ss []host.StageConfig
 	for i := range stages {
-		ss = append(ss, host.StageConfig{Name: "exec" + string(rune('0'+i)), Plugin: "exec",
-			Capabilities: []string{"catalog", "session"}, Config: GitHubExecConfig})
+		st := ExecStage("exec")
+		st.Name = "exec" + string(rune('0'+i))
+		ss = append(ss, st)
 	}
 	return New(t, host.Config{
 		Plugins:   map[string]host.PluginConfig{"exec": {Path: execWasm}},
