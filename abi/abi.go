@@ -23,7 +23,7 @@ const MajorVersion = 1
 
 // MinorVersion counts additive revisions within MajorVersion. It is carried in
 // requests so a gate can tell which optional fields the host may send.
-const MinorVersion = 11
+const MinorVersion = 12
 
 // Names of the functions a gate module exports. All are required, as is the
 // exported linear memory named ExportMemory.
@@ -233,7 +233,8 @@ const (
 	// CapabilityCheck: OpCheckRun, the operator's named build/test checks.
 	CapabilityCheck = "check"
 	// CapabilitySchema: OpSchemaValidate, JSON Schema validation against
-	// the input schemas of the run's pinned catalog snapshot (minor 3).
+	// the input schemas of the run's pinned catalog snapshot (minor 3), and
+	// OpSchemaValidateMany, many of them in one call (minor 12).
 	CapabilitySchema = "schema"
 	// CapabilityCounters: OpCountersGet, the host's counts of the accepted
 	// calls of the run's session and principal (minor 8).

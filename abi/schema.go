@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Schemas holds the JSON Schemas (draft 2020-12) of the ABI messages:
@@ -33,6 +34,16 @@ const (
 // host validates a value against a tool's input schema from the run's
 // pinned catalog snapshot, compiled once per schema digest in the host.
 const OpSchemaValidate = "schema.validate"
+
+// OpSchemaValidateMany is the schema capability's batch operation (SPEC.md
+// §7.13, minor 12): request SchemaValidateManyRequest, answer
+// SchemaValidateManyAnswer. It validates up to MaxSchemaItems values in one
+// call, each as OpSchemaValidate would, so a gate checking every action of
+// a proposal crosses into the host once instead of once per action.
+const OpSchemaValidateMany = "schema.validate_many"
+
+// MaxSchemaItems bounds the items of one schema.validate_many request.
+const MaxSchemaItems = 256
 
 // MaxSchemaFindings bounds the findings of one schema.validate answer; an
 // answer cut there says so with Truncated.
@@ -67,6 +78,37 @@ func (r *SchemaValidateRequest) Check() error {
 		return errors.New("value: required")
 	}
 	return nil
+}
+
+// SchemaValidateManyRequest is a schema.validate_many request: 1 to
+// MaxSchemaItems requests, each of the form schema.validate takes. The
+// whole request is bounded by MaxHostRequestBytes.
+type SchemaValidateManyRequest struct {
+	Items []SchemaValidateRequest `json:"items"`
+}
+
+// Check reports a request the host refuses as bad_request: no items, more
+// than MaxSchemaItems, or an item SchemaValidateRequest.Check refuses. The
+// error names the item by index (items[3].value: required).
+func (r *SchemaValidateManyRequest) Check() error {
+	switch {
+	case len(r.Items) == 0:
+		return errors.New("items: at least one is required")
+	case len(r.Items) > MaxSchemaItems:
+		return fmt.Errorf("items: %d, more than %d", len(r.Items), MaxSchemaItems)
+	}
+	for i := range r.Items {
+		if err := r.Items[i].Check(); err != nil {
+			return fmt.Errorf("items[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// SchemaValidateManyAnswer is the answer of OpSchemaValidateMany: one
+// SchemaValidateAnswer per request item, in the items' order.
+type SchemaValidateManyAnswer struct {
+	Items []SchemaValidateAnswer `json:"items"`
 }
 
 // SchemaValidateAnswer is the answer of OpSchemaValidate.

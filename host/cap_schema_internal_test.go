@@ -99,6 +99,68 @@ func TestSchemaValidate(t *testing.T) {
 	}
 }
 
+// TestSchemaValidateMany: each item of a schema.validate_many request is
+// answered as schema.validate answers it alone, in the items' order; a
+// request or item the host refuses, or an item whose schema does not
+// compile, fails the whole call.
+func TestSchemaValidateMany(t *testing.T) {
+	rc, dg := schemaRig(t, abi.CapabilitySchema)
+	items := []string{
+		`{"tool":"mcp.github:issue_read","value":{"owner":"o","repo":"r","issue_number":7,"method":"get"}}`,
+		`{"tool":"issue_read","value":{"owner":"o","issue_number":"7","method":"get"}}`,
+		`{"tool":"nope","value":{}}`,
+		`{"schema_digest":"` + dg["plain"] + `","value":{"any":[1]}}`,
+		`{"tool":"issue_read","value":{"issue_number":1e400}}`,
+	}
+	var want []string
+	for _, it := range items {
+		one := calls{}.Call(context.Background(), rc, abi.OpSchemaValidate, []byte(it))
+		var env abi.CallAnswer
+		require.NoError(t, json.Unmarshal(one, &env))
+		require.Nil(t, env.Error, "%s", one)
+		want = append(want, string(env.Result))
+	}
+	out := calls{}.Call(context.Background(), rc, abi.OpSchemaValidateMany, []byte(`{"items":[`+strings.Join(items, ",")+`]}`))
+	assert.Equal(t, `{"result":{"items":[`+strings.Join(want, ",")+`]}}`, string(out), "each item as schema.validate answers it, in order")
+
+	many := func(n int) string {
+		return `{"items":[` + strings.TrimSuffix(strings.Repeat(`{"tool":"plain","value":{}},`, n), ",") + `]}`
+	}
+	res, err := schemaCapability{}.call(context.Background(), rc, abi.OpSchemaValidateMany, []byte(many(abi.MaxSchemaItems)))
+	require.NoError(t, err)
+	assert.Len(t, res.(abi.SchemaValidateManyAnswer).Items, abi.MaxSchemaItems)
+
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tt := range []struct {
+		name, req string
+		ctx       context.Context
+		code, msg string
+	}{
+		{name: "no items", req: `{"items":[]}`, code: abi.ErrCodeBadRequest, msg: "items: at least one"},
+		{name: "items absent", req: `{}`, code: abi.ErrCodeBadRequest, msg: "items: at least one"},
+		{name: "too many items", req: many(abi.MaxSchemaItems + 1), code: abi.ErrCodeBadRequest, msg: fmt.Sprintf("more than %d", abi.MaxSchemaItems)},
+		{name: "an item without a value", req: `{"items":[{"tool":"plain","value":{}},{"tool":"plain"}]}`, code: abi.ErrCodeBadRequest, msg: "items[1]: value: required"},
+		{name: "an item naming neither", req: `{"items":[{"value":{}}]}`, code: abi.ErrCodeBadRequest, msg: "items[0]: one of tool and schema_digest"},
+		{name: "items not an array", req: `{"items":{}}`, code: abi.ErrCodeBadRequest},
+		{name: "an item whose schema does not compile", req: `{"items":[{"tool":"plain","value":{}},{"tool":"broken","value":{}}]}`, code: abi.ErrCodeUnavailable, msg: "items[1]: schema " + dg["broken"]},
+		{name: "the stage ended", req: many(2), ctx: done, code: abi.ErrCodeUnavailable, msg: "items[0]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			_, err := schemaCapability{}.call(ctx, rc, abi.OpSchemaValidateMany, []byte(tt.req))
+			var ce *abi.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.code, ce.Code)
+			assert.Contains(t, ce.Message, abi.OpSchemaValidateMany)
+			assert.Contains(t, ce.Message, tt.msg)
+		})
+	}
+}
+
 func TestSchemaValidateNotGranted(t *testing.T) {
 	rc, _ := schemaRig(t, abi.CapabilityCatalog)
 	out := calls{}.Call(context.Background(), rc, abi.OpSchemaValidate, []byte(`{"tool":"issue_read","value":{}}`))

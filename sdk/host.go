@@ -213,10 +213,83 @@ func ValidateSchema(h Host, req abi.SchemaValidateRequest) (abi.SchemaValidateAn
 	if err != nil {
 		return abi.SchemaValidateAnswer{}, err
 	}
-	if a.Found && a.Valid == (len(a.Findings) > 0) {
-		return abi.SchemaValidateAnswer{}, fmt.Errorf("sdk: %s: answer is valid=%t with %d findings", abi.OpSchemaValidate, a.Valid, len(a.Findings))
+	if err := checkSchemaAnswer(abi.OpSchemaValidate, &a); err != nil {
+		return abi.SchemaValidateAnswer{}, err
 	}
 	return a, nil
+}
+
+// checkSchemaAnswer refuses an answer that contradicts itself; where names
+// it in the error.
+func checkSchemaAnswer(where string, a *abi.SchemaValidateAnswer) error {
+	if a.Found && a.Valid == (len(a.Findings) > 0) {
+		return fmt.Errorf("sdk: %s: answer is valid=%t with %d findings", where, a.Valid, len(a.Findings))
+	}
+	return nil
+}
+
+// ValidateSchemas validates each of reqs as ValidateSchema does and returns
+// the answers in reqs' order, crossing into the host as few times as it
+// can: consecutive requests go to schema.validate_many (abi/SPEC.md §7.13,
+// minor 12) in batches of at most abi.MaxSchemaItems whose encoding stays
+// under abi.MaxHostRequestBytes (a request too large for that is sent on
+// its own, as ValidateSchema sends it). A host without schema.validate_many
+// (unknown_operation: a host before minor 12) is asked request by request.
+// Any refusal, an answer with another number of items, or an item that
+// contradicts itself fails the whole call: a gate must not accept what it
+// could not validate.
+func ValidateSchemas(h Host, reqs []abi.SchemaValidateRequest) ([]abi.SchemaValidateAnswer, error) {
+	out := make([]abi.SchemaValidateAnswer, 0, len(reqs))
+	for len(reqs) > 0 {
+		n := schemaBatch(reqs)
+		batch := reqs[:n]
+		reqs = reqs[n:]
+		if n > 1 {
+			a, err := Call[abi.SchemaValidateManyAnswer](h, abi.OpSchemaValidateMany, abi.SchemaValidateManyRequest{Items: batch})
+			var ce *abi.CallError
+			switch {
+			case err == nil:
+				if len(a.Items) != n {
+					return nil, fmt.Errorf("sdk: %s: answered %d items of %d", abi.OpSchemaValidateMany, len(a.Items), n)
+				}
+				for i := range a.Items {
+					if err := checkSchemaAnswer(fmt.Sprintf("%s: items[%d]", abi.OpSchemaValidateMany, i), &a.Items[i]); err != nil {
+						return nil, err
+					}
+				}
+				out = append(out, a.Items...)
+				continue
+			case !errors.As(err, &ce) || ce.Code != abi.ErrCodeUnknownOperation:
+				return nil, err
+			}
+		}
+		for i := range batch {
+			a, err := ValidateSchema(h, batch[i])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// schemaBatch is how many of reqs (at least one) one schema.validate_many
+// request carries: at most abi.MaxSchemaItems, and no more than fit under
+// abi.MaxHostRequestBytes when every character of a name is escaped.
+func schemaBatch(reqs []abi.SchemaValidateRequest) int {
+	size := len(`{"items":[]}`)
+	n := 0
+	for n < len(reqs) && n < abi.MaxSchemaItems {
+		r := &reqs[n]
+		s := len(r.Value) + 6*(len(r.Tool)+len(r.SchemaDigest)) + len(`{"tool":"","schema_digest":"","value":null},`)
+		if n > 0 && size+s > abi.MaxHostRequestBytes {
+			break
+		}
+		size += s
+		n++
+	}
+	return max(n, 1)
 }
 
 // toolCacheMax bounds the remembered answers of one generation.

@@ -21,8 +21,8 @@ type Envelope[T any] struct {
 // Decode decodes b into *v as json.Unmarshal(b, v) would (see the package
 // doc) when T is a type this package decodes: abi.CallAnswer,
 // abi.CatalogGetAnswer, abi.SessionGetAnswer, abi.SchemaValidateAnswer,
-// abi.QueryCapabilityAnswer or abi.QueryRowsAnswer. For any other T it
-// decodes nothing and returns false; the caller decodes with encoding/json.
+// abi.SchemaValidateManyAnswer, abi.QueryCapabilityAnswer or
+// abi.QueryRowsAnswer. For any other T it decodes nothing and returns false; the caller decodes with encoding/json.
 // Errors wrap ErrSyntax or ErrType.
 func Decode[T any](b []byte, v *T) (ok bool, err error) {
 	c := codecOf[T]()
@@ -126,6 +126,8 @@ func codecOf[T any]() *codec[T] {
 		c = sessionGetCodec
 	case *abi.SchemaValidateAnswer:
 		c = schemaValidateCodec
+	case *abi.SchemaValidateManyAnswer:
+		c = schemaValidateManyCodec
 	case *abi.QueryCapabilityAnswer:
 		c = queryCapabilityCodec
 	case *abi.QueryRowsAnswer:
@@ -137,14 +139,15 @@ func codecOf[T any]() *codec[T] {
 }
 
 var (
-	decodeCallError      func(*decoder, *abi.CallError) error
-	decodeCondition      func(*decoder, *abi.Condition) error
-	callAnswerCodec      *codec[abi.CallAnswer]
-	catalogGetCodec      *codec[abi.CatalogGetAnswer]
-	sessionGetCodec      *codec[abi.SessionGetAnswer]
-	schemaValidateCodec  *codec[abi.SchemaValidateAnswer]
-	queryCapabilityCodec *codec[abi.QueryCapabilityAnswer]
-	queryRowsCodec       *codec[abi.QueryRowsAnswer]
+	decodeCallError         func(*decoder, *abi.CallError) error
+	decodeCondition         func(*decoder, *abi.Condition) error
+	callAnswerCodec         *codec[abi.CallAnswer]
+	catalogGetCodec         *codec[abi.CatalogGetAnswer]
+	sessionGetCodec         *codec[abi.SessionGetAnswer]
+	schemaValidateCodec     *codec[abi.SchemaValidateAnswer]
+	schemaValidateManyCodec *codec[abi.SchemaValidateManyAnswer]
+	queryCapabilityCodec    *codec[abi.QueryCapabilityAnswer]
+	queryRowsCodec          *codec[abi.QueryRowsAnswer]
 )
 
 func init() {
@@ -211,12 +214,16 @@ func init() {
 		{"keyword", func(d *decoder, f *abi.SchemaFinding) error { return setString(d, &f.Keyword) }},
 		{"message", func(d *decoder, f *abi.SchemaFinding) error { return setString(d, &f.Message) }},
 	})
-	schemaValidateCodec = newCodec(structOf([]field[abi.SchemaValidateAnswer]{
+	schemaValidate := structOf([]field[abi.SchemaValidateAnswer]{
 		{"found", func(d *decoder, a *abi.SchemaValidateAnswer) error { return setBool(d, &a.Found) }},
 		{"schema_digest", func(d *decoder, a *abi.SchemaValidateAnswer) error { return setString(d, &a.SchemaDigest) }},
 		{"valid", func(d *decoder, a *abi.SchemaValidateAnswer) error { return setBool(d, &a.Valid) }},
 		{"findings", func(d *decoder, a *abi.SchemaValidateAnswer) error { return setSlice(d, &a.Findings, finding) }},
 		{"truncated", func(d *decoder, a *abi.SchemaValidateAnswer) error { return setBool(d, &a.Truncated) }},
+	})
+	schemaValidateCodec = newCodec(schemaValidate)
+	schemaValidateManyCodec = newCodec(structOf([]field[abi.SchemaValidateManyAnswer]{
+		{"items", func(d *decoder, a *abi.SchemaValidateManyAnswer) error { return setSlice(d, &a.Items, schemaValidate) }},
 	}))
 
 	queryRowsCodec = newCodec(structOf([]field[abi.QueryRowsAnswer]{

@@ -92,12 +92,14 @@ func agreeAnswers(t *testing.T, b []byte) {
 	agreeAs[abi.CatalogGetAnswer](t, b)
 	agreeAs[abi.SessionGetAnswer](t, b)
 	agreeAs[abi.SchemaValidateAnswer](t, b)
+	agreeAs[abi.SchemaValidateManyAnswer](t, b)
 	agreeAs[abi.QueryCapabilityAnswer](t, b)
 	agreeAs[abi.QueryRowsAnswer](t, b)
 	agreeStrictAs[abi.CallAnswer](t, b)
 	agreeStrictAs[abi.CatalogGetAnswer](t, b)
 	agreeStrictAs[abi.SessionGetAnswer](t, b)
 	agreeStrictAs[abi.SchemaValidateAnswer](t, b)
+	agreeStrictAs[abi.SchemaValidateManyAnswer](t, b)
 	agreeStrictAs[abi.QueryCapabilityAnswer](t, b)
 	agreeStrictAs[abi.QueryRowsAnswer](t, b)
 }
@@ -131,6 +133,10 @@ var answerShapes = []string{
 	`{"found":true,"schema_digest":"d","valid":false,"findings":[{"pointer":"/a","keyword":"type","message":"m"},{"pointer":"","keyword":"required","message":"n"}],"truncated":true}`,
 	`{"found":true,"valid":true,"findings":[]}`, `{"findings":null}`, `{"findings":[null,{}]}`, `{"findings":[{"pointer":1}]}`,
 	`{"findings":[{"pointer":"a"},{"pointer":"b"}],"findings":[{"keyword":"k"}]}`, `{"valid":null,"truncated":0}`, `{"findings":{}}`,
+	// schema.validate_many
+	`{"items":[{"found":true,"schema_digest":"d","valid":true},{"found":false,"valid":false},{"found":true,"valid":false,"findings":[{"pointer":"/a","keyword":"type","message":"m"}],"truncated":true}]}`,
+	`{"items":[]}`, `{"items":null}`, `{"items":[null,{}]}`, `{"items":[{"found":"yes"}]}`, `{"items":{}}`, `{"Items":[{"Valid":true}]}`,
+	`{"items":[{"found":true}],"items":[{"valid":true},{"valid":false}]}`, `{"items":[{"findings":[{"pointer":1}]}]}`, `{"items":[{"extra":1}]}`,
 	// query.rows: rows of any values, numbers as float64
 	`{"rows":[{"id":"o1","total":12.5,"items":[1,2,{"a":null}],"paid":true,"n":null},{}]}`, `{"rows":[]}`, `{"rows":null}`,
 	`{"rows":[null]}`, `{"rows":[{"a":1}],"rows":[{"b":2},{"c":3}]}`, `{"rows":[{"a":1,"a":2,"A":3}]}`, `{"rows":[{"x":1e400}]}`,

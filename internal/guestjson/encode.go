@@ -244,6 +244,44 @@ func (e *encoder) str(s string) {
 // reflection and its compaction of the value were an eighth of the
 // static-verify gate's time.
 func EncodeSchemaValidateRequest(r abi.SchemaValidateRequest) ([]byte, error) {
+	b, ok := appendSchemaValidateRequest(make([]byte, 0, len(r.Value)+len(r.Tool)+len(r.SchemaDigest)+40), &r)
+	if !ok {
+		return json.Marshal(r)
+	}
+	return b, nil
+}
+
+// EncodeSchemaValidateManyRequest encodes a schema.validate_many request
+// (minor 12) as EncodeSchemaValidateRequest encodes each of its items; on
+// any item it cannot encode so, the whole request is json.Marshal's.
+func EncodeSchemaValidateManyRequest(r abi.SchemaValidateManyRequest) ([]byte, error) {
+	size := 12
+	for i := range r.Items {
+		size += len(r.Items[i].Value) + len(r.Items[i].Tool) + len(r.Items[i].SchemaDigest) + 41
+	}
+	b := append(make([]byte, 0, size), `{"items":`...)
+	if r.Items == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendSchemaValidateRequest(b, &r.Items[i]); !ok {
+				return json.Marshal(r)
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
+}
+
+// appendSchemaValidateRequest appends r's encoding to b; false when r.Value
+// is not one JSON value or a string is not valid UTF-8, which json.Marshal
+// then reports or replaces.
+func appendSchemaValidateRequest(b []byte, r *abi.SchemaValidateRequest) ([]byte, bool) {
 	value := []byte("null") // json.Marshal's encoding of a nil json.RawMessage
 	if r.Value != nil {
 		d := decoder{data: r.Value}
@@ -258,11 +296,11 @@ func EncodeSchemaValidateRequest(r abi.SchemaValidateRequest) ([]byte, error) {
 			}
 		}
 		if err != nil {
-			return json.Marshal(r)
+			return b, false
 		}
 		value = r.Value[start:end]
 	}
-	e := encoder{b: make([]byte, 0, len(value)+len(r.Tool)+len(r.SchemaDigest)+40)}
+	e := encoder{b: b}
 	e.b = append(e.b, '{')
 	if r.Tool != "" {
 		e.b = append(e.b, `"tool":`...)
@@ -277,14 +315,12 @@ func EncodeSchemaValidateRequest(r abi.SchemaValidateRequest) ([]byte, error) {
 	e.b = append(e.b, `"value":`...)
 	e.b = append(e.b, value...)
 	e.b = append(e.b, '}')
-	if e.err != nil {
-		return json.Marshal(r)
-	}
-	return e.b, nil
+	return e.b, e.err == nil
 }
 
 // EncodeHostRequest encodes a host-call request as the SDK sends it:
-// abi.SchemaValidateRequest by EncodeSchemaValidateRequest;
+// abi.SchemaValidateRequest by EncodeSchemaValidateRequest,
+// abi.SchemaValidateManyRequest by EncodeSchemaValidateManyRequest;
 // abi.QueryRowsRequest (without an overlay) and abi.QueryCapabilityRequest,
 // sent once per precondition and per tool, as json.Marshal does, byte for
 // byte, without reflection; anything else, and on any error, by
@@ -293,6 +329,8 @@ func EncodeHostRequest(req any) ([]byte, error) {
 	switch r := req.(type) {
 	case abi.SchemaValidateRequest:
 		return EncodeSchemaValidateRequest(r)
+	case abi.SchemaValidateManyRequest:
+		return EncodeSchemaValidateManyRequest(r)
 	case abi.QueryCapabilityRequest:
 		e := encoder{b: make([]byte, 0, len(r.Domain)+len(r.Name)+24)}
 		e.b = append(e.b, `{"domain":`...)

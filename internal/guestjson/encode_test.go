@@ -86,6 +86,38 @@ func agreeSchemaValidateRequest(t *testing.T, r abi.SchemaValidateRequest) {
 	gr, gv := decode(got)
 	require.Equal(t, wr, gr)
 	require.Equal(t, wv, gv)
+	agreeSchemaValidateManyRequest(t, abi.SchemaValidateManyRequest{Items: []abi.SchemaValidateRequest{r, plainItem, r}})
+}
+
+var plainItem = abi.SchemaValidateRequest{SchemaDigest: "d", Value: json.RawMessage(` {"x": [1.0]} `)}
+
+// agreeSchemaValidateManyRequest checks EncodeSchemaValidateManyRequest
+// against json.Marshal as agreeSchemaValidateRequest checks one item.
+func agreeSchemaValidateManyRequest(t *testing.T, r abi.SchemaValidateManyRequest) {
+	t.Helper()
+	want, wantErr := json.Marshal(r)
+	got, gotErr := EncodeHostRequest(r)
+	require.Equal(t, wantErr != nil, gotErr != nil, "%v / %v", wantErr, gotErr)
+	if wantErr != nil {
+		require.Equal(t, wantErr.Error(), gotErr.Error())
+		return
+	}
+	decode := func(b []byte) (abi.SchemaValidateManyRequest, []any) {
+		var req abi.SchemaValidateManyRequest
+		require.NoError(t, json.Unmarshal(b, &req), "%s", b)
+		var vs []any
+		for i := range req.Items {
+			v, err := DecodeValue(req.Items[i].Value)
+			require.NoError(t, err)
+			vs = append(vs, v)
+			req.Items[i].Value = nil
+		}
+		return req, vs
+	}
+	wr, wv := decode(want)
+	gr, gv := decode(got)
+	require.Equal(t, wr, gr)
+	require.Equal(t, wv, gv)
 }
 
 func TestEncodeSchemaValidateRequest(t *testing.T) {
@@ -103,6 +135,8 @@ func TestEncodeSchemaValidateRequest(t *testing.T) {
 	} {
 		agreeSchemaValidateRequest(t, r)
 	}
+	agreeSchemaValidateManyRequest(t, abi.SchemaValidateManyRequest{})
+	agreeSchemaValidateManyRequest(t, abi.SchemaValidateManyRequest{Items: []abi.SchemaValidateRequest{}})
 }
 
 func FuzzSchemaValidateRequest(f *testing.F) {

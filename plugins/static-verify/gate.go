@@ -278,11 +278,16 @@ func (v *verifier) checkShapes() {
 }
 
 // checkTools looks every named tool up once, reports unknown ones and
-// validates parameters against the registered schemas. A failing catalog
-// call or an uncompilable schema is an error: the gate cannot vouch for a
-// tool it could not check.
+// validates parameters against the registered schemas, all of them in one
+// host call (sdk.ValidateSchemas). A failing catalog call or an
+// uncompilable schema is an error: the gate cannot vouch for a tool it
+// could not check.
 func (v *verifier) checkTools() error {
 	v.tools = map[string]*abi.Tool{}
+	var (
+		reqs    []abi.SchemaValidateRequest
+		checked []int // the action of each request
+	)
 	for i := range v.acts {
 		act := &v.acts[i]
 		name := act.a.Tool
@@ -313,7 +318,33 @@ func (v *verifier) checkTools() error {
 		if !act.paramsOK {
 			continue
 		}
-		if err := v.checkParams(i, t, act); err != nil {
+		if _, ok := act.params.(map[string]any); !ok {
+			f := blocking(CodeSchemaViolation,
+				fmt.Sprintf("%s: parameters must be a JSON object, got %s", clip(t.Name), guestjson.Kind(act.params)))
+			f.Keyword = "type"
+			v.add(i, f)
+			continue
+		}
+		value := act.a.Parameters
+		if len(value) == 0 {
+			value = json.RawMessage(`{}`)
+		}
+		reqs = append(reqs, abi.SchemaValidateRequest{Tool: toolID(t), Value: value})
+		checked = append(checked, i)
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	// The host validates (schema.validate): it reports numbers no tool can
+	// receive first, under keyword "json", and then the schema's
+	// violations. An error or an answer about another schema is never a
+	// pass: the gate cannot vouch for parameters it could not check.
+	answers, err := sdk.ValidateSchemas(v.host, reqs)
+	if err != nil {
+		return fmt.Errorf("static-verify: validating parameters: %w", err)
+	}
+	for k, a := range answers {
+		if err := v.schemaFindings(checked[k], v.acts[checked[k]].tool, a); err != nil {
 			return err
 		}
 	}
@@ -358,26 +389,10 @@ func (v *verifier) unknownTool(i int, name string) error {
 	return nil
 }
 
-func (v *verifier) checkParams(i int, t *abi.Tool, act *action) error {
-	if _, ok := act.params.(map[string]any); !ok {
-		f := blocking(CodeSchemaViolation,
-			fmt.Sprintf("%s: parameters must be a JSON object, got %s", clip(t.Name), guestjson.Kind(act.params)))
-		f.Keyword = "type"
-		v.add(i, f)
-		return nil
-	}
-	// The host validates (schema.validate): it reports numbers no tool can
-	// receive first, under keyword "json", and then the schema's
-	// violations. An error or an answer about another schema is never a
-	// pass: the gate cannot vouch for parameters it could not check.
-	value := act.a.Parameters
-	if len(value) == 0 {
-		value = json.RawMessage(`{}`)
-	}
-	a, err := sdk.ValidateSchema(v.host, abi.SchemaValidateRequest{Tool: toolID(t), Value: value})
-	if err != nil {
-		return fmt.Errorf("static-verify: validating parameters of %q: %w", clip(toolID(t)), err)
-	}
+// schemaFindings reports the host's answer a about action i's parameters
+// against tool t's schema; an answer about no schema or another one is an
+// error.
+func (v *verifier) schemaFindings(i int, t *abi.Tool, a abi.SchemaValidateAnswer) error {
 	switch {
 	case !a.Found:
 		return fmt.Errorf("static-verify: validating parameters of %q: schema.validate does not know the tool catalog.get found", clip(toolID(t)))

@@ -324,14 +324,14 @@ func (h *countingHost) Call(op string, req []byte) ([]byte, error) {
 
 // Each tool name is looked up once, and the catalog is listed once, only
 // when an unknown tool needs a suggestion; each call of a known tool is
-// validated once.
+// validated once, all in one schema.validate_many call.
 func TestCatalogCallsAreBounded(t *testing.T) {
 	h := &countingHost{Host: newHost(t)}
 	subject := `{"actions":[{"tool":"get_me"},{"tool":"get_me"},{"tool":"nope1"},{"tool":"nope2"},{"tool":"nope1"}]}`
 	resp, err := gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(subject), nil), h)
 	require.NoError(t, err)
 	assert.Equal(t, abi.Rejected, resp.Verdict)
-	assert.Equal(t, map[string]int{abi.OpCatalogGet: 3, abi.OpCatalogList: 1, abi.OpSchemaValidate: 2}, h.calls)
+	assert.Equal(t, map[string]int{abi.OpCatalogGet: 3, abi.OpCatalogList: 1, abi.OpSchemaValidateMany: 1}, h.calls)
 
 	h = &countingHost{Host: newHost(t)}
 	_, err = gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(`{"actions":[{"tool":"get_me"}]}`), nil), h)
@@ -413,15 +413,19 @@ func TestSchemaAnswerFailuresAreInconclusive(t *testing.T) {
 		},
 		"not an answer": func([]byte) (any, error) { return []int{1}, nil },
 	} {
-		t.Run(name, func(t *testing.T) {
-			h := newHost(t)
-			h.Operations = map[string]gatetest.Operation{abi.OpSchemaValidate: op}
-			resp, err := gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(`{"actions":[{"tool":"get_me"}]}`), nil), h)
-			require.NoError(t, err)
-			assert.Equal(t, abi.Inconclusive, resp.Verdict)
-			assert.Equal(t, sdk.ReasonGateError, resp.Reason)
-			assert.Contains(t, resp.Evidence["error"], "validating parameters")
-		})
+		// One action (schema.validate) and three (schema.validate_many,
+		// whose items the test host answers as schema.validate).
+		for _, subject := range []string{`{"actions":[{"tool":"get_me"}]}`, `{"actions":[{"tool":"get_me"},{"tool":"get_me"},{"tool":"get_me"}]}`} {
+			t.Run(name, func(t *testing.T) {
+				h := newHost(t)
+				h.Operations = map[string]gatetest.Operation{abi.OpSchemaValidate: op}
+				resp, err := gatetest.Evaluate(context.Background(), Gate, request(json.RawMessage(subject), nil), h)
+				require.NoError(t, err)
+				assert.Equal(t, abi.Inconclusive, resp.Verdict)
+				assert.Equal(t, sdk.ReasonGateError, resp.Reason)
+				assert.Contains(t, resp.Evidence["error"], "validating parameters")
+			})
+		}
 	}
 }
 

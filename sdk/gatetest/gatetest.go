@@ -173,8 +173,43 @@ func (h *Host) answer(op string, request []byte) []byte {
 		return abi.EncodeCallResult(a)
 	case abi.OpSchemaValidate:
 		return abi.EncodeCallAnswer(h.validate(request))
+	case abi.OpSchemaValidateMany:
+		return abi.EncodeCallAnswer(h.validateMany(request))
 	}
 	return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
+}
+
+// validateMany answers schema.validate_many as the real host does, each
+// item as this Host answers schema.validate (Operations included, so a
+// test that replaces schema.validate replaces every item's answer); an
+// item answered with an error fails the call with that error's code.
+func (h *Host) validateMany(request []byte) (any, error) {
+	var req abi.SchemaValidateManyRequest
+	if err := json.Unmarshal(request, &req); err != nil {
+		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
+	}
+	if err := req.Check(); err != nil {
+		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
+	}
+	a := abi.SchemaValidateManyAnswer{Items: make([]abi.SchemaValidateAnswer, len(req.Items))}
+	for i := range req.Items {
+		b, err := json.Marshal(req.Items[i])
+		if err != nil {
+			return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: fmt.Sprintf("items[%d]: %v", i, err)}
+		}
+		result, err := sdk.DecodeAnswer(h.answer(abi.OpSchemaValidate, b))
+		var ce *abi.CallError
+		switch {
+		case errors.As(err, &ce):
+			return nil, &abi.CallError{Code: ce.Code, Message: fmt.Sprintf("items[%d]: %s", i, ce.Message)}
+		case err != nil:
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		}
+		if err := json.Unmarshal(result, &a.Items[i]); err != nil {
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		}
+	}
+	return a, nil
 }
 
 // tool returns the tool whose id, wire name or alias is name, or nil.

@@ -113,22 +113,119 @@ func TestHostSchemaValidate(t *testing.T) {
 			if h == nil {
 				h = gatetest.NewHost(tools...)
 			}
-			a, err := sdk.ValidateSchema(h, tt.req)
-			switch {
-			case tt.wantCode != "":
-				var ce *abi.CallError
-				require.ErrorAs(t, err, &ce)
-				assert.Equal(t, tt.wantCode, ce.Code)
-				if tt.wantErr != nil {
-					assert.ErrorIs(t, err, tt.wantErr)
+			// failed checks an error case and reports whether it was one.
+			failed := func(err error) bool {
+				switch {
+				case tt.wantCode != "":
+					var ce *abi.CallError
+					require.ErrorAs(t, err, &ce)
+					assert.Equal(t, tt.wantCode, ce.Code)
+					if tt.wantErr != nil {
+						assert.ErrorIs(t, err, tt.wantErr)
+					}
+				case strings.HasSuffix(tt.name, "is refused"):
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), "findings")
+				default:
+					require.NoError(t, err)
+					return false
 				}
-			case strings.HasSuffix(tt.name, "is refused"):
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), "findings")
-			default:
-				require.NoError(t, err)
+				return true
+			}
+			if a, err := sdk.ValidateSchema(h, tt.req); !failed(err) {
 				assert.Equal(t, tt.want, a)
 			}
+			// In a batch (schema.validate_many), beside a valid item:
+			// the same answer, or the whole call fails alike.
+			many, err := sdk.ValidateSchemas(h, []abi.SchemaValidateRequest{{Tool: "free", Value: json.RawMessage(`{}`)}, tt.req, tt.req})
+			if !failed(err) {
+				require.Len(t, many, 3)
+				assert.Equal(t, abi.SchemaValidateAnswer{Found: true, Valid: true}, many[0])
+				assert.Equal(t, tt.want, many[1])
+				assert.Equal(t, tt.want, many[2])
+			}
+		})
+	}
+}
+
+// countingHost counts the host calls of each operation.
+type countingHost struct {
+	*gatetest.Host
+	calls map[string]int
+}
+
+func (h *countingHost) Call(op string, request []byte) ([]byte, error) {
+	h.calls[op]++
+	return h.Host.Call(op, request)
+}
+
+// sdk.ValidateSchemas crosses into the host once per batch of at most
+// abi.MaxSchemaItems items under the host-call request cap, asks item by
+// item a host without schema.validate_many, and refuses an answer with
+// another number of items.
+func TestValidateSchemasBatches(t *testing.T) {
+	tools := []abi.Tool{{ID: "x:free", Name: "free"}}
+	reqs := func(n, valueBytes int) []abi.SchemaValidateRequest {
+		v := json.RawMessage(`{"s":"` + strings.Repeat("x", valueBytes) + `"}`)
+		out := make([]abi.SchemaValidateRequest, n)
+		for i := range out {
+			out[i] = abi.SchemaValidateRequest{Tool: "free", Value: v}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		reqs       []abi.SchemaValidateRequest
+		noMany     bool
+		want       map[string]int
+		wantErrMsg string
+	}{
+		{name: "none", reqs: nil, want: map[string]int{}},
+		{name: "one, on its own", reqs: reqs(1, 1), want: map[string]int{abi.OpSchemaValidate: 1}},
+		{name: "two, in one call", reqs: reqs(2, 1), want: map[string]int{abi.OpSchemaValidateMany: 1}},
+		{name: "at most MaxSchemaItems a call", reqs: reqs(abi.MaxSchemaItems+2, 1), want: map[string]int{abi.OpSchemaValidateMany: 2}},
+		{name: "one left over goes on its own", reqs: reqs(abi.MaxSchemaItems+1, 1), want: map[string]int{abi.OpSchemaValidateMany: 1, abi.OpSchemaValidate: 1}},
+		{name: "under the request cap", reqs: reqs(5, abi.MaxHostRequestBytes/3), want: map[string]int{abi.OpSchemaValidateMany: 2, abi.OpSchemaValidate: 1}},
+		{name: "a host before minor 12, item by item", reqs: reqs(3, 1), noMany: true, want: map[string]int{abi.OpSchemaValidateMany: 1, abi.OpSchemaValidate: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &countingHost{Host: gatetest.NewHost(tools...), calls: map[string]int{}}
+			if tc.noMany {
+				h.Operations = map[string]gatetest.Operation{abi.OpSchemaValidateMany: func([]byte) (any, error) {
+					return nil, &abi.CallError{Code: abi.ErrCodeUnknownOperation, Message: "unknown operation"}
+				}}
+			}
+			got, err := sdk.ValidateSchemas(h, tc.reqs)
+			require.NoError(t, err)
+			assert.Len(t, got, len(tc.reqs))
+			for _, a := range got {
+				assert.Equal(t, abi.SchemaValidateAnswer{Found: true, Valid: true}, a)
+			}
+			assert.Equal(t, tc.want, h.calls)
+		})
+	}
+	for name, op := range map[string]gatetest.Operation{
+		"fewer items": func([]byte) (any, error) {
+			return abi.SchemaValidateManyAnswer{Items: []abi.SchemaValidateAnswer{{Found: true, Valid: true}}}, nil
+		},
+		"more items": func([]byte) (any, error) {
+			return abi.SchemaValidateManyAnswer{Items: make([]abi.SchemaValidateAnswer, 3)}, nil
+		},
+		"no items": func([]byte) (any, error) { return abi.SchemaValidateManyAnswer{}, nil },
+		"an item contradicts itself": func([]byte) (any, error) {
+			return abi.SchemaValidateManyAnswer{Items: []abi.SchemaValidateAnswer{{Found: true, Valid: true}, {Found: true}}}, nil
+		},
+		"another refusal": func([]byte) (any, error) {
+			return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: "no"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := gatetest.NewHost(tools...)
+			h.Operations = map[string]gatetest.Operation{abi.OpSchemaValidateMany: op}
+			got, err := sdk.ValidateSchemas(h, reqs(2, 1))
+			require.Error(t, err)
+			assert.Nil(t, got)
+			assert.Contains(t, err.Error(), abi.OpSchemaValidateMany)
 		})
 	}
 }
