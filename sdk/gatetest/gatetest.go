@@ -192,24 +192,40 @@ func (h *Host) validateMany(request []byte) (any, error) {
 		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
 	}
 	a := abi.SchemaValidateManyAnswer{Items: make([]abi.SchemaValidateAnswer, len(req.Items))}
+	if _, replaced := h.Operations[abi.OpSchemaValidate]; !replaced {
+		// As the real host: the items checked once, none re-encoded.
+		for i := range req.Items {
+			one, err := h.validateChecked(&req.Items[i])
+			if err != nil {
+				return nil, itemError(i, err)
+			}
+			a.Items[i] = one
+		}
+		return a, nil
+	}
 	for i := range req.Items {
 		b, err := json.Marshal(req.Items[i])
 		if err != nil {
 			return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: fmt.Sprintf("items[%d]: %v", i, err)}
 		}
 		result, err := sdk.DecodeAnswer(h.answer(abi.OpSchemaValidate, b))
-		var ce *abi.CallError
-		switch {
-		case errors.As(err, &ce):
-			return nil, &abi.CallError{Code: ce.Code, Message: fmt.Sprintf("items[%d]: %s", i, ce.Message)}
-		case err != nil:
-			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		if err == nil {
+			err = json.Unmarshal(result, &a.Items[i])
 		}
-		if err := json.Unmarshal(result, &a.Items[i]); err != nil {
-			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		if err != nil {
+			return nil, itemError(i, err)
 		}
 	}
 	return a, nil
+}
+
+// itemError names item i in err, keeping a call error's code.
+func itemError(i int, err error) error {
+	var ce *abi.CallError
+	if errors.As(err, &ce) {
+		return &abi.CallError{Code: ce.Code, Message: fmt.Sprintf("items[%d]: %s", i, ce.Message)}
+	}
+	return fmt.Errorf("items[%d]: %w", i, err)
 }
 
 // tool returns the tool whose id, wire name or alias is name, or nil.
@@ -240,6 +256,11 @@ func (h *Host) validate(request []byte) (any, error) {
 	if err := req.Check(); err != nil {
 		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
 	}
+	return h.validateChecked(&req)
+}
+
+// validateChecked answers a schema.validate request Check accepted.
+func (h *Host) validateChecked(req *abi.SchemaValidateRequest) (abi.SchemaValidateAnswer, error) {
 	var t *abi.Tool
 	if req.Tool != "" {
 		t = h.tool(req.Tool)
@@ -251,7 +272,7 @@ func (h *Host) validate(request []byte) (any, error) {
 	}
 	a, err := compiledSchemas.Validate(schemafind.FromTool(t), req.Value)
 	if errors.Is(err, schemafind.ErrBadValue) {
-		return nil, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
+		return abi.SchemaValidateAnswer{}, &abi.CallError{Code: abi.ErrCodeBadRequest, Message: err.Error()}
 	}
 	return a, err
 }
