@@ -18,7 +18,7 @@ import (
 // schemaRig is a run context over the GitHub catalog plus tools of its own:
 // one whose schema does not compile, one with the default schema, and one
 // whose every member must be a string.
-func schemaRig(t *testing.T, granted ...string) (*runContext, map[string]string) {
+func schemaRig(t testing.TB, granted ...string) (*runContext, map[string]string) {
 	t.Helper()
 	tools, err := catalog.Load(filepath.Join("..", "testdata/catalogs/github-mcp-server"), catalog.ImportOptions{Format: catalog.FormatMCP, Server: "github"})
 	require.NoError(t, err)
@@ -196,4 +196,37 @@ func TestSchemaValidateTruncates(t *testing.T) {
 		assert.Equal(t, tc.truncated, a.Truncated, "%d members", tc.members)
 		assert.Equal(t, "/m0000", a.Findings[0].Pointer, "the first findings in order are kept")
 	}
+}
+
+// FuzzSchemaValidateMany: whatever bytes a guest sends as a
+// schema.validate_many request, the host answers with an error or with one
+// answer per item, each the answer schema.validate gives that item alone;
+// never a panic, never an answer for fewer or more items.
+func FuzzSchemaValidateMany(f *testing.F) {
+	rc, dg := schemaRig(f, abi.CapabilitySchema)
+	f.Add([]byte(`{"items":[{"tool":"issue_read","value":{"owner":"o"}},{"tool":"nope","value":{}}]}`))
+	f.Add([]byte(`{"items":[{"schema_digest":"` + dg["plain"] + `","value":[1e400]},{"tool":"broken","value":{}}]}`))
+	f.Add([]byte(`{"items":[{"tool":"strings","value":{"a":1,"b":"x"}}],"items":null}`))
+	f.Add([]byte(`{"items":[{"tool":"plain","value":{}}, {"value":{}}]}`))
+	f.Add([]byte(`{"items":[]}`))
+	f.Fuzz(func(t *testing.T, request []byte) {
+		res, err := schemaCapability{}.call(context.Background(), rc, abi.OpSchemaValidateMany, request)
+		if err != nil {
+			var ce *abi.CallError
+			require.ErrorAs(t, err, &ce)
+			require.Contains(t, []string{abi.ErrCodeBadRequest, abi.ErrCodeUnavailable}, ce.Code)
+			return
+		}
+		var req abi.SchemaValidateManyRequest
+		require.NoError(t, json.Unmarshal(request, &req), "an answered request decodes")
+		a := res.(abi.SchemaValidateManyAnswer)
+		require.Len(t, a.Items, len(req.Items))
+		for i := range req.Items {
+			b, err := json.Marshal(req.Items[i])
+			require.NoError(t, err)
+			one, err := schemaCapability{}.call(context.Background(), rc, abi.OpSchemaValidate, b)
+			require.NoError(t, err, "item %d alone", i)
+			require.Equal(t, one, a.Items[i], "item %d", i)
+		}
+	})
 }

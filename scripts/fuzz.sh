@@ -9,6 +9,7 @@ FUZZTIME=${FUZZTIME:-10s}
 targets=(
   "./host FuzzDecodeResponse"
   "./host FuzzValidateSubject"
+  "./host FuzzSchemaValidateMany"
   "./host/subject FuzzParseProposal"
   "./host/subject FuzzParseToolCall"
   "./host/catalog FuzzParse"
