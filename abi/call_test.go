@@ -30,10 +30,27 @@ func TestEncodeCallEnvelopes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.JSONEq(t, tt.want, string(tt.got))
+			assert.Equal(t, tt.want, string(tt.got))
 			var a abi.CallAnswer
 			require.NoError(t, json.Unmarshal(tt.got, &a))
 			assert.True(t, (a.Error == nil) != (a.Result == nil), "exactly one of result and error")
 		})
+	}
+}
+
+// EncodeCallResult writes the bytes of json.Marshal(CallAnswer{Result:
+// json.Marshal(v)}), the encoding it replaced, byte for byte.
+func TestEncodeCallResultAsMarshal(t *testing.T) {
+	for _, v := range []any{
+		nil, true, 1.5, "x<y>&z\u2028\u2029\"\\\x01", []any{}, map[string]any{},
+		map[string]any{"b": []any{1e21, 1e-7, "<&>"}, "a": nil, "\u00e9": map[string]any{"z": 1}},
+		abi.QueryRowsAnswer{Rows: []map[string]any{{"id": "o1", "total": 12.5}, {}}},
+		abi.SchemaValidateAnswer{Found: true, SchemaDigest: "d", Findings: []abi.SchemaFinding{{Pointer: "/a", Keyword: "type", Message: "<m>"}}},
+	} {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		want, err := json.Marshal(abi.CallAnswer{Result: b})
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(abi.EncodeCallResult(v)), "%#v", v)
 	}
 }

@@ -188,8 +188,18 @@ func EncodeCallResult(v any) []byte {
 	if err != nil {
 		return EncodeCallError(ErrCodeUnavailable, err.Error())
 	}
-	out, _ := json.Marshal(CallAnswer{Result: b}) // a RawMessage of valid JSON: cannot fail
-	return out
+	return EncodeCallResultJSON(b)
+}
+
+// EncodeCallResultJSON returns the envelope {"result": b} of a result
+// already encoded as json.Marshal encodes it (one compact JSON value, HTML
+// characters escaped): the bytes json.Marshal(CallAnswer{Result: b}) gives,
+// without compacting b a second time.
+func EncodeCallResultJSON(b []byte) []byte {
+	out := make([]byte, 0, len(b)+len(`{"result":}`))
+	out = append(out, `{"result":`...)
+	out = append(out, b...)
+	return append(out, '}')
 }
 
 // EncodeCallAnswer returns the envelope of an operation's outcome: the

@@ -12,6 +12,7 @@ import (
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/host/catalog"
 	"github.com/gatehost/gatehost/internal/apart"
+	"github.com/gatehost/gatehost/internal/guestjson"
 )
 
 // A capability is a family of host operations ("catalog.get", …) that an
@@ -119,7 +120,7 @@ func serve(ctx context.Context, capab capability, s *runContext, op string, requ
 	if s.host != nil && s.host.onServe != nil {
 		s.host.onServe(op)
 	}
-	return abi.EncodeCallAnswer(capab.call(ctx, s, op, request))
+	return guestjson.EncodeCallAnswer(capab.call(ctx, s, op, request))
 }
 
 // callInlineBytes is the largest host-call request served on the guest's

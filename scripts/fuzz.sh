@@ -24,6 +24,7 @@ targets=(
   "./internal/engine FuzzCheckShape"
   "./sdk FuzzHandle"
   "./internal/guestjson FuzzAgreesWithEncodingJSON"
+  "./internal/guestjson FuzzEncodeAnswerAsMarshal"
   "./plugins/static-verify FuzzEvaluate"
   "./policy FuzzPolicies"
   "./policy FuzzArguments"

@@ -63,3 +63,37 @@ func BenchmarkParts(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncodeCallAnswer: the host's envelope of a query.rows answer
+// (the retail domain's order row) and of a schema.validate_many answer for
+// ten actions, without reflection, against abi.EncodeCallAnswer
+// (encoding/json) as the baseline.
+func BenchmarkEncodeCallAnswer(b *testing.B) {
+	rows := abi.QueryRowsAnswer{Rows: []map[string]any{{
+		"order_id": "#W2378156", "status": "delivered", "user_id": "yusuf_rossi_9620",
+		"items": []any{map[string]any{"item_id": "1151293680", "price": 272.33, "options": map[string]any{"color": "red"}}},
+		"payment_history": []any{map[string]any{"payment_method_id": "credit_card_9513926", "amount": 2987.21}},
+	}}}
+	many := abi.SchemaValidateManyAnswer{}
+	for range 10 {
+		many.Items = append(many.Items, abi.SchemaValidateAnswer{Found: true, Valid: true,
+			SchemaDigest: "5c0b56b6c8f2d1e4a7b3f9e0d2c4b6a8e1f3d5c7b9a0e2f4d6c8b0a2e4f6d854"})
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{{"rows", rows}, {"schema-many", many}} {
+		b.Run(tc.name+"/guestjson", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				EncodeCallAnswer(tc.v, nil)
+			}
+		})
+		b.Run(tc.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				abi.EncodeCallAnswer(tc.v, nil)
+			}
+		})
+	}
+}

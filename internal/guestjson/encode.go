@@ -363,3 +363,78 @@ func EncodeHostRequest(req any) ([]byte, error) {
 	}
 	return json.Marshal(req)
 }
+
+// EncodeAnswer encodes a host-call answer the host sends on every run as
+// json.Marshal(v) does, byte for byte, without reflection: abi.QueryRowsAnswer
+// (rows of the values EncodeResponse encodes without reflection; any other
+// value by encoding/json in place), abi.SchemaValidateAnswer and
+// abi.SchemaValidateManyAnswer. For any other type, and on any error, it
+// returns false and the caller encodes with json.Marshal, whose bytes and
+// error are then the answer.
+func EncodeAnswer(v any) ([]byte, bool) {
+	e := encoder{}
+	switch a := v.(type) {
+	case abi.QueryRowsAnswer:
+		e.b = make([]byte, 0, 64+64*len(a.Rows))
+		e.b = append(e.b, `{"rows":`...)
+		list(&e, a.Rows, e.object)
+		e.b = append(e.b, '}')
+	case abi.SchemaValidateAnswer:
+		e.b = make([]byte, 0, 128+96*len(a.Findings))
+		e.schemaAnswer(&a)
+	case abi.SchemaValidateManyAnswer:
+		e.b = make([]byte, 0, 16+128*len(a.Items))
+		e.b = append(e.b, `{"items":`...)
+		list(&e, a.Items, func(x abi.SchemaValidateAnswer) { e.schemaAnswer(&x) })
+		e.b = append(e.b, '}')
+	default:
+		return nil, false
+	}
+	if e.err != nil {
+		return nil, false
+	}
+	return e.b, true
+}
+
+func (e *encoder) schemaAnswer(a *abi.SchemaValidateAnswer) {
+	e.b = append(e.b, `{"found":`...)
+	e.b = strconv.AppendBool(e.b, a.Found)
+	if a.SchemaDigest != "" {
+		e.b = append(e.b, `,"schema_digest":`...)
+		e.str(a.SchemaDigest)
+	}
+	e.b = append(e.b, `,"valid":`...)
+	e.b = strconv.AppendBool(e.b, a.Valid)
+	if len(a.Findings) > 0 {
+		e.b = append(e.b, `,"findings":[`...)
+		for i, f := range a.Findings {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.b = append(e.b, `{"pointer":`...)
+			e.str(f.Pointer)
+			e.b = append(e.b, `,"keyword":`...)
+			e.str(f.Keyword)
+			e.b = append(e.b, `,"message":`...)
+			e.str(f.Message)
+			e.b = append(e.b, '}')
+		}
+		e.b = append(e.b, ']')
+	}
+	if a.Truncated {
+		e.b = append(e.b, `,"truncated":true`...)
+	}
+	e.b = append(e.b, '}')
+}
+
+// EncodeCallAnswer is abi.EncodeCallAnswer, byte for byte, with the
+// answers EncodeAnswer knows encoded without reflection: what the host
+// writes for every host call.
+func EncodeCallAnswer(v any, err error) []byte {
+	if err == nil {
+		if b, ok := EncodeAnswer(v); ok {
+			return abi.EncodeCallResultJSON(b)
+		}
+	}
+	return abi.EncodeCallAnswer(v, err)
+}

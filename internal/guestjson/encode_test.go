@@ -190,3 +190,64 @@ func FuzzEncodeHostRequestAsMarshal(f *testing.F) {
 		agreeHostRequest(t, abi.QueryRowsRequest{Domain: domain, Capability: name, Params: map[string]any{"v": v}})
 	})
 }
+
+// agreeAnswer checks EncodeAnswer against json.Marshal: the same bytes, or
+// no answer where json.Marshal fails.
+func agreeAnswer(t *testing.T, v any) {
+	t.Helper()
+	want, wantErr := json.Marshal(v)
+	got, ok := EncodeAnswer(v)
+	if wantErr != nil {
+		require.False(t, ok, "json.Marshal fails: %v", wantErr)
+		return
+	}
+	require.True(t, ok, "%T", v)
+	require.Equal(t, string(want), string(got))
+}
+
+func TestEncodeAnswerAsMarshal(t *testing.T) {
+	weird := "a\"b\\c\x00\x1f<>&\u2028 \xff \U0001F600"
+	finding := abi.SchemaFinding{Pointer: "/" + weird, Keyword: "type", Message: weird}
+	for _, v := range []any{
+		abi.QueryRowsAnswer{}, abi.QueryRowsAnswer{Rows: []map[string]any{}}, abi.QueryRowsAnswer{Rows: []map[string]any{nil, {}}},
+		abi.QueryRowsAnswer{Rows: []map[string]any{{"id": "o1", "total": 12.5, "n": nil, "paid": true, weird: []any{1e21, 1e-7, -0.0, weird},
+			"nested": map[string]any{"b": 1, "a": []string{"x", weird}}, "num": json.Number("1.50"), "i": 7, "u": uint64(9)}}},
+		abi.QueryRowsAnswer{Rows: []map[string]any{{"nan": math.NaN()}}},
+		abi.QueryRowsAnswer{Rows: []map[string]any{{"ch": make(chan int)}}},
+		abi.SchemaValidateAnswer{}, abi.SchemaValidateAnswer{Found: true, SchemaDigest: weird, Valid: true},
+		abi.SchemaValidateAnswer{Found: true, Findings: []abi.SchemaFinding{finding, {}}, Truncated: true},
+		abi.SchemaValidateAnswer{Findings: []abi.SchemaFinding{}},
+		abi.SchemaValidateManyAnswer{}, abi.SchemaValidateManyAnswer{Items: []abi.SchemaValidateAnswer{}},
+		abi.SchemaValidateManyAnswer{Items: []abi.SchemaValidateAnswer{{Found: true, Valid: true}, {Findings: []abi.SchemaFinding{finding}}}},
+	} {
+		agreeAnswer(t, v)
+	}
+	_, ok := EncodeAnswer(abi.CatalogGetAnswer{})
+	require.False(t, ok, "a type it does not encode")
+}
+
+func FuzzEncodeAnswerAsMarshal(f *testing.F) {
+	f.Add([]byte(`[{"id":"o1","n":[1,2.5e-9,"x<y"],"m":{"c":null}},{}]`), "/a", "m<>", true)
+	f.Add([]byte(`{"x":1e300,"y":-0,"z":12345678901234567890}`), "", "\u2028\xff", false)
+	f.Fuzz(func(t *testing.T, data []byte, pointer, message string, flag bool) {
+		var rows []map[string]any
+		v, _ := DecodeAny(data)
+		switch x := v.(type) {
+		case map[string]any:
+			rows = []map[string]any{x, nil}
+		case []any:
+			for _, e := range x {
+				if m, ok := e.(map[string]any); ok {
+					rows = append(rows, m)
+				}
+			}
+		}
+		agreeAnswer(t, abi.QueryRowsAnswer{Rows: rows})
+		a := abi.SchemaValidateAnswer{Found: flag, SchemaDigest: message, Valid: !flag, Truncated: flag}
+		if pointer != "" {
+			a.Findings = []abi.SchemaFinding{{Pointer: pointer, Keyword: message, Message: pointer + message}}
+		}
+		agreeAnswer(t, a)
+		agreeAnswer(t, abi.SchemaValidateManyAnswer{Items: []abi.SchemaValidateAnswer{a, {}, a}})
+	})
+}

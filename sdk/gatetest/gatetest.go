@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/internal/abischema"
+	"github.com/gatehost/gatehost/internal/guestjson"
 	"github.com/gatehost/gatehost/internal/schemafind"
 	"github.com/gatehost/gatehost/sdk"
 )
@@ -172,9 +173,9 @@ func (h *Host) answer(op string, request []byte) []byte {
 		}
 		return abi.EncodeCallResult(a)
 	case abi.OpSchemaValidate:
-		return abi.EncodeCallAnswer(h.validate(request))
+		return guestjson.EncodeCallAnswer(h.validate(request))
 	case abi.OpSchemaValidateMany:
-		return abi.EncodeCallAnswer(h.validateMany(request))
+		return guestjson.EncodeCallAnswer(h.validateMany(request))
 	}
 	return abi.EncodeCallError(abi.ErrCodeUnknownOperation, fmt.Sprintf("unknown operation %q", op))
 }
