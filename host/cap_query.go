@@ -99,7 +99,7 @@ func (queryCapability) call(ctx context.Context, rc *runContext, op string, requ
 		return abi.QueryCapabilityAnswer{Found: true, Capability: c}, nil
 	case abi.OpQueryRows:
 		var req abi.QueryRowsRequest
-		if err := json.Unmarshal(request, &req); err != nil {
+		if err := decodeRequest(request, &req); err != nil {
 			return nil, badRequest(op, err)
 		}
 		d, err := rc.host.domain(op, req.Domain)

@@ -29,7 +29,7 @@ func (schemaCapability) call(ctx context.Context, rc *runContext, op string, req
 	switch op {
 	case abi.OpSchemaValidate:
 		var req abi.SchemaValidateRequest
-		if err := json.Unmarshal(request, &req); err != nil {
+		if err := decodeRequest(request, &req); err != nil {
 			return nil, badRequest(op, err)
 		}
 		if err := req.Check(); err != nil {
@@ -38,7 +38,7 @@ func (schemaCapability) call(ctx context.Context, rc *runContext, op string, req
 		return validateOne(rc, op, -1, &req)
 	case abi.OpSchemaValidateMany:
 		var req abi.SchemaValidateManyRequest
-		if err := json.Unmarshal(request, &req); err != nil {
+		if err := decodeRequest(request, &req); err != nil {
 			return nil, badRequest(op, err)
 		}
 		if err := req.Check(); err != nil {

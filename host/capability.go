@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,6 +76,17 @@ func (s *runContext) deniedOps() []string {
 // decode.
 func badRequest(op string, err error) error {
 	return &abi.CallError{Code: abi.ErrCodeBadRequest, Message: op + ": " + err.Error()}
+}
+
+// decodeRequest decodes a host-call request as json.Unmarshal does; those
+// of every run (query.rows, schema.validate, schema.validate_many) without
+// reflection (guestjson.Decode, held to encoding/json by its agreement
+// tests).
+func decodeRequest[T any](request []byte, req *T) error {
+	if ok, err := guestjson.Decode(request, req); ok {
+		return err
+	}
+	return json.Unmarshal(request, req)
 }
 
 // unknownOperation is the error for an operation a capability lacks.

@@ -21,8 +21,10 @@ type Envelope[T any] struct {
 // Decode decodes b into *v as json.Unmarshal(b, v) would (see the package
 // doc) when T is a type this package decodes: abi.CallAnswer,
 // abi.CatalogGetAnswer, abi.SessionGetAnswer, abi.SchemaValidateAnswer,
-// abi.SchemaValidateManyAnswer, abi.QueryCapabilityAnswer or
-// abi.QueryRowsAnswer. For any other T it decodes nothing and returns false; the caller decodes with encoding/json.
+// abi.SchemaValidateManyAnswer, abi.QueryCapabilityAnswer,
+// abi.QueryRowsAnswer, or the host-call requests abi.QueryRowsRequest,
+// abi.SchemaValidateRequest and abi.SchemaValidateManyRequest. For any
+// other T it decodes nothing and returns false; the caller decodes with encoding/json.
 // Errors wrap ErrSyntax or ErrType.
 func Decode[T any](b []byte, v *T) (ok bool, err error) {
 	c := codecOf[T]()
@@ -132,6 +134,12 @@ func codecOf[T any]() *codec[T] {
 		c = queryCapabilityCodec
 	case *abi.QueryRowsAnswer:
 		c = queryRowsCodec
+	case *abi.QueryRowsRequest:
+		c = queryRowsRequestCodec
+	case *abi.SchemaValidateRequest:
+		c = schemaValidateRequestCodec
+	case *abi.SchemaValidateManyRequest:
+		c = schemaValidateManyRequestCodec
 	default:
 		return nil
 	}
@@ -148,6 +156,11 @@ var (
 	schemaValidateManyCodec *codec[abi.SchemaValidateManyAnswer]
 	queryCapabilityCodec    *codec[abi.QueryCapabilityAnswer]
 	queryRowsCodec          *codec[abi.QueryRowsAnswer]
+
+	// Host-call requests, which the host decodes on every call.
+	queryRowsRequestCodec          *codec[abi.QueryRowsRequest]
+	schemaValidateRequestCodec     *codec[abi.SchemaValidateRequest]
+	schemaValidateManyRequestCodec *codec[abi.SchemaValidateManyRequest]
 )
 
 func init() {
@@ -224,6 +237,30 @@ func init() {
 	schemaValidateCodec = newCodec(schemaValidate)
 	schemaValidateManyCodec = newCodec(structOf([]field[abi.SchemaValidateManyAnswer]{
 		{"items", func(d *decoder, a *abi.SchemaValidateManyAnswer) error { return setSlice(d, &a.Items, schemaValidate) }},
+	}))
+
+	overlayEffect := structOf([]field[abi.Effect]{
+		{"collection", func(d *decoder, e *abi.Effect) error { return setString(d, &e.Collection) }},
+		{"id", func(d *decoder, e *abi.Effect) error { return setString(d, &e.ID) }},
+		{"set", func(d *decoder, e *abi.Effect) error { return setMap(d, &e.Set) }},
+	})
+	queryRowsRequestCodec = newCodec(structOf([]field[abi.QueryRowsRequest]{
+		{"domain", func(d *decoder, r *abi.QueryRowsRequest) error { return setString(d, &r.Domain) }},
+		{"view", func(d *decoder, r *abi.QueryRowsRequest) error { return setString(d, &r.View) }},
+		{"capability", func(d *decoder, r *abi.QueryRowsRequest) error { return setString(d, &r.Capability) }},
+		{"params", func(d *decoder, r *abi.QueryRowsRequest) error { return setMap(d, &r.Params) }},
+		{"overlay", func(d *decoder, r *abi.QueryRowsRequest) error { return setSlice(d, &r.Overlay, overlayEffect) }},
+	}))
+	schemaValidateRequest := structOf([]field[abi.SchemaValidateRequest]{
+		{"tool", func(d *decoder, r *abi.SchemaValidateRequest) error { return setString(d, &r.Tool) }},
+		{"schema_digest", func(d *decoder, r *abi.SchemaValidateRequest) error { return setString(d, &r.SchemaDigest) }},
+		{"value", func(d *decoder, r *abi.SchemaValidateRequest) error { return setRaw(d, &r.Value) }},
+	})
+	schemaValidateRequestCodec = newCodec(schemaValidateRequest)
+	schemaValidateManyRequestCodec = newCodec(structOf([]field[abi.SchemaValidateManyRequest]{
+		{"items", func(d *decoder, r *abi.SchemaValidateManyRequest) error {
+			return setSlice(d, &r.Items, schemaValidateRequest)
+		}},
 	}))
 
 	queryRowsCodec = newCodec(structOf([]field[abi.QueryRowsAnswer]{

@@ -95,6 +95,9 @@ func agreeAnswers(t *testing.T, b []byte) {
 	agreeAs[abi.SchemaValidateManyAnswer](t, b)
 	agreeAs[abi.QueryCapabilityAnswer](t, b)
 	agreeAs[abi.QueryRowsAnswer](t, b)
+	agreeAs[abi.QueryRowsRequest](t, b)
+	agreeAs[abi.SchemaValidateRequest](t, b)
+	agreeAs[abi.SchemaValidateManyRequest](t, b)
 	agreeStrictAs[abi.CallAnswer](t, b)
 	agreeStrictAs[abi.CatalogGetAnswer](t, b)
 	agreeStrictAs[abi.SessionGetAnswer](t, b)
@@ -102,6 +105,9 @@ func agreeAnswers(t *testing.T, b []byte) {
 	agreeStrictAs[abi.SchemaValidateManyAnswer](t, b)
 	agreeStrictAs[abi.QueryCapabilityAnswer](t, b)
 	agreeStrictAs[abi.QueryRowsAnswer](t, b)
+	agreeStrictAs[abi.QueryRowsRequest](t, b)
+	agreeStrictAs[abi.SchemaValidateRequest](t, b)
+	agreeStrictAs[abi.SchemaValidateManyRequest](t, b)
 }
 
 // answerShapes are answers on every rule of the package doc, for each
@@ -137,6 +143,13 @@ var answerShapes = []string{
 	`{"items":[{"found":true,"schema_digest":"d","valid":true},{"found":false,"valid":false},{"found":true,"valid":false,"findings":[{"pointer":"/a","keyword":"type","message":"m"}],"truncated":true}]}`,
 	`{"items":[]}`, `{"items":null}`, `{"items":[null,{}]}`, `{"items":[{"found":"yes"}]}`, `{"items":{}}`, `{"Items":[{"Valid":true}]}`,
 	`{"items":[{"found":true}],"items":[{"valid":true},{"valid":false}]}`, `{"items":[{"findings":[{"pointer":1}]}]}`, `{"items":[{"extra":1}]}`,
+	// host-call requests: query.rows, schema.validate, schema.validate_many
+	`{"domain":"retail","view":"order_state","params":{"order_id":"#W1","n":1.5,"l":[1,null]},"overlay":[{"collection":"orders","id":"o1","set":{"status":"paid","a.b":{"c":1}}}]}`,
+	`{"domain":"d","capability":"c","params":null,"overlay":null}`, `{"params":{"a":1,"a":2},"params":{"b":3}}`, `{"overlay":[null,{}]}`,
+	`{"overlay":[{"set":{"x":1}},{"set":null}],"overlay":[{"id":"z"}]}`, `{"Domain":"D","VIEW":"v","Params":{"K":1}}`, `{"params":[]}`,
+	`{"overlay":{}}`, `{"overlay":[{"set":[]}]}`, `{"domain":1}`, `{"params":{"x":1e400}}`,
+	`{"tool":"t","value":{"a":[1,2]}}`, `{"schema_digest":"d","value":null}`, `{"tool":"t","value":{"a":}}`, `{"value":1,"value":[2]}`,
+	`{"items":[{"tool":"t","value":{}},{"schema_digest":"d","value":[1]}]}`, `{"items":[null,{"Tool":"x"}]}`, `{"items":[{"value":1}],"items":[{"tool":"y"}]}`,
 	// query.rows: rows of any values, numbers as float64
 	`{"rows":[{"id":"o1","total":12.5,"items":[1,2,{"a":null}],"paid":true,"n":null},{}]}`, `{"rows":[]}`, `{"rows":null}`,
 	`{"rows":[null]}`, `{"rows":[{"a":1}],"rows":[{"b":2},{"c":3}]}`, `{"rows":[{"a":1,"a":2,"A":3}]}`, `{"rows":[{"x":1e400}]}`,
@@ -399,6 +412,10 @@ func TestCodecsKnowEveryField(t *testing.T) {
 	codec("SchemaValidateAnswer", reflect.TypeFor[abi.SchemaValidateAnswer](), strictAs[abi.SchemaValidateAnswer], plainAs[abi.SchemaValidateAnswer])
 	codec("QueryCapabilityAnswer", reflect.TypeFor[abi.QueryCapabilityAnswer](), strictAs[abi.QueryCapabilityAnswer], plainAs[abi.QueryCapabilityAnswer])
 	codec("QueryRowsAnswer", reflect.TypeFor[abi.QueryRowsAnswer](), strictAs[abi.QueryRowsAnswer], plainAs[abi.QueryRowsAnswer])
+	codec("SchemaValidateManyAnswer", reflect.TypeFor[abi.SchemaValidateManyAnswer](), strictAs[abi.SchemaValidateManyAnswer], plainAs[abi.SchemaValidateManyAnswer])
+	codec("QueryRowsRequest", reflect.TypeFor[abi.QueryRowsRequest](), strictAs[abi.QueryRowsRequest], plainAs[abi.QueryRowsRequest])
+	codec("SchemaValidateRequest", reflect.TypeFor[abi.SchemaValidateRequest](), strictAs[abi.SchemaValidateRequest], plainAs[abi.SchemaValidateRequest])
+	codec("SchemaValidateManyRequest", reflect.TypeFor[abi.SchemaValidateManyRequest](), strictAs[abi.SchemaValidateManyRequest], plainAs[abi.SchemaValidateManyRequest])
 }
 
 func strictAs[T any](b []byte) (any, error) {

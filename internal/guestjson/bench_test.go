@@ -71,7 +71,7 @@ func BenchmarkParts(b *testing.B) {
 func BenchmarkEncodeCallAnswer(b *testing.B) {
 	rows := abi.QueryRowsAnswer{Rows: []map[string]any{{
 		"order_id": "#W2378156", "status": "delivered", "user_id": "yusuf_rossi_9620",
-		"items": []any{map[string]any{"item_id": "1151293680", "price": 272.33, "options": map[string]any{"color": "red"}}},
+		"items":           []any{map[string]any{"item_id": "1151293680", "price": 272.33, "options": map[string]any{"color": "red"}}},
 		"payment_history": []any{map[string]any{"payment_method_id": "credit_card_9513926", "amount": 2987.21}},
 	}}}
 	many := abi.SchemaValidateManyAnswer{}
@@ -96,4 +96,45 @@ func BenchmarkEncodeCallAnswer(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDecodeHostRequest: the host's decode of a query.rows request
+// with an overlay and of a ten-item schema.validate_many request, without
+// reflection, against encoding/json as the baseline.
+func BenchmarkDecodeHostRequest(b *testing.B) {
+	rows := []byte(`{"domain":"retail","view":"order_state","params":{"order_id":"#W2378156","user_id":"yusuf_rossi_9620"},` +
+		`"overlay":[{"collection":"orders","id":"#W2378156","set":{"status":"return requested","return_items":["1151293680"]}}]}`)
+	var many []byte
+	many = append(many, `{"items":[`...)
+	for i := range 10 {
+		if i > 0 {
+			many = append(many, ',')
+		}
+		many = append(many, `{"tool":"mcp.github:issue_read","value":{"owner":"octo-org","repo":"widgets","issue_number":42,"method":"get"}}`...)
+	}
+	many = append(many, `]}`...)
+	bench := func(name string, guest, std func() error) {
+		b.Run(name+"/guestjson", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := guest(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := std(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	bench("query-rows",
+		func() error { var r abi.QueryRowsRequest; _, err := Decode(rows, &r); return err },
+		func() error { var r abi.QueryRowsRequest; return json.Unmarshal(rows, &r) })
+	bench("schema-many",
+		func() error { var r abi.SchemaValidateManyRequest; _, err := Decode(many, &r); return err },
+		func() error { var r abi.SchemaValidateManyRequest; return json.Unmarshal(many, &r) })
 }
