@@ -138,3 +138,26 @@ func TestErrorsInPolicyOrder(t *testing.T) {
 		assert.Equal(t, first.Response(), eng.Evaluate(policy.Call{Tool: mustTool(t, lookup, "get_me"), Now: now}).Response())
 	}
 }
+
+// An engine keeps a tool's entry while the tool's record is the one it was
+// built from: a record that changes under the same id (its hints, its
+// effect, its schema) is evaluated as it is now, in either direction.
+func TestToolEntryFollowsTheRecord(t *testing.T) {
+	_, lookup := githubTools(t)
+	eng := policy.NewEngine(mustSet(t, `
+@id("read") permit(principal, action in Action::"read_only", resource);
+@id("no-destructive") forbid(principal, action in Action::"destructive", resource);
+@id("titled") forbid(principal, action, resource) when { context.tool.name == "renamed" };`), githubClaims)
+	base := mustTool(t, lookup, "get_me")
+	destructive := base
+	destructive.Effect, destructive.Hints = abi.EffectNonIdempotent, &abi.ToolHints{Destructive: true}
+	renamed := base
+	renamed.Name = "renamed"
+	for i, tc := range []struct {
+		tool abi.Tool
+		want abi.Verdict
+	}{{base, abi.Accepted}, {destructive, abi.Rejected}, {base, abi.Accepted}, {renamed, abi.Rejected}, {base, abi.Accepted}, {base, abi.Accepted}} {
+		r := eng.Evaluate(policy.Call{Tool: tc.tool, Now: now}).Response()
+		assert.Equal(t, tc.want, r.Verdict, "call %d", i)
+	}
+}
