@@ -49,6 +49,14 @@ const MaxSchemaItems = 256
 // answer cut there says so with Truncated.
 const MaxSchemaFindings = 100
 
+// MaxSchemaPointerBytes bounds the JSON Pointers of one schema.validate
+// answer's findings together: the findings stop where their pointers pass
+// it (the first is always sent), and the answer says so with Truncated. A
+// pointer repeats the member names on its path, so without the bound one
+// long name over many offending elements would make findings the size of
+// the product of the two.
+const MaxSchemaPointerBytes = 64 << 10
+
 // SchemaValidateRequest names one input schema of the run's pinned catalog
 // snapshot, by exactly one of Tool and SchemaDigest, and the value to
 // validate against it. The whole request is bounded by MaxHostRequestBytes.
@@ -125,7 +133,8 @@ type SchemaValidateAnswer struct {
 	// Findings are the violations, sorted by pointer, then keyword, then
 	// message, without duplicates, at most MaxSchemaFindings of them.
 	Findings []SchemaFinding `json:"findings,omitempty"`
-	// Truncated: there were more than MaxSchemaFindings findings.
+	// Truncated: there were more findings than MaxSchemaFindings, or than
+	// fit under MaxSchemaPointerBytes.
 	Truncated bool `json:"truncated,omitempty"`
 }
 

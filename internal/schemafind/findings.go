@@ -116,10 +116,19 @@ func Explain(schema string, value any, err error) error {
 	return &ValidationError{Schema: strings.TrimSuffix(schema, "#"), Violations: vs}
 }
 
+// maxViolationPointerBytes bounds the pointers of one error's violations
+// together, before they are sorted and cut: every violation's pointer
+// repeats the member names on its path, so a value with one long name over
+// many failing elements would otherwise cost the product of the two. Past
+// it the violations are not built and the error wraps ErrValidator: the
+// value is not known valid, and no answer is made of it.
+const maxViolationPointerBytes = 1 << 20
+
 type walker struct {
 	value any
 	out   []Violation
 	err   error
+	bytes int // the pointers in out before escaping (at most half their length after)
 }
 
 // walk appends the violations below ve. prefix is the instance location
@@ -161,7 +170,17 @@ func (w *walker) walk(ve *jsonschema.ValidationError, prefix []string, base, kwL
 // leaf appends the violation (or, for a dependency, the violations) of ve,
 // located at inst.
 func (w *walker) leaf(ve *jsonschema.ValidationError, inst []string, kwLoc string) {
+	if w.err != nil {
+		return
+	}
 	add := func(keyword, message string) {
+		for _, t := range inst { // len only: linear in the path's depth
+			w.bytes += len(t) + 1
+		}
+		if w.bytes > maxViolationPointerBytes {
+			w.err = fmt.Errorf("%w: the violations' locations pass %d bytes together", ErrValidator, maxViolationPointerBytes)
+			return
+		}
 		w.out = append(w.out, Violation{
 			SchemaFinding: abi.SchemaFinding{Pointer: jsonptr.Join(inst...), Keyword: keyword, Message: message},
 			Instance:      inst,

@@ -43,33 +43,56 @@ func numberInRange(lit string) bool {
 	return true
 }
 
-// numberFindings reports every number in v that is not numberInRange, in
-// document order with object members by name. The validator would spend
-// unbounded time on, or panic over, such numbers, so a value holding one is
-// not validated further.
-func numberFindings(v any) []abi.SchemaFinding {
-	var out []abi.SchemaFinding
-	badNumbers(v, "", func(path string) {
-		out = append(out, abi.SchemaFinding{Pointer: path, Keyword: "json", Message: numberMessage})
-	})
-	return out
+// numberFindings reports the numbers in v that are not numberInRange, in
+// document order with object members by name: at most
+// abi.MaxSchemaFindings of them, and no more once their pointers together
+// pass abi.MaxSchemaPointerBytes; truncated says some were left out. The
+// validator would spend unbounded time on, or panic over, such numbers, so
+// a value holding one is not validated further. A pointer is built only
+// for a finding, so the walk costs time and memory linear in the value.
+func numberFindings(v any) (out []abi.SchemaFinding, truncated bool) {
+	w := numberWalk{}
+	w.walk(v)
+	return w.out, w.truncated
 }
 
-// badNumbers calls fn with the JSON Pointer of every number in v that is
-// not numberInRange, in a fixed order.
-func badNumbers(v any, path string, fn func(path string)) {
+type numberWalk struct {
+	path      []string // the reference tokens to the value being walked
+	out       []abi.SchemaFinding
+	bytes     int // of the pointers in out
+	truncated bool
+}
+
+func (w *numberWalk) walk(v any) {
 	switch v := v.(type) {
 	case json.Number:
-		if !numberInRange(string(v)) {
-			fn(path)
+		if numberInRange(string(v)) {
+			return
 		}
+		if len(w.out) == abi.MaxSchemaFindings || (len(w.out) > 0 && w.bytes > abi.MaxSchemaPointerBytes) {
+			w.truncated = true
+			return
+		}
+		p := jsonptr.Join(w.path...)
+		w.bytes += len(p)
+		w.out = append(w.out, abi.SchemaFinding{Pointer: p, Keyword: "json", Message: numberMessage})
 	case []any:
 		for i, e := range v {
-			badNumbers(e, path+"/"+strconv.Itoa(i), fn)
+			w.path = append(w.path, strconv.Itoa(i))
+			w.walk(e)
+			w.path = w.path[:len(w.path)-1]
+			if w.truncated {
+				return
+			}
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			badNumbers(v[k], jsonptr.Append(path, k), fn)
+			w.path = append(w.path, k)
+			w.walk(v[k])
+			w.path = w.path[:len(w.path)-1]
+			if w.truncated {
+				return
+			}
 		}
 	}
 }

@@ -173,7 +173,8 @@ func Key(digest string, raw []byte) string {
 // receive are reported first, and then the value is not validated further
 // (see numbers.go); otherwise the findings are those of Violations, sorted
 // by pointer, keyword and message, compacted, and cut at
-// abi.MaxSchemaFindings. Errors wrap ErrBadValue, ErrCompile or
+// abi.MaxSchemaFindings or where their pointers pass
+// abi.MaxSchemaPointerBytes. Errors wrap ErrBadValue, ErrCompile or
 // ErrValidator; none is an answer a gate may accept on.
 func (c *Cache) Validate(s Schema, value json.RawMessage) (abi.SchemaValidateAnswer, error) {
 	a := abi.SchemaValidateAnswer{Found: true, SchemaDigest: s.Digest}
@@ -181,7 +182,7 @@ func (c *Cache) Validate(s Schema, value json.RawMessage) (abi.SchemaValidateAns
 	if err != nil {
 		return abi.SchemaValidateAnswer{}, err
 	}
-	a.Findings = numberFindings(v)
+	a.Findings, a.Truncated = numberFindings(v)
 	if len(a.Findings) == 0 && s.Raw != nil {
 		compiled, err := c.schema(s.Key, s.Raw)
 		if err != nil {
@@ -191,11 +192,25 @@ func (c *Cache) Validate(s Schema, value json.RawMessage) (abi.SchemaValidateAns
 			return abi.SchemaValidateAnswer{}, err
 		}
 	}
-	if len(a.Findings) > abi.MaxSchemaFindings {
-		a.Findings, a.Truncated = a.Findings[:abi.MaxSchemaFindings], true
+	if n := answerCut(a.Findings); n < len(a.Findings) {
+		a.Findings, a.Truncated = a.Findings[:n], true
 	}
 	a.Valid = len(a.Findings) == 0
 	return a, nil
+}
+
+// answerCut is how many of fs one answer holds: at most
+// abi.MaxSchemaFindings, and none after their pointers together pass
+// abi.MaxSchemaPointerBytes (the first is always held).
+func answerCut(fs []abi.SchemaFinding) int {
+	bytes := 0
+	for i, f := range fs {
+		if i == abi.MaxSchemaFindings || (i > 0 && bytes > abi.MaxSchemaPointerBytes) {
+			return i
+		}
+		bytes += len(f.Pointer)
+	}
+	return len(fs)
 }
 
 // decodeValue decodes a value the way the validator wants it: numbers as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,4 +271,57 @@ func FuzzValidate(f *testing.F) {
 
 func cmpFinding(a, b abi.SchemaFinding) int {
 	return cmp.Or(strings.Compare(a.Pointer, b.Pointer), strings.Compare(a.Keyword, b.Keyword), strings.Compare(a.Message, b.Message))
+}
+
+// A value with one long member name over many offending elements: each
+// finding's pointer repeats the name, so findings built for every element
+// cost the product of the two. The answer is cut where its pointers pass
+// abi.MaxSchemaPointerBytes (or, on the validator's path, refused past a
+// bound), so the long name costs memory linear in its length, whatever the
+// number of elements: against the same value under a one-byte name, at
+// most the pointer bounds and a few copies of the name more.
+func TestLongNamesCostLinearMemory(t *testing.T) {
+	const name, elems = 64 << 10, 8000
+	list := func(elem string) string { return strings.TrimSuffix(strings.Repeat(elem+",", elems), ",") }
+	allocated := func(s Schema, value string) (abi.SchemaValidateAnswer, error, uint64) {
+		c := NewCache(0)
+		_, _ = c.Validate(s, json.RawMessage(`{}`)) // compiled outside the measure
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		a, err := c.Validate(s, json.RawMessage(value))
+		runtime.ReadMemStats(&after)
+		return a, err, after.TotalAlloc - before.TotalAlloc
+	}
+	for _, tc := range []struct {
+		what   string
+		schema Schema
+		elem   string
+		valid  bool
+	}{
+		{"numbers no tool can receive", schemaOf(`{"type":"object"}`), "1e400", false},
+		{"numbers in range", schemaOf(`{"type":"object"}`), "1", true},
+		{"a violation per element", schemaOf(`{"type":"object","additionalProperties":{"type":"array","items":{"type":"string"}}}`), "1", false},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			_, _, short := allocated(tc.schema, `{"k":[`+list(tc.elem)+`]}`)
+			a, err, long := allocated(tc.schema, `{"`+strings.Repeat("k", name)+`":[`+list(tc.elem)+`]}`)
+			bound := short + 2*maxViolationPointerBytes + 16*name
+			assert.Less(t, long, bound, "a %d-byte name allocated %d bytes, against %d under a one-byte name", name, long, short)
+			if err != nil {
+				require.ErrorIs(t, err, ErrValidator, "past the bound, an error, never an answer")
+				return
+			}
+			assert.Equal(t, tc.valid, a.Valid)
+			if tc.valid {
+				return
+			}
+			assert.True(t, a.Truncated)
+			bytes := 0
+			for _, f := range a.Findings[:len(a.Findings)-1] {
+				bytes += len(f.Pointer)
+			}
+			assert.LessOrEqual(t, bytes, abi.MaxSchemaPointerBytes, "the pointers before the last one")
+		})
+	}
 }
