@@ -219,11 +219,16 @@ func ValidateSchema(h Host, req abi.SchemaValidateRequest) (abi.SchemaValidateAn
 	return a, nil
 }
 
-// checkSchemaAnswer refuses an answer that contradicts itself; where names
-// it in the error.
+// checkSchemaAnswer refuses an answer that contradicts itself (abi/SPEC.md
+// §7.13): a value not found that is valid or has findings, a found value
+// valid with findings or invalid without, or truncated findings of a valid
+// value; where names it in the error.
 func checkSchemaAnswer(where string, a *abi.SchemaValidateAnswer) error {
-	if a.Found && a.Valid == (len(a.Findings) > 0) {
-		return fmt.Errorf("sdk: %s: answer is valid=%t with %d findings", where, a.Valid, len(a.Findings))
+	switch {
+	case !a.Found && (a.Valid || len(a.Findings) > 0 || a.Truncated):
+		return fmt.Errorf("sdk: %s: answer is found=false with valid=%t, %d findings, truncated=%t", where, a.Valid, len(a.Findings), a.Truncated)
+	case a.Found && a.Valid == (len(a.Findings) > 0), a.Valid && a.Truncated:
+		return fmt.Errorf("sdk: %s: answer is valid=%t with %d findings, truncated=%t", where, a.Valid, len(a.Findings), a.Truncated)
 	}
 	return nil
 }

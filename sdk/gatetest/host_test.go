@@ -106,6 +106,15 @@ func TestHostSchemaValidate(t *testing.T) {
 		{name: "invalid without findings is refused", host: &gatetest.Host{Granted: []string{abi.CapabilitySchema}, Operations: map[string]gatetest.Operation{
 			abi.OpSchemaValidate: func([]byte) (any, error) { return abi.SchemaValidateAnswer{Found: true}, nil }}},
 			req: abi.SchemaValidateRequest{Tool: "t", Value: json.RawMessage(`{}`)}},
+		{name: "not found yet valid is refused", host: &gatetest.Host{Granted: []string{abi.CapabilitySchema}, Operations: map[string]gatetest.Operation{
+			abi.OpSchemaValidate: func([]byte) (any, error) { return abi.SchemaValidateAnswer{Valid: true}, nil }}},
+			req: abi.SchemaValidateRequest{Tool: "t", Value: json.RawMessage(`{}`)}},
+		{name: "not found with findings is refused", host: &gatetest.Host{Granted: []string{abi.CapabilitySchema}, Operations: map[string]gatetest.Operation{
+			abi.OpSchemaValidate: func([]byte) (any, error) { return abi.SchemaValidateAnswer{Findings: missingA}, nil }}},
+			req: abi.SchemaValidateRequest{Tool: "t", Value: json.RawMessage(`{}`)}},
+		{name: "valid yet truncated findings is refused", host: &gatetest.Host{Granted: []string{abi.CapabilitySchema}, Operations: map[string]gatetest.Operation{
+			abi.OpSchemaValidate: func([]byte) (any, error) { return abi.SchemaValidateAnswer{Found: true, Valid: true, Truncated: true}, nil }}},
+			req: abi.SchemaValidateRequest{Tool: "t", Value: json.RawMessage(`{}`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
