@@ -35,7 +35,12 @@ type Change struct {
 // with the same digest have no changes. A side that is not valid JSON is
 // compared as a whole: one Change of path "" with the texts as given. An
 // empty side is absent (a tool new to the baseline, or gone from the
-// listing). Every change is listed; callers that log them may cap the list.
+// listing). At most MaxChanges are listed, and no more once their paths
+// together pass MaxChangePathBytes; a list cut there ends with one Change
+// whose Path is MoreChanges. Definitions come from upstream servers, so
+// the work is linear in their size: a path is built only for a change
+// listed (each repeats the member names above it, so building one for
+// every element under a long name cost the product of the two).
 func Diff(old, new json.RawMessage) []Change {
 	a, aerr := decode(old)
 	b, berr := decode(new)
@@ -45,9 +50,29 @@ func Diff(old, new json.RawMessage) []Change {
 		}
 		return []Change{{Old: cutValue(string(old)), New: cutValue(string(new))}}
 	}
-	var out []Change
-	diffValue(&out, "", a, b, len(old) > 0, len(new) > 0)
-	return out
+	d := differ{}
+	d.value(a, b, len(old) > 0, len(new) > 0)
+	if d.cut {
+		d.out = append(d.out, Change{Path: MoreChanges})
+	}
+	return d.out
+}
+
+// Bounds of Diff's list.
+const (
+	MaxChanges         = 100
+	MaxChangePathBytes = 16 << 10
+	// MoreChanges is the Path of the Change that ends a cut list: not a
+	// JSON pointer, which is "" or starts with "/".
+	MoreChanges = "…"
+)
+
+// differ walks two decoded definitions side by side.
+type differ struct {
+	path  []string // reference tokens, unescaped, to the values compared
+	out   []Change
+	bytes int // of the paths in out
+	cut   bool
 }
 
 // decode reads strict JSON (as the digest does) with numbers kept as text.
@@ -67,7 +92,10 @@ func decode(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
-func diffValue(out *[]Change, path string, a, b any, hasA, hasB bool) {
+func (d *differ) value(a, b any, hasA, hasB bool) {
+	if d.cut {
+		return
+	}
 	if hasA && hasB {
 		switch av := a.(type) {
 		case map[string]any:
@@ -85,7 +113,9 @@ func diffValue(out *[]Change, path string, a, b any, hasA, hasB bool) {
 				for _, k := range keys {
 					x, okA := av[k]
 					y, okB := bv[k]
-					diffValue(out, jsonptr.Append(path, k), x, y, okA, okB)
+					d.path = append(d.path, k)
+					d.value(x, y, okA, okB)
+					d.path = d.path[:len(d.path)-1]
 				}
 				return
 			}
@@ -99,7 +129,9 @@ func diffValue(out *[]Change, path string, a, b any, hasA, hasB bool) {
 					if i < len(bv) {
 						y = bv[i]
 					}
-					diffValue(out, path+"/"+strconv.Itoa(i), x, y, i < len(av), i < len(bv))
+					d.path = append(d.path, strconv.Itoa(i))
+					d.value(x, y, i < len(av), i < len(bv))
+					d.path = d.path[:len(d.path)-1]
 				}
 				return
 			}
@@ -115,7 +147,13 @@ func diffValue(out *[]Change, path string, a, b any, hasA, hasB bool) {
 	if hasA == hasB && sa == sb {
 		return
 	}
-	*out = append(*out, Change{Path: path, Old: cutValue(sa), New: cutValue(sb)})
+	if len(d.out) == MaxChanges || (len(d.out) > 0 && d.bytes > MaxChangePathBytes) {
+		d.cut = true
+		return
+	}
+	p := jsonptr.Join(d.path...)
+	d.bytes += len(p)
+	d.out = append(d.out, Change{Path: p, Old: cutValue(sa), New: cutValue(sb)})
 }
 
 // text returns the canonical JSON of a decoded value.

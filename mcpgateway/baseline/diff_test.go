@@ -2,11 +2,13 @@ package baseline_test
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gatehost/gatehost/mcpgateway/baseline"
 )
@@ -53,4 +55,38 @@ func TestDiff(t *testing.T) {
 			assert.True(t, strings.HasPrefix(c.New, `"éé`))
 		}
 	})
+}
+
+// An upstream's definition with one long member name over many changed
+// elements: every change's path repeats the name, so the list is cut
+// (MaxChanges, MaxChangePathBytes, then a MoreChanges entry) and the work
+// stays linear in the definitions: against the same change under a
+// one-byte name, at most some copies of the name more (quadratic, it
+// would be thousands: one per element).
+func TestDiffOfALongNameIsBounded(t *testing.T) {
+	const name, elems = 64 << 10, 8000
+	def := func(key, elem string) json.RawMessage {
+		return json.RawMessage(`{"inputSchema":{"` + key + `":[` + strings.TrimSuffix(strings.Repeat(elem+",", elems), ",") + `]}}`)
+	}
+	measure := func(key string) ([]baseline.Change, uint64) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		changes := baseline.Diff(def(key, "1"), def(key, "2"))
+		runtime.ReadMemStats(&after)
+		return changes, after.TotalAlloc - before.TotalAlloc
+	}
+	shortChanges, short := measure("k")
+	require.Len(t, shortChanges, baseline.MaxChanges+1)
+	changes, long := measure(strings.Repeat("k", name))
+	assert.Less(t, long, short+64*name, "a %d-byte name allocated %d bytes, against %d under a one-byte name", name, long, short)
+	require.NotEmpty(t, changes)
+	assert.LessOrEqual(t, len(changes), baseline.MaxChanges+1)
+	assert.Equal(t, baseline.MoreChanges, changes[len(changes)-1].Path, "a cut list says so")
+	bytes := 0
+	for _, c := range changes[:len(changes)-2] {
+		bytes += len(c.Path)
+	}
+	assert.LessOrEqual(t, bytes, baseline.MaxChangePathBytes)
+	assert.Equal(t, "/inputSchema/"+strings.Repeat("k", name)+"/0", changes[0].Path)
 }
