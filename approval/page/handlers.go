@@ -110,7 +110,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 		// the list, and each live update's fetch of it, large: a request
 		// that does not fit is named, and shown whole on its own page.
 		if len(d.Requests) >= listFull || rendered+v.Rendered > listBytes {
-			v.Args, v.Diffs = "", nil
+			v.Args, v.Diffs, v.MoreDiffs = "", nil, 0
 			d.More = append(d.More, v)
 			continue
 		}

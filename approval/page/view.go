@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehost/gatehost/abi"
 	"github.com/gatehost/gatehost/approval"
+	"github.com/gatehost/gatehost/internal/jsonptr"
 )
 
 // view is one request as the page shows it.
@@ -36,6 +37,7 @@ type view struct {
 	// it is sent).
 	Rendered           int
 	Diffs              []diffView
+	MoreDiffs          int // pairs past maxDiffs, shown only in Args
 	Mine               bool
 	Prefix, CSRF, From string
 }
@@ -65,9 +67,10 @@ func (h *handler) view(r approval.Request, me *abi.Principal, csrf, from string)
 	}
 	v.Mine = !h.desk.Rule().AllowSelf && approval.SamePrincipal(me, r.Caller)
 	v.Args = showJSON(r.Arguments)
-	v.Diffs = diffs(r.Arguments)
+	v.Diffs, v.MoreDiffs = diffs(r.Arguments)
 	v.Rendered = len(v.Args)
 	for i := range v.Diffs {
+		v.Rendered += len(v.Diffs[i].Path)
 		for j := range v.Diffs[i].Lines {
 			l := &v.Diffs[i].Lines[j]
 			l.HTML = show(l.Text)
@@ -339,38 +342,52 @@ var pairs = [][2]string{
 	{"oldString", "newString"}, {"old", "new"}, {"original", "updated"}, {"search", "replace"}, {"before", "after"},
 }
 
-// diffs finds every object in the arguments holding an old/new pair of
-// strings.
-func diffs(raw json.RawMessage) []diffView {
+// maxDiffs bounds the diffs a page shows: the arguments are shown whole
+// below them, so a pair past the bound is still seen, only not as a diff.
+const maxDiffs = 32
+
+// diffs finds the objects in the arguments holding an old/new pair of
+// strings, at most maxDiffs of them, and how many more there are. The
+// arguments are the agent's: a path is built only for a diff shown (each
+// repeats the member names above it, so building one for every element
+// under a long name cost the product of the two).
+func diffs(raw json.RawMessage) ([]diffView, int) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if dec.Decode(&v) != nil {
-		return nil
+		return nil, 0
 	}
 	var out []diffView
-	var walk func(v any, path string)
-	walk = func(v any, path string) {
+	more := 0
+	var path []string
+	var walk func(v any)
+	walk = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
 			for _, p := range pairs {
 				o, ok1 := v[p[0]].(string)
 				n, ok2 := v[p[1]].(string)
-				if ok1 && ok2 {
-					d := diffView{Path: path, Old: p[0], New: p[1], Lines: lineDiff(o, n)}
-					if d.Path == "" {
-						d.Path = "/"
-					}
-					for _, l := range d.Lines {
-						switch l.Kind {
-						case "add":
-							d.Added++
-						case "del":
-							d.Removed++
-						}
-					}
-					out = append(out, d)
+				if !ok1 || !ok2 {
+					continue
 				}
+				if len(out) == maxDiffs {
+					more++
+					continue
+				}
+				d := diffView{Path: jsonptr.Join(path...), Old: p[0], New: p[1], Lines: lineDiff(o, n)}
+				if d.Path == "" {
+					d.Path = "/"
+				}
+				for _, l := range d.Lines {
+					switch l.Kind {
+					case "add":
+						d.Added++
+					case "del":
+						d.Removed++
+					}
+				}
+				out = append(out, d)
 			}
 			keys := make([]string, 0, len(v))
 			for k := range v {
@@ -378,16 +395,20 @@ func diffs(raw json.RawMessage) []diffView {
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				walk(v[k], path+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+				path = append(path, k)
+				walk(v[k])
+				path = path[:len(path)-1]
 			}
 		case []any:
 			for i, e := range v {
-				walk(e, path+"/"+strconv.Itoa(i))
+				path = append(path, strconv.Itoa(i))
+				walk(e)
+				path = path[:len(path)-1]
 			}
 		}
 	}
-	walk(v, "")
-	return out
+	walk(v)
+	return out, more
 }
 
 // maxDiffCells bounds the table of a line diff; larger texts are shown as

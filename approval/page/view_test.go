@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -142,7 +143,8 @@ func TestDiffs(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, d := range diffs(json.RawMessage(c.args)) {
+			ds, _ := diffs(json.RawMessage(c.args))
+			for _, d := range ds {
 				parts := []string{d.Path + ":"}
 				for _, l := range d.Lines {
 					parts = append(parts, map[string]string{"same": "", "del": "-", "add": "+"}[l.Kind]+l.Text)
@@ -161,4 +163,29 @@ func TestLineDiffLarge(t *testing.T) {
 	require.Len(t, d, 6002)
 	assert.Equal(t, "del", d[0].Kind)
 	assert.Equal(t, "add", d[len(d)-1].Kind)
+}
+
+// The agent's arguments with many edit pairs under one long member name:
+// at most maxDiffs diffs are shown (the rest only in the arguments), and
+// a path is built only for a diff shown, so the long name costs memory
+// linear in its length (quadratic, one copy per pair).
+func TestDiffsOfALongNameAreBounded(t *testing.T) {
+	const name, pairs = 64 << 10, 4000
+	args := func(key string) json.RawMessage {
+		return json.RawMessage(`{"` + key + `":[` + strings.TrimSuffix(strings.Repeat(`{"old":"a","new":"b"},`, pairs), ",") + `]}`)
+	}
+	measure := func(key string) ([]diffView, int, uint64) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ds, more := diffs(args(key))
+		runtime.ReadMemStats(&after)
+		return ds, more, after.TotalAlloc - before.TotalAlloc
+	}
+	_, _, short := measure("k")
+	ds, more, long := measure(strings.Repeat("k", name))
+	assert.Less(t, long, short+uint64(4*maxDiffs*name), "a %d-byte name allocated %d bytes, against %d under a one-byte name", name, long, short)
+	assert.Len(t, ds, maxDiffs)
+	assert.Equal(t, pairs-maxDiffs, more)
+	assert.Equal(t, "/"+strings.Repeat("k", name)+"/0", ds[0].Path)
 }
