@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -240,86 +241,95 @@ func (w *refWalker) walk(field string, schema, doc any, depth int) {
 
 // checkRefAnnotations refuses a config schema whose RefKeyword or
 // WildcardKeyword is malformed, or sits where collectRefs does not look
-// (so that it would never apply).
+// (so that it would never apply). The schema is the module's: its walks
+// build no JSON Pointer but the one an error names, so a long member name
+// over many nodes costs time linear in the document, not their product.
 func checkRefAnnotations(schema any) error {
-	reach := map[string]bool{}
-	markReachable(schema, schema, "", reach, 0)
+	reach := map[uintptr]bool{}
+	markReachable(schema, schema, reach, 0)
 	var err error
-	findAnnotations(schema, "", func(ptr string, s map[string]any) {
+	findAnnotations(schema, nil, func(path []string, s map[string]any) {
 		if err != nil {
 			return
 		}
-		at := ptr
-		if at == "" {
-			at = "/"
+		at := func() string {
+			if len(path) == 0 {
+				return "/"
+			}
+			return jsonptr.Join(path...)
 		}
 		kind, isStr := s[RefKeyword].(string)
 		_, hasRef := s[RefKeyword]
 		wc, hasWC := s[WildcardKeyword]
 		switch {
 		case hasRef && (!isStr || !slices.Contains(refKinds, RefKind(kind))):
-			err = fmt.Errorf("config_schema %s: %s must be one of %q", at, RefKeyword, refKinds)
+			err = fmt.Errorf("config_schema %s: %s must be one of %q", at(), RefKeyword, refKinds)
 		case hasWC && !hasRef:
-			err = fmt.Errorf("config_schema %s: %s without %s", at, WildcardKeyword, RefKeyword)
+			err = fmt.Errorf("config_schema %s: %s without %s", at(), WildcardKeyword, RefKeyword)
 		case hasWC && (!isString(wc) || wc == ""):
-			err = fmt.Errorf("config_schema %s: %s must be a non-empty string", at, WildcardKeyword)
+			err = fmt.Errorf("config_schema %s: %s must be a non-empty string", at(), WildcardKeyword)
 		case hasWC && RefKind(kind) == RefDomain:
-			err = fmt.Errorf("config_schema %s: a domain reference takes no %s", at, WildcardKeyword)
-		case !reach[ptr]:
-			err = fmt.Errorf("config_schema %s: %s is below a keyword the host does not follow (it follows properties, additionalProperties, items, prefixItems, allOf and local $ref)", at, RefKeyword)
+			err = fmt.Errorf("config_schema %s: a domain reference takes no %s", at(), WildcardKeyword)
+		case !reach[identity(s)]:
+			err = fmt.Errorf("config_schema %s: %s is below a keyword the host does not follow (it follows properties, additionalProperties, items, prefixItems, allOf and local $ref)", at(), RefKeyword)
 		}
 	})
 	return err
 }
 
+// identity names a decoded schema object: each object of a decoded
+// document is a map of its own.
+func identity(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+
 func isString(v any) bool { _, ok := v.(string); return ok }
 
-// markReachable records the JSON pointers of the subschemas collectRefs
-// can reach from s (at ptr).
-func markReachable(root, s any, ptr string, reach map[string]bool, depth int) {
+// markReachable records the subschemas collectRefs can reach from s, by
+// identity.
+func markReachable(root, s any, reach map[uintptr]bool, depth int) {
 	m, ok := s.(map[string]any)
-	if !ok || depth > maxRefDepth || reach[ptr] {
+	if !ok || depth > maxRefDepth || reach[identity(m)] {
 		return
 	}
-	reach[ptr] = true
+	reach[identity(m)] = true
 	if ref, ok := m["$ref"].(string); ok {
 		if p, local := strings.CutPrefix(ref, "#"); local {
-			markReachable(root, schemaAt(root, p), p, reach, depth+1)
+			markReachable(root, schemaAt(root, p), reach, depth+1)
 		}
 	}
 	for _, k := range []string{"allOf", "prefixItems"} {
 		if list, ok := m[k].([]any); ok {
-			for i, sub := range list {
-				markReachable(root, sub, ptr+"/"+k+"/"+strconv.Itoa(i), reach, depth+1)
+			for _, sub := range list {
+				markReachable(root, sub, reach, depth+1)
 			}
 		}
 	}
 	if props, ok := m["properties"].(map[string]any); ok {
-		for k, sub := range props {
-			markReachable(root, sub, jsonptr.Append(ptr+"/properties", k), reach, depth+1)
+		for _, sub := range props {
+			markReachable(root, sub, reach, depth+1)
 		}
 	}
 	for _, k := range []string{"additionalProperties", "items"} {
-		markReachable(root, m[k], ptr+"/"+k, reach, depth+1)
+		markReachable(root, m[k], reach, depth+1)
 	}
 }
 
 // findAnnotations calls fn for every object of the schema document that
-// holds RefKeyword or WildcardKeyword, with its JSON pointer.
-func findAnnotations(v any, ptr string, fn func(string, map[string]any)) {
+// holds RefKeyword or WildcardKeyword, with the reference tokens of its
+// JSON pointer (valid during the call only).
+func findAnnotations(v any, path []string, fn func([]string, map[string]any)) {
 	switch t := v.(type) {
 	case map[string]any:
 		_, a := t[RefKeyword]
 		_, b := t[WildcardKeyword]
 		if a || b {
-			fn(ptr, t)
+			fn(path, t)
 		}
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			findAnnotations(t[k], jsonptr.Append(ptr, k), fn)
+			findAnnotations(t[k], append(path, k), fn)
 		}
 	case []any:
 		for i, e := range t {
-			findAnnotations(e, ptr+"/"+strconv.Itoa(i), fn)
+			findAnnotations(e, append(path, strconv.Itoa(i)), fn)
 		}
 	}
 }

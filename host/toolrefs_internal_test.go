@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -97,6 +98,7 @@ func TestCheckRefAnnotations(t *testing.T) {
 		{"domain wildcard", `{"properties":{"a":{"x-gatehost-ref":"domain","x-gatehost-wildcard":"*"}}}`, `takes no x-gatehost-wildcard`},
 		{"below anyOf", `{"properties":{"a":{"anyOf":[{"x-gatehost-ref":"tool"},{"type":"null"}]}}}`, `config_schema /properties/a/anyOf/0: x-gatehost-ref is below a keyword the host does not follow`},
 		{"unreferenced $defs", `{"$defs":{"t":{"x-gatehost-ref":"tool"}}}`, `config_schema /$defs/t: x-gatehost-ref is below`},
+		{"ok via $ref to an escaped name", `{"$defs":{"a/b~c":{"x-gatehost-ref":"tool"}},"properties":{"x":{"$ref":"#/$defs/a~1b~0c"}}}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,4 +225,29 @@ func TestListReferences(t *testing.T) {
 		{Field: "mcp.sessions.core[0]", Name: "read_file", Kind: RefTool},
 		{Field: "mcp.sessions.core[1]", Name: "*", Kind: RefTool, Wildcard: true},
 	}, got)
+}
+
+// A module's config schema with one long member name over many nodes: the
+// walks build no pointer but the one an error names, so the check costs
+// memory linear in the document (one pointer per node cost the product of
+// the name and the nodes: gigabytes for a descriptor under its 1 MiB cap).
+func TestCheckRefAnnotationsOfALongName(t *testing.T) {
+	const name, nodes = 64 << 10, 8000
+	schema := func(key string) any {
+		var s any
+		doc := `{"properties":{"` + key + `":{"enum":[` + strings.TrimSuffix(strings.Repeat(`{"a":1},`, nodes), ",") + `]}}}`
+		require.NoError(t, json.Unmarshal([]byte(doc), &s))
+		return s
+	}
+	measure := func(s any) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		require.NoError(t, checkRefAnnotations(s))
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	short := measure(schema("k"))
+	long := measure(schema(strings.Repeat("k", name)))
+	assert.Less(t, long, short+16*name, "a %d-byte name allocated %d bytes, against %d under a one-byte name", name, long, short)
 }
