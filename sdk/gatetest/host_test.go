@@ -113,7 +113,9 @@ func TestHostSchemaValidate(t *testing.T) {
 			abi.OpSchemaValidate: func([]byte) (any, error) { return abi.SchemaValidateAnswer{Findings: missingA}, nil }}},
 			req: abi.SchemaValidateRequest{Tool: "t", Value: json.RawMessage(`{}`)}},
 		{name: "valid yet truncated findings is refused", host: &gatetest.Host{Granted: []string{abi.CapabilitySchema}, Operations: map[string]gatetest.Operation{
-			abi.OpSchemaValidate: func([]byte) (any, error) { return abi.SchemaValidateAnswer{Found: true, Valid: true, Truncated: true}, nil }}},
+			abi.OpSchemaValidate: func([]byte) (any, error) {
+				return abi.SchemaValidateAnswer{Found: true, Valid: true, Truncated: true}, nil
+			}}},
 			req: abi.SchemaValidateRequest{Tool: "t", Value: json.RawMessage(`{}`)}},
 	}
 	for _, tt := range tests {
